@@ -1,0 +1,5 @@
+// Package processors holds what chime's goka processors share: the sarama
+// configuration goka runs with, and the supervision loop that restarts a
+// processor after a broker outage. The processors themselves live in the
+// sub-packages (scheduler, breaker, namespaces).
+package processors

@@ -1,0 +1,112 @@
+package processors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/fnv"
+	"log/slog"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/lovoo/goka"
+)
+
+// SaramaConfig returns the sarama configuration every chime goka component
+// uses. goka's defaults are wrong for us: streams must start at the oldest
+// offset (a command published before the group first ran is still a
+// command), and every write must be acknowledged by all in-sync replicas.
+func SaramaConfig(clientID string) *sarama.Config {
+	cfg := goka.DefaultConfig()
+	cfg.ClientID = clientID
+	cfg.Version = sarama.V2_8_0_0
+	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	cfg.Consumer.MaxWaitTime = 50 * time.Millisecond
+	cfg.Consumer.Fetch.Default = 4 << 20
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	// A due event waits in the producer for at most this long; the fire-lag
+	// budget is one second, so the default 100 ms is too generous.
+	cfg.Producer.Flush.Frequency = 5 * time.Millisecond
+	cfg.Producer.Flush.Bytes = 512 << 10
+	cfg.Producer.Compression = sarama.CompressionNone
+	cfg.Producer.Idempotent = false
+	cfg.Metadata.RefreshFrequency = 30 * time.Second
+	return cfg
+}
+
+// TopicManagerConfig makes goka fail on a topic that does not match what it
+// needs instead of silently carrying on; topics are provisioned up front by
+// infra/topics, so goka never has to create one.
+func TopicManagerConfig(replication int) *goka.TopicManagerConfig {
+	tm := goka.NewTopicManagerConfig()
+	tm.Table.Replication = replication
+	tm.Stream.Replication = replication
+	tm.MismatchBehavior = goka.TMConfigMismatchBehaviorFail
+	return tm
+}
+
+// Hasher is goka's partitioner hash (FNV-1a 32), named so that every chime
+// component that must agree with goka refers to the same function.
+func Hasher() hash.Hash32 { return fnv.New32a() }
+
+// ProcessorOptions are the goka options shared by every chime processor.
+func ProcessorOptions(clientID string, replication int, logger *slog.Logger) []goka.ProcessorOption {
+	cfg := SaramaConfig(clientID)
+	return []goka.ProcessorOption{
+		goka.WithClientID(clientID),
+		goka.WithConsumerGroupBuilder(goka.ConsumerGroupBuilderWithConfig(cfg)),
+		goka.WithConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(cfg)),
+		goka.WithProducerBuilder(goka.ProducerBuilderWithConfig(cfg)),
+		goka.WithTopicManagerBuilder(goka.TopicManagerBuilderWithConfig(cfg, TopicManagerConfig(replication))),
+		goka.WithHasher(Hasher),
+		goka.WithLogger(slogLogger{logger}),
+	}
+}
+
+// ViewOptions are the goka options shared by every chime view.
+func ViewOptions(clientID string, replication int, logger *slog.Logger) []goka.ViewOption {
+	cfg := SaramaConfig(clientID)
+	return []goka.ViewOption{
+		goka.WithViewClientID(clientID),
+		goka.WithViewConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(cfg)),
+		goka.WithViewTopicManagerBuilder(goka.TopicManagerBuilderWithConfig(cfg, TopicManagerConfig(replication))),
+		goka.WithViewHasher(Hasher),
+		goka.WithViewLogger(slogLogger{logger}),
+		goka.WithViewAutoReconnect(),
+	}
+}
+
+// Supervise runs run until ctx is done, restarting it after an error.
+// goka ends Processor.Run when the broker goes away with writes in flight;
+// the state is in Kafka, so a fresh processor picks up where it stopped.
+func Supervise(ctx context.Context, name string, logger *slog.Logger, run func(context.Context) error) error {
+	delay := 500 * time.Millisecond
+	for {
+		start := time.Now()
+		err := run(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err == nil {
+			err = errors.New("stopped without error")
+		}
+		if time.Since(start) > time.Minute {
+			delay = 500 * time.Millisecond
+		}
+		logger.Error("processor stopped; restarting", "processor", name, "err", err, "in", delay)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 15*time.Second)
+	}
+}
+
+// slogLogger adapts slog to goka's logger; goka's chatter goes to debug.
+type slogLogger struct{ l *slog.Logger }
+
+func (s slogLogger) Print(v ...any)                 { s.l.Debug(fmt.Sprint(v...)) }
+func (s slogLogger) Println(v ...any)               { s.l.Debug(fmt.Sprint(v...)) }
+func (s slogLogger) Printf(format string, v ...any) { s.l.Debug(fmt.Sprintf(format, v...)) }

@@ -1,0 +1,590 @@
+package scheduler
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/schema/schedule"
+)
+
+// This file is where chime decides that a job is due. The functions here are
+// pure: given the row, the input and the time, they return a decision that
+// the goka callbacks (processor.go) apply. Everything that must hold across
+// crashes follows from two rules:
+//
+//   - the row is the only authority. A tick is a hint to look at the row; a
+//     tick that finds nothing due does nothing, so lost, repeated and stale
+//     ticks are harmless;
+//   - fire_seq only grows. Every occurrence, fired or skipped, takes the
+//     next number, and the idempotency key "ns/job/fire_seq" never names
+//     two different occurrences, also across upserts.
+
+// decision is what one input does to one row.
+type decision struct {
+	// state is the new row; nil leaves the row as it is.
+	state *chimev1.JobState
+	// del removes the row.
+	del       bool
+	dues      []*chimev1.Due
+	deliver   []*chimev1.KafkaTarget
+	events    []*chimev1.JobEvent
+	rejection *chimev1.Rejection
+}
+
+// input identifies the record being processed; event IDs derive from it so
+// that replaying the record yields the same IDs (analytics deduplicates on
+// them).
+type input struct {
+	key       string
+	topic     string
+	partition int32
+	offset    int64
+	raw       []byte
+	seq       int
+}
+
+func (in *input) eventID() string {
+	in.seq++
+	return "sch-" + strconv.Itoa(int(in.partition)) + "-" + strconv.FormatInt(in.offset, 10) + "-" + strconv.Itoa(in.seq)
+}
+
+// decider holds what decisions depend on besides the row and the input.
+type decider struct {
+	cfg     Config
+	allowed map[string]bool
+}
+
+func isTerminal(s chimev1.JobStatus) bool {
+	return s == chimev1.JobStatus_JOB_STATUS_COMPLETED ||
+		s == chimev1.JobStatus_JOB_STATUS_CANCELLED ||
+		s == chimev1.JobStatus_JOB_STATUS_DEAD
+}
+
+// onCommand applies a job command. raw is the record's value; a command that
+// does not decode or validate is answered with a rejection, never a crash.
+func (d *decider) onCommand(in *input, cur *chimev1.JobState, now time.Time) decision {
+	cmd := new(chimev1.JobCommand)
+	if err := proto.Unmarshal(in.raw, cmd); err != nil {
+		return d.reject(in, cmd, "", fmt.Sprintf("command does not decode as chime.v1.JobCommand: %v", err), now)
+	}
+	if err := schema.ValidateCommand(cmd, schema.ValidateOptions{}); err != nil {
+		field := ""
+		if ve, ok := err.(*schema.ValidationError); ok {
+			field = ve.Field
+		}
+		return d.reject(in, cmd, field, err.Error(), now)
+	}
+	if want := schema.JobKey(cmd.GetNamespace(), cmd.GetJobId()); want != in.key {
+		return d.reject(in, cmd, "", fmt.Sprintf("record key %q does not match the command's job %q; publish with key namespace/job_id", in.key, want), now)
+	}
+	if cur == nil && cmd.GetUpsert() == nil {
+		return d.reject(in, cmd, "job_id", fmt.Sprintf("job %q does not exist", in.key), now)
+	}
+	switch c := cmd.GetCommand().(type) {
+	case *chimev1.JobCommand_Upsert:
+		return d.upsert(in, cmd, c.Upsert.GetSpec(), cur, now)
+	case *chimev1.JobCommand_Cancel:
+		return d.cancel(in, cmd, c.Cancel, cur, now)
+	case *chimev1.JobCommand_Pause:
+		return d.pause(in, cmd, cur, now)
+	case *chimev1.JobCommand_Resume:
+		return d.resume(in, cmd, cur, now)
+	case *chimev1.JobCommand_Retry:
+		return d.rearm(in, cur, c.Retry.GetFireSeq(), c.Retry.GetEmitSeq(), c.Retry.GetAttempt(), c.Retry.GetNotBefore().AsTime(), false, c.Retry.GetReason(), now)
+	case *chimev1.JobCommand_Defer:
+		return d.rearm(in, cur, c.Defer.GetFireSeq(), c.Defer.GetEmitSeq(), 0, c.Defer.GetNotBefore().AsTime(), true, c.Defer.GetReason(), now)
+	case *chimev1.JobCommand_Ack:
+		return d.ack(in, cur, c.Ack, now)
+	}
+	return d.reject(in, cmd, "command", "no command set", now)
+}
+
+func (d *decider) reject(in *input, cmd *chimev1.JobCommand, field, reason string, now time.Time) decision {
+	return decision{rejection: &chimev1.Rejection{
+		EventId:   in.eventID(),
+		CommandId: cmd.GetCommandId(),
+		Namespace: cmd.GetNamespace(),
+		JobId:     cmd.GetJobId(),
+		Reason:    reason,
+		Field:     field,
+		At:        timestamppb.New(now),
+		Topic:     in.topic,
+		Partition: in.partition,
+		Offset:    in.offset,
+		Command:   in.raw,
+	}}
+}
+
+func (d *decider) event(in *input, st *chimev1.JobState, typ chimev1.JobEventType, now time.Time) *chimev1.JobEvent {
+	return &chimev1.JobEvent{
+		EventId:   in.eventID(),
+		Namespace: st.GetSpec().GetNamespace(),
+		JobId:     st.GetSpec().GetId(),
+		Type:      typ,
+		At:        timestamppb.New(now),
+		FireSeq:   st.GetFireSeq(),
+	}
+}
+
+func (d *decider) upsert(in *input, cmd *chimev1.JobCommand, spec *chimev1.JobSpec, cur *chimev1.JobState, now time.Time) decision {
+	if k := spec.GetTarget().GetKafka(); k != nil && !d.allowed[k.GetTopic()] {
+		return d.reject(in, cmd, "upsert.spec.target.kafka.topic",
+			fmt.Sprintf("kafka target topic %q is not on the scheduler's allowlist (%s); add it with --kafka-target-topics", k.GetTopic(), allowList(d.allowed)), now)
+	}
+	compiled, err := schedule.Compile(spec.GetSchedule())
+	if err != nil {
+		return d.reject(in, cmd, "upsert.spec.schedule", err.Error(), now)
+	}
+	if cur != nil {
+		if cur.GetLastCommandId() == cmd.GetCommandId() {
+			return decision{} // the same command again (producer retry, replay)
+		}
+		if !isTerminal(cur.GetStatus()) && proto.Equal(cur.GetSpec(), spec) {
+			// Same spec: nothing to reschedule. Keeping the schedule as it
+			// is makes a re-sent upsert harmless.
+			return decision{}
+		}
+	}
+	anchor := now
+	if cmd.GetIssuedAt().IsValid() && cmd.GetIssuedAt().AsTime().Before(now) {
+		// The client's view of "when" counts: a command that waited in
+		// Kafka during scheduler downtime is anchored when it was issued.
+		anchor = cmd.GetIssuedAt().AsTime()
+	}
+	st := cur
+	typ := chimev1.JobEventType_JOB_EVENT_TYPE_UPDATED
+	if st == nil {
+		st = &chimev1.JobState{CreatedAt: timestamppb.New(now)}
+		typ = chimev1.JobEventType_JOB_EVENT_TYPE_CREATED
+	}
+	oneShotInFlight := cur != nil && !isTerminal(cur.GetStatus()) && cur.GetFires() > 0 &&
+		cur.GetNextScheduledAt() == nil && !compiled.Recurring() &&
+		proto.Equal(cur.GetSpec().GetSchedule(), spec.GetSchedule())
+	st.Spec = spec
+	st.Anchor = timestamppb.New(anchor)
+	plan := compiled.WithAnchor(anchor)
+	st.UpdatedAt = timestamppb.New(now)
+	st.LastCommandId = cmd.GetCommandId()
+	if cur == nil || cur.GetStatus() != chimev1.JobStatus_JOB_STATUS_PAUSED {
+		st.Status = chimev1.JobStatus_JOB_STATUS_SCHEDULED
+	}
+	st.NextScheduledAt = nil
+	if !oneShotInFlight {
+		if first, ok := plan.First(anchor); ok {
+			st.NextScheduledAt = timestamppb.New(first)
+		}
+	}
+	dec := decision{state: st}
+	dec.events = append(dec.events, d.event(in, st, typ, now))
+	d.maybeComplete(in, st, plan, &dec, now)
+	d.setTimer(in.key, st)
+	return dec
+}
+
+func (d *decider) cancel(in *input, cmd *chimev1.JobCommand, c *chimev1.Cancel, cur *chimev1.JobState, now time.Time) decision {
+	if cur.GetStatus() == chimev1.JobStatus_JOB_STATUS_CANCELLED {
+		return decision{}
+	}
+	st := cur
+	st.Status = chimev1.JobStatus_JOB_STATUS_CANCELLED
+	st.NextScheduledAt = nil
+	st.Pending = nil
+	st.UpdatedAt = timestamppb.New(now)
+	st.LastCommandId = cmd.GetCommandId()
+	st.LastDetail = c.GetReason()
+	ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_CANCELLED, now)
+	ev.Detail = c.GetReason()
+	ev.CommandId = cmd.GetCommandId()
+	d.setTimer(in.key, st)
+	return decision{state: st, events: []*chimev1.JobEvent{ev}}
+}
+
+func (d *decider) pause(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobState, now time.Time) decision {
+	switch {
+	case cur.GetStatus() == chimev1.JobStatus_JOB_STATUS_PAUSED:
+		return decision{}
+	case isTerminal(cur.GetStatus()):
+		return d.reject(in, cmd, "pause", fmt.Sprintf("job %q is %s and cannot be paused", in.key, statusName(cur.GetStatus())), now)
+	}
+	st := cur
+	st.Status = chimev1.JobStatus_JOB_STATUS_PAUSED
+	st.UpdatedAt = timestamppb.New(now)
+	st.LastCommandId = cmd.GetCommandId()
+	d.setTimer(in.key, st)
+	ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_PAUSED, now)
+	ev.CommandId = cmd.GetCommandId()
+	return decision{state: st, events: []*chimev1.JobEvent{ev}}
+}
+
+func (d *decider) resume(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobState, now time.Time) decision {
+	switch {
+	case cur.GetStatus() == chimev1.JobStatus_JOB_STATUS_SCHEDULED:
+		return decision{}
+	case isTerminal(cur.GetStatus()):
+		return d.reject(in, cmd, "resume", fmt.Sprintf("job %q is %s and cannot be resumed", in.key, statusName(cur.GetStatus())), now)
+	}
+	st := cur
+	st.Status = chimev1.JobStatus_JOB_STATUS_SCHEDULED
+	st.UpdatedAt = timestamppb.New(now)
+	st.LastCommandId = cmd.GetCommandId()
+	ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_RESUMED, now)
+	ev.CommandId = cmd.GetCommandId()
+	dec := decision{state: st, events: []*chimev1.JobEvent{ev}}
+	plan, err := compilePlan(st)
+	if err == nil && plan.Recurring() && st.GetNextScheduledAt() != nil && !st.GetNextScheduledAt().AsTime().After(now) {
+		// A recurring job continues on its schedule: the occurrences that
+		// fell into the pause are skipped (and reported), none is made up.
+		from := st.GetNextScheduledAt().AsTime()
+		last, count, _ := plan.Latest(from, now, d.cfg.CatchupScanLimit)
+		st.FireSeq += count
+		st.Skipped += count
+		sk := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_SKIPPED, now)
+		sk.Count = count
+		sk.FirstScheduledAt = timestamppb.New(from)
+		sk.LastScheduledAt = timestamppb.New(last)
+		sk.Detail = "occurrences fell into a pause"
+		dec.events = append(dec.events, sk)
+		st.NextScheduledAt = nil
+		if next, ok := plan.Next(last); ok {
+			st.NextScheduledAt = timestamppb.New(next)
+		}
+		d.maybeComplete(in, st, plan, &dec, now)
+	}
+	d.setTimer(in.key, st)
+	return dec
+}
+
+// rearm handles Retry and Defer: the occurrence fires again at notBefore.
+// Only an answer to the latest emission of an open fire is taken; anything
+// else is a duplicate or arrived after the fire was settled.
+func (d *decider) rearm(in *input, cur *chimev1.JobState, fireSeq, emitSeq uint64, attempt uint32, notBefore time.Time, isDefer bool, reason string, now time.Time) decision {
+	if isTerminal(cur.GetStatus()) {
+		return decision{}
+	}
+	i := slices.IndexFunc(cur.GetOpen(), func(e *chimev1.Emission) bool { return e.GetFireSeq() == fireSeq })
+	if i < 0 {
+		return decision{}
+	}
+	open := cur.Open[i]
+	if open.GetEmitSeq() != emitSeq {
+		return decision{}
+	}
+	if slices.ContainsFunc(cur.GetPending(), func(p *chimev1.Pending) bool { return p.GetFireSeq() == fireSeq }) {
+		return decision{} // already re-armed for this emission
+	}
+	p := &chimev1.Pending{
+		FireSeq:     fireSeq,
+		Attempt:     attempt,
+		NotBefore:   timestamppb.New(notBefore),
+		ScheduledAt: open.GetScheduledAt(),
+		Deferrals:   open.GetDeferrals(),
+	}
+	typ := chimev1.JobEventType_JOB_EVENT_TYPE_RETRY_SCHEDULED
+	if isDefer {
+		p.Attempt = open.GetAttempt()
+		p.Deferrals++
+		typ = chimev1.JobEventType_JOB_EVENT_TYPE_DEFERRED
+	} else if attempt <= open.GetAttempt() {
+		return decision{}
+	}
+	st := cur
+	st.Pending = append(st.Pending, p)
+	st.UpdatedAt = timestamppb.New(now)
+	d.setTimer(in.key, st)
+	ev := d.event(in, st, typ, now)
+	ev.FireSeq = fireSeq
+	ev.Attempt = p.Attempt
+	ev.Detail = reason
+	return decision{state: st, events: []*chimev1.JobEvent{ev}}
+}
+
+func (d *decider) ack(in *input, cur *chimev1.JobState, a *chimev1.Ack, now time.Time) decision {
+	i := slices.IndexFunc(cur.GetOpen(), func(e *chimev1.Emission) bool { return e.GetFireSeq() == a.GetFireSeq() })
+	if i < 0 {
+		return decision{} // already settled: a duplicate ack
+	}
+	st := cur
+	st.Open = slices.Delete(st.Open, i, i+1)
+	st.Pending = slices.DeleteFunc(st.Pending, func(p *chimev1.Pending) bool { return p.GetFireSeq() == a.GetFireSeq() })
+	st.LastResult = a.GetResult()
+	st.LastDetail = a.GetDetail()
+	st.UpdatedAt = timestamppb.New(now)
+	dec := decision{state: st}
+	switch a.GetResult() {
+	case chimev1.AckResult_ACK_RESULT_FAILED, chimev1.AckResult_ACK_RESULT_DEAD:
+		ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_DEAD, now)
+		ev.FireSeq, ev.Attempt, ev.Detail = a.GetFireSeq(), a.GetAttempt(), a.GetDetail()
+		dec.events = append(dec.events, ev)
+	case chimev1.AckResult_ACK_RESULT_EXPIRED:
+		ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_EXPIRED, now)
+		ev.FireSeq, ev.Attempt, ev.Detail = a.GetFireSeq(), a.GetAttempt(), a.GetDetail()
+		dec.events = append(dec.events, ev)
+	}
+	if plan, err := compilePlan(st); err == nil {
+		d.maybeComplete(in, st, plan, &dec, now)
+	}
+	d.setTimer(in.key, st)
+	return dec
+}
+
+// maybeComplete ends a job that has nothing left to do: no next occurrence,
+// nothing in flight, nothing waiting to be retried.
+func (d *decider) maybeComplete(in *input, st *chimev1.JobState, plan *schedule.Compiled, dec *decision, now time.Time) {
+	if st.GetStatus() != chimev1.JobStatus_JOB_STATUS_SCHEDULED ||
+		st.GetNextScheduledAt() != nil || len(st.GetOpen()) > 0 || len(st.GetPending()) > 0 {
+		return
+	}
+	st.Status = chimev1.JobStatus_JOB_STATUS_COMPLETED
+	typ := chimev1.JobEventType_JOB_EVENT_TYPE_COMPLETED
+	if !plan.Recurring() && (st.GetLastResult() == chimev1.AckResult_ACK_RESULT_FAILED || st.GetLastResult() == chimev1.AckResult_ACK_RESULT_DEAD) {
+		st.Status = chimev1.JobStatus_JOB_STATUS_DEAD
+		typ = chimev1.JobEventType_JOB_EVENT_TYPE_DEAD
+	}
+	st.UpdatedAt = timestamppb.New(now)
+	ev := d.event(in, st, typ, now)
+	ev.Detail = st.GetLastDetail()
+	dec.events = append(dec.events, ev)
+}
+
+// onTick fires whatever in the row is due at now.
+func (d *decider) onTick(in *input, cur *chimev1.JobState, now time.Time) decision {
+	if cur == nil {
+		return decision{}
+	}
+	if timer := cur.GetTimerAt(); timer == nil || timer.AsTime().After(now) {
+		return decision{} // stale or early tick: the row decides
+	}
+	st := cur
+	if isTerminal(st.GetStatus()) {
+		// Terminal rows are kept for TerminalRetention so their state can
+		// still be read, then removed from the table.
+		return decision{del: true}
+	}
+	if st.GetStatus() != chimev1.JobStatus_JOB_STATUS_SCHEDULED {
+		d.setTimer(in.key, st)
+		return decision{state: st}
+	}
+	plan, err := compilePlan(st)
+	if err != nil {
+		// Cannot happen for a row written by this code (upsert compiles the
+		// schedule); park the job rather than spin on it.
+		st.Status = chimev1.JobStatus_JOB_STATUS_DEAD
+		st.LastDetail = "schedule no longer compiles: " + err.Error()
+		st.NextScheduledAt = nil
+		d.setTimer(in.key, st)
+		return decision{state: st}
+	}
+	dec := decision{state: st}
+
+	// Retries and deferrals whose time has come.
+	var later []*chimev1.Pending
+	for _, p := range st.GetPending() {
+		if p.GetNotBefore().AsTime().After(now) {
+			later = append(later, p)
+			continue
+		}
+		d.fire(in, st, plan, &dec, p.GetFireSeq(), p.GetAttempt(), p.GetDeferrals(), p.GetScheduledAt().AsTime(), p.GetNotBefore().AsTime(), now)
+	}
+	st.Pending = later
+
+	// The next occurrence, catching up after downtime: only the most recent
+	// missed occurrence may fire; older ones are skipped and reported.
+	if next := st.GetNextScheduledAt(); next != nil {
+		from := next.AsTime()
+		fireAt := from.Add(d.jitter(in.key, st, st.GetFireSeq()+1))
+		if !fireAt.After(now) {
+			last, count, exact := plan.Latest(from, now, d.cfg.CatchupScanLimit)
+			if count > 1 {
+				sk := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_SKIPPED, now)
+				sk.Count = count - 1
+				sk.FirstScheduledAt = timestamppb.New(from)
+				sk.LastScheduledAt = timestamppb.New(last)
+				sk.Detail = fmt.Sprintf("%d missed occurrences from %s up to (not including) %s skipped; only the latest fires", count-1, from.Format(time.RFC3339), last.Format(time.RFC3339))
+				if !exact {
+					sk.Detail += " (count is a lower bound)"
+				}
+				sk.FireSeq = st.GetFireSeq() + count - 1
+				dec.events = append(dec.events, sk)
+				st.Skipped += count - 1
+				fireAt = last // jitter is not applied to a catch-up fire
+			}
+			st.FireSeq += count
+			d.fire(in, st, plan, &dec, st.GetFireSeq(), 1, 0, last, fireAt, now)
+			st.NextScheduledAt = nil
+			if n, ok := plan.Next(last); ok {
+				st.NextScheduledAt = timestamppb.New(n)
+			}
+		}
+	}
+	st.UpdatedAt = timestamppb.New(now)
+	d.maybeComplete(in, st, plan, &dec, now)
+	d.setTimer(in.key, st)
+	return dec
+}
+
+// fire emits one occurrence (or expires it when its relevancy window has
+// passed).
+func (d *decider) fire(in *input, st *chimev1.JobState, plan *schedule.Compiled, dec *decision, fireSeq uint64, attempt, deferrals uint32, scheduledAt, fireAt, now time.Time) {
+	window := d.window(st)
+	var deadline *timestamppb.Timestamp
+	if window > 0 {
+		deadline = timestamppb.New(scheduledAt.Add(window))
+		if now.After(scheduledAt.Add(window)) {
+			st.Open = slices.DeleteFunc(st.Open, func(e *chimev1.Emission) bool { return e.GetFireSeq() == fireSeq })
+			st.LastResult = chimev1.AckResult_ACK_RESULT_EXPIRED
+			st.LastDetail = fmt.Sprintf("fire %d scheduled at %s expired: relevancy window %s passed at %s", fireSeq, scheduledAt.Format(time.RFC3339Nano), window, deadline.AsTime().Format(time.RFC3339Nano))
+			if attempt <= 1 && deferrals == 0 {
+				st.Skipped++
+			}
+			ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_EXPIRED, now)
+			ev.FireSeq, ev.Attempt, ev.Detail = fireSeq, attempt, st.LastDetail
+			ev.FirstScheduledAt = timestamppb.New(scheduledAt)
+			dec.events = append(dec.events, ev)
+			return
+		}
+	}
+	spec := st.GetSpec()
+	if attempt <= 1 && deferrals == 0 {
+		st.Fires++
+	}
+	st.LastFiredAt = timestamppb.New(now)
+	if k := spec.GetTarget().GetKafka(); k != nil {
+		// Kafka targets are delivered by the scheduler itself, in the same
+		// goka transaction as the row update: no ack is needed.
+		dec.deliver = append(dec.deliver, k)
+		st.LastResult = chimev1.AckResult_ACK_RESULT_SUCCEEDED
+	} else {
+		st.EmitSeq++
+		due := &chimev1.Due{
+			Namespace:      spec.GetNamespace(),
+			JobId:          spec.GetId(),
+			FireSeq:        fireSeq,
+			EmitSeq:        st.GetEmitSeq(),
+			Attempt:        attempt,
+			ScheduledAt:    timestamppb.New(scheduledAt),
+			FireAt:         timestamppb.New(fireAt),
+			EmittedAt:      timestamppb.New(now),
+			Deadline:       deadline,
+			Callback:       spec.GetTarget().GetHttp(),
+			Retry:          spec.GetRetry(),
+			Labels:         spec.GetLabels(),
+			IdempotencyKey: in.key + "/" + strconv.FormatUint(fireSeq, 10),
+			Deferrals:      deferrals,
+		}
+		if window > 0 {
+			due.RelevancyWindow = durationpb.New(window)
+		}
+		dec.dues = append(dec.dues, due)
+		em := &chimev1.Emission{FireSeq: fireSeq, EmitSeq: st.GetEmitSeq(), Attempt: attempt, ScheduledAt: due.ScheduledAt, Deferrals: deferrals}
+		if i := slices.IndexFunc(st.GetOpen(), func(e *chimev1.Emission) bool { return e.GetFireSeq() == fireSeq }); i >= 0 {
+			st.Open[i] = em
+		} else {
+			st.Open = append(st.Open, em)
+		}
+		if len(st.Open) > d.cfg.MaxOpenFires {
+			// Nobody has acknowledged hundreds of fires: no dispatcher is
+			// running. Forget the oldest so the row stays bounded; its
+			// retries, if any arrive, are then ignored.
+			old := st.Open[0]
+			st.Open = st.Open[1:]
+			ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_DEAD, now)
+			ev.FireSeq = old.GetFireSeq()
+			ev.Detail = fmt.Sprintf("fire %d was never acknowledged and fell out of the %d most recent open fires", old.GetFireSeq(), d.cfg.MaxOpenFires)
+			dec.events = append(dec.events, ev)
+		}
+	}
+	if d.cfg.FireEvents {
+		ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_FIRED, now)
+		ev.FireSeq, ev.Attempt = fireSeq, attempt
+		ev.FirstScheduledAt = timestamppb.New(scheduledAt)
+		dec.events = append(dec.events, ev)
+	}
+}
+
+func (d *decider) window(st *chimev1.JobState) time.Duration {
+	if w := st.GetSpec().GetRelevancyWindow(); w != nil && w.AsDuration() > 0 {
+		return w.AsDuration()
+	}
+	return d.cfg.DefaultRelevancyWindow
+}
+
+func (d *decider) jitter(key string, st *chimev1.JobState, fireSeq uint64) time.Duration {
+	return schedule.Jitter(st.GetSpec().GetSchedule().GetJitter().AsDuration(), key, fireSeq)
+}
+
+// setTimer recomputes the row's timer: the earliest of the next occurrence
+// (with its jitter) and the pending retries; for a terminal row, the time it
+// is removed. The timer is what the storage indexes.
+func (d *decider) setTimer(key string, st *chimev1.JobState) {
+	var at time.Time
+	consider := func(t time.Time) {
+		if at.IsZero() || t.Before(at) {
+			at = t
+		}
+	}
+	switch {
+	case st.GetStatus() == chimev1.JobStatus_JOB_STATUS_SCHEDULED:
+		if n := st.GetNextScheduledAt(); n != nil {
+			consider(n.AsTime().Add(d.jitter(key, st, st.GetFireSeq()+1)))
+		}
+		for _, p := range st.GetPending() {
+			consider(p.GetNotBefore().AsTime())
+		}
+	case isTerminal(st.GetStatus()) && d.cfg.TerminalRetention > 0:
+		consider(st.GetUpdatedAt().AsTime().Add(d.cfg.TerminalRetention))
+	}
+	if at.IsZero() {
+		st.TimerAt = nil
+		return
+	}
+	st.TimerAt = timestamppb.New(at)
+}
+
+func statusName(s chimev1.JobStatus) string {
+	switch s {
+	case chimev1.JobStatus_JOB_STATUS_SCHEDULED:
+		return "scheduled"
+	case chimev1.JobStatus_JOB_STATUS_PAUSED:
+		return "paused"
+	case chimev1.JobStatus_JOB_STATUS_COMPLETED:
+		return "completed"
+	case chimev1.JobStatus_JOB_STATUS_CANCELLED:
+		return "cancelled"
+	case chimev1.JobStatus_JOB_STATUS_DEAD:
+		return "dead"
+	}
+	return "unknown"
+}
+
+func allowList(m map[string]bool) string {
+	var l []string
+	for k := range m {
+		l = append(l, k)
+	}
+	slices.Sort(l)
+	if len(l) == 0 {
+		return "empty"
+	}
+	return fmt.Sprint(l)
+}
+
+// compilePlan compiles the row's schedule with the job's anchor.
+func compilePlan(st *chimev1.JobState) (*schedule.Compiled, error) {
+	c, err := schedule.Compile(st.GetSpec().GetSchedule())
+	if err != nil {
+		return nil, err
+	}
+	anchor := st.GetCreatedAt()
+	if st.GetAnchor() != nil {
+		anchor = st.GetAnchor()
+	}
+	return c.WithAnchor(anchor.AsTime()), nil
+}

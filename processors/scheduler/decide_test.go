@@ -1,0 +1,343 @@
+package scheduler
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/schema/chimev1"
+)
+
+// The decider is pure: these tests drive it with an explicit clock.
+
+var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+type rig struct {
+	t   *testing.T
+	d   *decider
+	key string
+	st  *chimev1.JobState
+	off int64
+	// everything emitted so far
+	dues    []*chimev1.Due
+	events  []*chimev1.JobEvent
+	rejects []*chimev1.Rejection
+	deliver []*chimev1.KafkaTarget
+	deleted bool
+}
+
+func newRig(t *testing.T, mutate ...func(*Config)) *rig {
+	cfg := Config{}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	cfg.defaults()
+	allowed := map[string]bool{cfg.Topics.BreakerTimers(): true}
+	return &rig{t: t, d: &decider{cfg: cfg, allowed: allowed}, key: "ns1/job1"}
+}
+
+func (r *rig) apply(dec decision) {
+	r.dues = append(r.dues, dec.dues...)
+	r.events = append(r.events, dec.events...)
+	r.deliver = append(r.deliver, dec.deliver...)
+	if dec.rejection != nil {
+		r.rejects = append(r.rejects, dec.rejection)
+	}
+	if dec.del {
+		r.st, r.deleted = nil, true
+	} else if dec.state != nil {
+		// Round-trip through the codec like goka does.
+		b, err := schema.JobStateCodec{}.Encode(dec.state)
+		require.NoError(r.t, err)
+		v, err := schema.JobStateCodec{}.Decode(b)
+		require.NoError(r.t, err)
+		r.st = v.(*chimev1.JobState)
+	}
+}
+
+func (r *rig) command(cmd *chimev1.JobCommand, now time.Time) {
+	if cmd.CommandId == "" {
+		cmd.CommandId = "c" + now.Format("150405.000000000") + string(rune('a'+r.off%26))
+	}
+	if cmd.Namespace == "" {
+		cmd.Namespace, cmd.JobId = "ns1", "job1"
+	}
+	raw, err := proto.Marshal(cmd)
+	require.NoError(r.t, err)
+	r.off++
+	in := &input{key: r.key, topic: "cmds", offset: r.off, raw: raw}
+	r.apply(r.d.onCommand(in, r.clone(), now))
+}
+
+func (r *rig) tick(now time.Time) {
+	r.off++
+	in := &input{key: r.key, topic: "ticks", offset: r.off}
+	r.apply(r.d.onTick(in, r.clone(), now))
+}
+
+func (r *rig) clone() *chimev1.JobState {
+	if r.st == nil {
+		return nil
+	}
+	return proto.Clone(r.st).(*chimev1.JobState)
+}
+
+// runUntil ticks whenever the row's timer is due, up to end, like the pump.
+func (r *rig) runUntil(end time.Time) {
+	for i := 0; i < 10000; i++ {
+		if r.st == nil || r.st.GetTimerAt() == nil {
+			return
+		}
+		at := r.st.GetTimerAt().AsTime()
+		if at.After(end) {
+			return
+		}
+		r.tick(at)
+	}
+	r.t.Fatal("runUntil: too many ticks")
+}
+
+func httpSpec(s *chimev1.Schedule) *chimev1.JobSpec {
+	return &chimev1.JobSpec{
+		Namespace: "ns1", Id: "job1", Schedule: s,
+		Target: &chimev1.Target{Kind: &chimev1.Target_Http{Http: &chimev1.HttpCallback{Url: "https://example.com/hook"}}},
+	}
+}
+
+func upsert(spec *chimev1.JobSpec, issued time.Time) *chimev1.JobCommand {
+	return &chimev1.JobCommand{IssuedAt: timestamppb.New(issued), Command: &chimev1.JobCommand_Upsert{Upsert: &chimev1.Upsert{Spec: spec}}}
+}
+
+func at(t time.Time) *chimev1.Schedule {
+	return &chimev1.Schedule{Kind: &chimev1.Schedule_At{At: timestamppb.New(t)}}
+}
+
+func every(d time.Duration) *chimev1.Schedule {
+	return &chimev1.Schedule{Kind: &chimev1.Schedule_Every{Every: &chimev1.Every{Interval: durationpb.New(d)}}}
+}
+
+func ack(due *chimev1.Due, res chimev1.AckResult) *chimev1.JobCommand {
+	return &chimev1.JobCommand{Command: &chimev1.JobCommand_Ack{Ack: &chimev1.Ack{FireSeq: due.FireSeq, EmitSeq: due.EmitSeq, Attempt: due.Attempt, Result: res}}}
+}
+
+func TestOneShotFiresOnceAndCompletesOnAck(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.command(upsert(httpSpec(at(t0.Add(time.Minute))), t0), t0)
+	require.Equal(t, chimev1.JobStatus_JOB_STATUS_SCHEDULED, r.st.Status)
+	require.Equal(t, t0.Add(time.Minute), r.st.TimerAt.AsTime())
+
+	r.tick(t0.Add(30 * time.Second)) // early tick: nothing
+	require.Empty(t, r.dues)
+
+	r.tick(t0.Add(time.Minute))
+	require.Len(t, r.dues, 1)
+	d := r.dues[0]
+	require.EqualValues(t, 1, d.FireSeq)
+	require.EqualValues(t, 1, d.Attempt)
+	require.Equal(t, "ns1/job1/1", d.IdempotencyKey)
+	require.Equal(t, t0.Add(time.Minute), d.ScheduledAt.AsTime())
+	require.Nil(t, r.st.TimerAt, "a fired one-shot waits for its ack, with no timer")
+
+	r.tick(t0.Add(2 * time.Minute)) // a repeated tick does not fire again
+	require.Len(t, r.dues, 1)
+
+	r.command(ack(d, chimev1.AckResult_ACK_RESULT_SUCCEEDED), t0.Add(2*time.Minute))
+	require.Equal(t, chimev1.JobStatus_JOB_STATUS_COMPLETED, r.st.Status)
+	r.command(ack(d, chimev1.AckResult_ACK_RESULT_SUCCEEDED), t0.Add(2*time.Minute)) // duplicate ack
+	require.Equal(t, chimev1.JobStatus_JOB_STATUS_COMPLETED, r.st.Status)
+
+	// The completed row is removed after the retention.
+	r.runUntil(t0.Add(8 * 24 * time.Hour))
+	require.True(t, r.deleted)
+}
+
+func TestEveryDoesNotDrift(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.command(upsert(httpSpec(every(10*time.Second)), t0), t0)
+	// Ticks arrive late by varying amounts; occurrences stay on the grid.
+	for i, late := range []time.Duration{0, 300 * time.Millisecond, 2 * time.Second, 50 * time.Millisecond} {
+		r.tick(r.st.TimerAt.AsTime().Add(late))
+		require.Len(t, r.dues, i+1)
+		require.Equal(t, t0.Add(time.Duration(i+1)*10*time.Second), r.dues[i].ScheduledAt.AsTime())
+		require.EqualValues(t, i+1, r.dues[i].FireSeq)
+	}
+}
+
+func TestDowntimeFiresOnlyTheLatestMissedOccurrence(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.command(upsert(httpSpec(every(time.Minute)), t0), t0)
+	// The scheduler was down for an hour: 60 occurrences were missed.
+	now := t0.Add(time.Hour + 30*time.Second)
+	r.tick(now)
+	require.Len(t, r.dues, 1, "never a burst of every missed fire")
+	require.Equal(t, t0.Add(time.Hour), r.dues[0].ScheduledAt.AsTime())
+	require.EqualValues(t, 60, r.dues[0].FireSeq)
+	var skipped *chimev1.JobEvent
+	for _, e := range r.events {
+		if e.Type == chimev1.JobEventType_JOB_EVENT_TYPE_SKIPPED {
+			skipped = e
+		}
+	}
+	require.NotNil(t, skipped)
+	require.EqualValues(t, 59, skipped.Count)
+	require.Equal(t, t0.Add(time.Hour+time.Minute), r.st.NextScheduledAt.AsTime())
+}
+
+func TestDowntimePastRelevancyWindowExpires(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	spec := httpSpec(at(t0.Add(time.Minute)))
+	spec.RelevancyWindow = durationpb.New(5 * time.Minute)
+	r.command(upsert(spec, t0), t0)
+	r.tick(t0.Add(10 * time.Minute))
+	require.Empty(t, r.dues)
+	require.Equal(t, chimev1.JobStatus_JOB_STATUS_COMPLETED, r.st.Status)
+	require.Equal(t, chimev1.AckResult_ACK_RESULT_EXPIRED, r.st.LastResult)
+	require.Contains(t, r.st.LastDetail, "relevancy window")
+}
+
+func TestRetryAndDeferRearmTheSameFire(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.command(upsert(httpSpec(at(t0)), t0), t0)
+	r.tick(t0)
+	require.Len(t, r.dues, 1)
+	d1 := r.dues[0]
+
+	retry := &chimev1.JobCommand{Command: &chimev1.JobCommand_Retry{Retry: &chimev1.Retry{
+		FireSeq: 1, EmitSeq: d1.EmitSeq, Attempt: 2, NotBefore: timestamppb.New(t0.Add(5 * time.Second)), Reason: "503"}}}
+	r.command(retry, t0.Add(time.Second))
+	r.command(proto.Clone(retry).(*chimev1.JobCommand), t0.Add(time.Second)) // duplicate
+	require.Equal(t, t0.Add(5*time.Second), r.st.TimerAt.AsTime())
+	r.tick(t0.Add(5 * time.Second))
+	require.Len(t, r.dues, 2)
+	d2 := r.dues[1]
+	require.EqualValues(t, 1, d2.FireSeq, "a retry carries the same fire_seq")
+	require.EqualValues(t, 2, d2.Attempt)
+	require.Equal(t, d1.IdempotencyKey, d2.IdempotencyKey)
+
+	// A stale retry answering the first emission is ignored.
+	r.command(retry, t0.Add(6*time.Second))
+	require.Nil(t, r.st.TimerAt)
+
+	// Defer: same attempt, counted as a deferral.
+	r.command(&chimev1.JobCommand{Command: &chimev1.JobCommand_Defer{Defer: &chimev1.Defer{
+		FireSeq: 1, EmitSeq: d2.EmitSeq, NotBefore: timestamppb.New(t0.Add(10 * time.Second)), Reason: "breaker open"}}}, t0.Add(7*time.Second))
+	r.tick(t0.Add(10 * time.Second))
+	require.Len(t, r.dues, 3)
+	d3 := r.dues[2]
+	require.EqualValues(t, 2, d3.Attempt)
+	require.EqualValues(t, 1, d3.Deferrals)
+
+	r.command(ack(d3, chimev1.AckResult_ACK_RESULT_DEAD), t0.Add(11*time.Second))
+	require.Equal(t, chimev1.JobStatus_JOB_STATUS_DEAD, r.st.Status)
+}
+
+func TestPauseResumeCancel(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.command(upsert(httpSpec(every(time.Minute)), t0), t0)
+	r.runUntil(t0.Add(2 * time.Minute))
+	require.Len(t, r.dues, 2)
+
+	r.command(&chimev1.JobCommand{Command: &chimev1.JobCommand_Pause{Pause: &chimev1.Pause{}}}, t0.Add(2*time.Minute+time.Second))
+	require.Equal(t, chimev1.JobStatus_JOB_STATUS_PAUSED, r.st.Status)
+	require.Nil(t, r.st.TimerAt)
+	r.tick(t0.Add(5 * time.Minute))
+	require.Len(t, r.dues, 2, "a paused job does not fire")
+
+	// Resume continues on the schedule: the next grid point after now.
+	r.command(&chimev1.JobCommand{Command: &chimev1.JobCommand_Resume{Resume: &chimev1.Resume{}}}, t0.Add(5*time.Minute+10*time.Second))
+	require.Equal(t, t0.Add(6*time.Minute), r.st.TimerAt.AsTime())
+	r.runUntil(t0.Add(6 * time.Minute))
+	require.Len(t, r.dues, 3)
+	require.Equal(t, t0.Add(6*time.Minute), r.dues[2].ScheduledAt.AsTime())
+	require.Greater(t, r.dues[2].FireSeq, r.dues[1].FireSeq)
+
+	r.command(&chimev1.JobCommand{Command: &chimev1.JobCommand_Cancel{Cancel: &chimev1.Cancel{Reason: "done"}}}, t0.Add(6*time.Minute+time.Second))
+	require.Equal(t, chimev1.JobStatus_JOB_STATUS_CANCELLED, r.st.Status)
+	r.tick(t0.Add(7 * time.Minute))
+	require.Len(t, r.dues, 3, "a cancelled job does not fire")
+}
+
+func TestUpsertReschedulesAndKeepsFireSeqGrowing(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.command(upsert(httpSpec(every(time.Minute)), t0), t0)
+	r.runUntil(t0.Add(3 * time.Minute))
+	require.Len(t, r.dues, 3)
+
+	// The same spec again changes nothing.
+	before := proto.Clone(r.st)
+	r.command(upsert(httpSpec(every(time.Minute)), t0.Add(3*time.Minute+time.Second)), t0.Add(3*time.Minute+time.Second))
+	require.True(t, proto.Equal(before, r.st))
+
+	spec := httpSpec(at(t0.Add(10 * time.Minute)))
+	r.command(upsert(spec, t0.Add(4*time.Minute)), t0.Add(4*time.Minute))
+	require.Equal(t, t0.Add(10*time.Minute), r.st.TimerAt.AsTime())
+	r.runUntil(t0.Add(time.Hour))
+	require.Len(t, r.dues, 4)
+	require.EqualValues(t, 4, r.dues[3].FireSeq)
+}
+
+func TestRejections(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	// Undecodable bytes.
+	r.off++
+	r.apply(r.d.onCommand(&input{key: r.key, raw: []byte{0xff, 0xff, 0xff}}, nil, t0))
+	// Unknown job.
+	r.command(&chimev1.JobCommand{Command: &chimev1.JobCommand_Pause{Pause: &chimev1.Pause{}}}, t0)
+	// Kafka target not on the allowlist.
+	spec := httpSpec(at(t0))
+	spec.Target = &chimev1.Target{Kind: &chimev1.Target_Kafka{Kafka: &chimev1.KafkaTarget{Topic: "payments", Value: []byte("x")}}}
+	r.command(upsert(spec, t0), t0)
+	// Key does not match the command.
+	cmd := upsert(httpSpec(at(t0)), t0)
+	r.key = "ns1/other"
+	r.command(cmd, t0)
+	require.Len(t, r.rejects, 4)
+	require.Contains(t, r.rejects[0].Reason, "does not decode")
+	require.Contains(t, r.rejects[1].Reason, "does not exist")
+	require.Contains(t, r.rejects[2].Reason, "allowlist")
+	require.Equal(t, "upsert.spec.target.kafka.topic", r.rejects[2].Field)
+	require.Contains(t, r.rejects[3].Reason, "does not match")
+	require.Nil(t, r.st)
+}
+
+func TestKafkaTargetIsDeliveredByTheScheduler(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	spec := httpSpec(at(t0.Add(time.Second)))
+	topic := r.d.cfg.Topics.BreakerTimers()
+	spec.Target = &chimev1.Target{Kind: &chimev1.Target_Kafka{Kafka: &chimev1.KafkaTarget{Topic: topic, Key: []byte("ns1"), Value: []byte("check")}}}
+	r.command(upsert(spec, t0), t0)
+	r.tick(t0.Add(time.Second))
+	require.Empty(t, r.dues)
+	require.Len(t, r.deliver, 1)
+	require.Equal(t, topic, r.deliver[0].Topic)
+	require.Equal(t, chimev1.JobStatus_JOB_STATUS_COMPLETED, r.st.Status)
+}
+
+func TestJitterIsStableAndBounded(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	s := every(time.Minute)
+	s.Jitter = durationpb.New(10 * time.Second)
+	r.command(upsert(httpSpec(s), t0), t0)
+	first := r.st.TimerAt.AsTime()
+	require.False(t, first.Before(t0.Add(time.Minute)))
+	require.True(t, first.Before(t0.Add(time.Minute+10*time.Second)))
+	r.tick(first)
+	require.Len(t, r.dues, 1)
+	require.Equal(t, t0.Add(time.Minute), r.dues[0].ScheduledAt.AsTime())
+	require.Equal(t, first, r.dues[0].FireAt.AsTime())
+}

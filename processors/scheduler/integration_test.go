@@ -1,0 +1,318 @@
+package scheduler_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/chime-sched/chime/infra/kafkatest"
+	"github.com/chime-sched/chime/processors/scheduler"
+	"github.com/chime-sched/chime/producer"
+	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/schema/chimev1"
+)
+
+// Integration tests: a real broker (kfake, started per test on a free port
+// with its own data dir), real goka processors, the real producer.
+
+const testPartitions = 4
+
+type bundle struct {
+	t       *testing.T
+	cluster *kafkatest.Cluster
+	topics  schema.Topics
+	prod    *producer.Producer
+	dues    *collector
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	c := kafkatest.New(t)
+	topics := schema.NewTopics(kafkatest.UniquePrefix(t))
+	c.Provision(t, topics, testPartitions)
+	p, err := producer.New(producer.Brokers(c.Brokers()), producer.TopicPrefix(topics.Prefix))
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	b := &bundle{t: t, cluster: c, topics: topics, prod: p}
+	b.dues = collect(t, c.Brokers(), topics.Due(), func(raw []byte) (string, any) {
+		d := new(chimev1.Due)
+		require.NoError(t, proto.Unmarshal(raw, d))
+		return schema.JobKey(d.Namespace, d.JobId), d
+	})
+	return b
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	if os.Getenv("CHIME_TEST_VERBOSE") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(nopWriter{}, nil))
+}
+
+type nopWriter struct{}
+
+func (nopWriter) Write(p []byte) (int, error) { return len(p), nil }
+
+// startScheduler runs one scheduler instance until the returned stop is
+// called (or the test ends).
+func (b *bundle) startScheduler(mutate ...func(*scheduler.Config)) (s *scheduler.Scheduler, stop func()) {
+	b.t.Helper()
+	cfg := scheduler.Config{
+		Brokers:    b.cluster.Brokers(),
+		Topics:     b.topics,
+		Logger:     testLogger(b.t),
+		TickResend: 2 * time.Second,
+	}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	s, err := scheduler.New(cfg)
+	require.NoError(b.t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				require.NoError(b.t, err)
+			case <-time.After(60 * time.Second):
+				b.t.Error("scheduler did not stop within 60s")
+			}
+		})
+	}
+	b.t.Cleanup(stop)
+	rctx, rcancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer rcancel()
+	require.NoError(b.t, s.WaitReady(rctx))
+	return s, stop
+}
+
+func (b *bundle) schedule(spec *chimev1.JobSpec) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := b.prod.Schedule(ctx, spec)
+	require.NoError(b.t, err)
+}
+
+// collector consumes a topic from the start and keeps every record by key.
+type collector struct {
+	mu    sync.Mutex
+	byKey map[string][]any
+	n     int
+}
+
+func collect(t *testing.T, brokers []string, topic string, decode func([]byte) (string, any)) *collector {
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(brokers...),
+		kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(50*time.Millisecond),
+	)
+	require.NoError(t, err)
+	c := &collector{byKey: map[string][]any{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			fs := cl.PollFetches(ctx)
+			fs.EachRecord(func(r *kgo.Record) {
+				k, v := decode(r.Value)
+				c.mu.Lock()
+				c.byKey[k] = append(c.byKey[k], v)
+				c.n++
+				c.mu.Unlock()
+			})
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		cl.Close()
+	})
+	return c
+}
+
+func (c *collector) get(key string) []any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]any(nil), c.byKey[key]...)
+}
+
+func (c *collector) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+func (c *collector) keys() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.byKey)
+}
+
+func (c *collector) dues(key string) []*chimev1.Due {
+	var out []*chimev1.Due
+	for _, v := range c.get(key) {
+		out = append(out, v.(*chimev1.Due))
+	}
+	return out
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func spec(ns, id string, s *chimev1.Schedule) *chimev1.JobSpec {
+	return &chimev1.JobSpec{
+		Namespace: ns, Id: id, Schedule: s,
+		Target: &chimev1.Target{Kind: &chimev1.Target_Http{Http: &chimev1.HttpCallback{Url: "http://127.0.0.1:9/hook"}}},
+	}
+}
+
+func atSchedule(t time.Time) *chimev1.Schedule {
+	return &chimev1.Schedule{Kind: &chimev1.Schedule_At{At: timestamppb.New(t)}}
+}
+
+func everySchedule(d time.Duration, start time.Time) *chimev1.Schedule {
+	return &chimev1.Schedule{Kind: &chimev1.Schedule_Every{Every: &chimev1.Every{Interval: durationpb.New(d), StartAt: timestamppb.New(start)}}}
+}
+
+func cronSchedule(expr, tz string) *chimev1.Schedule {
+	return &chimev1.Schedule{Kind: &chimev1.Schedule_Cron{Cron: &chimev1.Cron{Expr: expr, Timezone: tz}}}
+}
+
+// TestSchedulesFireOnTime: one-shot, interval and cron (in a time zone)
+// jobs produce due events at their times, never early, in order.
+func TestSchedulesFireOnTime(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.startScheduler()
+
+	start := time.Now().Truncate(time.Second).Add(2 * time.Second)
+	b.schedule(spec("ns-a", "once", atSchedule(start.Add(500*time.Millisecond))))
+	b.schedule(spec("ns-a", "every", everySchedule(time.Second, start)))
+	b.schedule(spec("ns-b", "cron", cronSchedule("*/2 * * * * *", "Asia/Kolkata")))
+
+	waitFor(t, 30*time.Second, "three interval fires and two cron fires", func() bool {
+		return len(b.dues.get("ns-a/every")) >= 3 && len(b.dues.get("ns-b/cron")) >= 2 && len(b.dues.get("ns-a/once")) >= 1
+	})
+
+	once := b.dues.dues("ns-a/once")
+	require.Len(t, once, 1)
+	require.Equal(t, start.Add(500*time.Millisecond), once[0].ScheduledAt.AsTime())
+	require.False(t, once[0].EmittedAt.AsTime().Before(once[0].ScheduledAt.AsTime()), "never early")
+
+	ev := b.dues.dues("ns-a/every")
+	for i, d := range ev[:3] {
+		require.EqualValues(t, i+1, d.FireSeq)
+		require.Equal(t, start.Add(time.Duration(i)*time.Second), d.ScheduledAt.AsTime(), "on the grid, no drift")
+		require.False(t, d.EmittedAt.AsTime().Before(d.ScheduledAt.AsTime()))
+		require.Equal(t, fmt.Sprintf("ns-a/every/%d", i+1), d.IdempotencyKey)
+	}
+
+	cr := b.dues.dues("ns-b/cron")
+	for i, d := range cr[:2] {
+		s := d.ScheduledAt.AsTime()
+		require.Zero(t, s.Nanosecond())
+		require.Zero(t, s.Second()%2, "every second second")
+		require.False(t, d.EmittedAt.AsTime().Before(s))
+		if i > 0 {
+			require.Equal(t, cr[i-1].ScheduledAt.AsTime().Add(2*time.Second), s)
+		}
+	}
+}
+
+// TestCancelPauseResume: cancel and pause stop fires; resume continues on
+// the schedule.
+func TestCancelPauseResume(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.startScheduler()
+	ctx := context.Background()
+
+	start := time.Now().Truncate(time.Second).Add(time.Second)
+	b.schedule(spec("ns", "cancelled", everySchedule(time.Second, start)))
+	b.schedule(spec("ns", "paused", everySchedule(time.Second, start)))
+	b.schedule(spec("ns", "future", atSchedule(start.Add(4*time.Second))))
+	waitFor(t, 20*time.Second, "first fires", func() bool {
+		return len(b.dues.get("ns/cancelled")) >= 1 && len(b.dues.get("ns/paused")) >= 1
+	})
+	_, err := b.prod.Cancel(ctx, "ns", "cancelled", "test")
+	require.NoError(t, err)
+	_, err = b.prod.Pause(ctx, "ns", "paused")
+	require.NoError(t, err)
+	_, err = b.prod.Cancel(ctx, "ns", "future", "not needed")
+	require.NoError(t, err)
+
+	// Once the commands are applied, the counts stop growing. Wait for a
+	// marker job scheduled after them to fire, then for three more seconds
+	// of marker fires.
+	b.schedule(spec("ns", "marker", everySchedule(time.Second, time.Now().Truncate(time.Second).Add(time.Second))))
+	waitFor(t, 20*time.Second, "marker fires", func() bool { return len(b.dues.get("ns/marker")) >= 1 })
+	cancelled, paused := len(b.dues.get("ns/cancelled")), len(b.dues.get("ns/paused"))
+	waitFor(t, 20*time.Second, "three more marker fires", func() bool { return len(b.dues.get("ns/marker")) >= 4 })
+	require.Len(t, b.dues.get("ns/cancelled"), cancelled, "cancelled job fired")
+	require.Len(t, b.dues.get("ns/paused"), paused, "paused job fired")
+	require.Empty(t, b.dues.get("ns/future"), "cancelled one-shot fired")
+
+	resumedAt := time.Now()
+	_, err = b.prod.Resume(ctx, "ns", "paused")
+	require.NoError(t, err)
+	waitFor(t, 20*time.Second, "fires after resume", func() bool { return len(b.dues.get("ns/paused")) >= paused+2 })
+	ds := b.dues.dues("ns/paused")
+	after := ds[paused]
+	require.False(t, after.ScheduledAt.AsTime().Before(resumedAt.Truncate(time.Second)), "missed occurrences are not made up")
+	require.Zero(t, after.ScheduledAt.AsTime().Sub(start)%time.Second, "resume stays on the grid")
+	require.Greater(t, after.FireSeq, ds[paused-1].FireSeq)
+}
+
+// TestKafkaTargetAndRejection: a Kafka-target job is written by the
+// scheduler to its topic; a bad command becomes a rejection event.
+func TestKafkaTargetAndRejection(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.startScheduler()
+	timers := collect(t, b.cluster.Brokers(), b.topics.BreakerTimers(), func(raw []byte) (string, any) { return string(raw), raw })
+	rejections := collect(t, b.cluster.Brokers(), b.topics.Rejections(), func(raw []byte) (string, any) {
+		r := new(chimev1.Rejection)
+		require.NoError(t, proto.Unmarshal(raw, r))
+		return r.JobId, r
+	})
+
+	s := spec("ns", "timer", atSchedule(time.Now().Add(time.Second)))
+	s.Target = &chimev1.Target{Kind: &chimev1.Target_Kafka{Kafka: &chimev1.KafkaTarget{Topic: b.topics.BreakerTimers(), Key: []byte("ns"), Value: []byte("cool-off over")}}}
+	b.schedule(s)
+
+	bad := spec("ns", "bad", atSchedule(time.Now().Add(time.Second)))
+	bad.Target = &chimev1.Target{Kind: &chimev1.Target_Kafka{Kafka: &chimev1.KafkaTarget{Topic: "not-allowed", Value: []byte("x")}}}
+	b.schedule(bad)
+
+	waitFor(t, 20*time.Second, "kafka target delivery", func() bool { return len(timers.get("cool-off over")) == 1 })
+	waitFor(t, 20*time.Second, "rejection", func() bool { return len(rejections.get("bad")) == 1 })
+	r := rejections.get("bad")[0].(*chimev1.Rejection)
+	require.Contains(t, r.Reason, "allowlist")
+	require.NotEmpty(t, r.Command)
+}

@@ -1,0 +1,321 @@
+// Package scheduler owns chime's scheduler processor: the goka group that
+// holds every job's state (table keyed "namespace/job_id"), the per-partition
+// timer index kept beside the table's storage, the pump that turns due
+// timers into ticks, and the decisions that turn ticks into due events.
+//
+// Data flow:
+//
+//	job-commands ──► [scheduler] ──► due (key namespace) ──► dispatcher
+//	ticks ─────────►     │ table: JobState + timer index
+//	                     ├──► job-events, rejections
+//	                     └──► Kafka-target topics (delivered here)
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/storage"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chime-sched/chime/processors"
+	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/schema/chimev1"
+)
+
+// Config configures a scheduler instance. Zero fields take the defaults
+// documented on each.
+type Config struct {
+	Brokers     []string
+	Topics      schema.Topics
+	ClientID    string // default "chime-scheduler"
+	Replication int    // default 1
+	// Storage builds the table's local storage; nil means in memory (the
+	// table is then recovered from Kafka at every start).
+	Storage storage.Builder
+	Now     func() time.Time // default time.Now
+	Logger  *slog.Logger     // default slog.Default()
+
+	// KafkaTargetTopics may be written by Kafka-target jobs, besides the
+	// breaker's timer topic.
+	KafkaTargetTopics []string
+	// DefaultRelevancyWindow applies to jobs without their own window;
+	// 0 means a late fire is never expired (but still only the latest
+	// missed occurrence fires).
+	DefaultRelevancyWindow time.Duration
+	// TerminalRetention keeps completed, cancelled and dead jobs readable
+	// this long before their row is removed. Default 7 days; <0 keeps them.
+	TerminalRetention time.Duration
+	// TickResend is how long the pump waits for a row to change after
+	// sending its tick before sending it again. Default 10s.
+	TickResend time.Duration
+	// TickBatch bounds the ticks one pump pass sends. Default 4096.
+	TickBatch int
+	// PumpIdle bounds how long a pump sleeps with nothing due. Default 1s.
+	PumpIdle time.Duration
+	// MaxOpenFires bounds the fires per job awaiting an ack. Default 256.
+	MaxOpenFires int
+	// CatchupScanLimit bounds the occurrences counted one by one when a
+	// cron job catches up after downtime. Default 10000.
+	CatchupScanLimit int
+	// FireEvents also writes a job event for every fire (the outcomes
+	// stream already records every attempt). Default off.
+	FireEvents bool
+
+	// tickSender replaces the franz-go tick producer in unit tests.
+	tickSender tickSender
+	// extraOptions are appended to the goka options (unit tests).
+	extraOptions []goka.ProcessorOption
+}
+
+func (c *Config) defaults() {
+	if c.Topics.Prefix == "" {
+		c.Topics = schema.NewTopics("")
+	}
+	if c.ClientID == "" {
+		c.ClientID = "chime-scheduler"
+	}
+	if c.Replication <= 0 {
+		c.Replication = 1
+	}
+	if c.Storage == nil {
+		c.Storage = storage.MemoryBuilder()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.TerminalRetention == 0 {
+		c.TerminalRetention = 7 * 24 * time.Hour
+	}
+	if c.TickResend <= 0 {
+		c.TickResend = 10 * time.Second
+	}
+	if c.TickBatch <= 0 {
+		c.TickBatch = 4096
+	}
+	if c.PumpIdle <= 0 {
+		c.PumpIdle = time.Second
+	}
+	if c.MaxOpenFires <= 0 {
+		c.MaxOpenFires = 256
+	}
+	if c.CatchupScanLimit <= 0 {
+		c.CatchupScanLimit = 10000
+	}
+}
+
+// Scheduler is one scheduler instance; run several with the same topics and
+// they share the partitions through the goka group.
+type Scheduler struct {
+	cfg     Config
+	decider *decider
+	timers  *timers
+	tickCl  *kgo.Client
+	targets []string
+
+	mu   sync.Mutex
+	proc *goka.Processor
+}
+
+// New builds a scheduler. It does not connect until Run.
+func New(cfg Config) (*Scheduler, error) {
+	cfg.defaults()
+	s := &Scheduler{cfg: cfg}
+	allowed := map[string]bool{cfg.Topics.BreakerTimers(): true}
+	for _, t := range cfg.KafkaTargetTopics {
+		if t != "" {
+			allowed[t] = true
+		}
+	}
+	for t := range allowed {
+		s.targets = append(s.targets, t)
+	}
+	slices.Sort(s.targets)
+	s.decider = &decider{cfg: cfg, allowed: allowed}
+	sender := cfg.tickSender
+	if sender == nil {
+		cl, err := kgo.NewClient(
+			kgo.SeedBrokers(cfg.Brokers...),
+			kgo.ClientID(cfg.ClientID+"-ticks"),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()),
+			kgo.ProducerLinger(time.Millisecond),
+			kgo.MaxBufferedRecords(1<<16),
+		)
+		if err != nil {
+			return nil, fmt.Errorf("scheduler: tick producer: %w", err)
+		}
+		s.tickCl = cl
+		sender = &kgoTickSender{cl: cl, topic: cfg.Topics.Ticks(), logger: cfg.Logger}
+	}
+	s.timers = newTimers(cfg, cfg.Topics.SchedulerTable(), sender)
+	return s, nil
+}
+
+// Graph is the scheduler's goka group graph: the whole data flow of the
+// processor in one declaration.
+func (s *Scheduler) Graph() *goka.GroupGraph {
+	t := s.cfg.Topics
+	edges := []goka.Edge{
+		// Commands and ticks arrive as raw bytes and are decoded in the
+		// callback: a record that does not decode must become a rejection,
+		// not a processor failure.
+		goka.Input(goka.Stream(t.JobCommands()), new(schema.BytesCodec), s.onCommand),
+		goka.Input(goka.Stream(t.Ticks()), new(schema.BytesCodec), s.onTick),
+		goka.Persist(new(schema.JobStateCodec)),
+		goka.Output(goka.Stream(t.Due()), new(schema.DueCodec)),
+		goka.Output(goka.Stream(t.JobEvents()), new(schema.JobEventCodec)),
+		goka.Output(goka.Stream(t.Rejections()), new(schema.RejectionCodec)),
+	}
+	for _, topic := range s.targets {
+		edges = append(edges, goka.Output(goka.Stream(topic), new(schema.BytesCodec)))
+	}
+	return goka.DefineGroup(goka.Group(t.SchedulerGroup()), edges...)
+}
+
+func (s *Scheduler) options() []goka.ProcessorOption {
+	opts := processors.ProcessorOptions(s.cfg.ClientID, s.cfg.Replication, s.cfg.Logger)
+	opts = append(opts, s.cfg.extraOptions...)
+	// After extraOptions: goka's tester replaces the storage builder, and
+	// ours must wrap whatever is in force.
+	opts = append(opts,
+		goka.WithRebalanceCallback(s.timers.rebalanced),
+		goka.WithNilHandling(goka.NilProcess),
+	)
+	return opts
+}
+
+// Run runs the processor until ctx is done, restarting it after failures.
+func (s *Scheduler) Run(ctx context.Context) error {
+	defer func() {
+		if s.tickCl != nil {
+			s.tickCl.Close()
+		}
+	}()
+	return processors.Supervise(ctx, "scheduler", s.cfg.Logger, func(ctx context.Context) error {
+		p, err := s.newProcessor()
+		if err != nil {
+			return err
+		}
+		return p.Run(ctx)
+	})
+}
+
+func (s *Scheduler) newProcessor() (*goka.Processor, error) {
+	opts := append(s.options(), goka.WithStorageBuilder(s.timers.builder(s.cfg.Storage)))
+	p, err := goka.NewProcessor(s.cfg.Brokers, s.Graph(), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	s.mu.Lock()
+	s.proc = p
+	s.mu.Unlock()
+	return p, nil
+}
+
+// WaitReady blocks until the processor has recovered its partitions.
+func (s *Scheduler) WaitReady(ctx context.Context) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		s.mu.Lock()
+		p := s.proc
+		s.mu.Unlock()
+		if p != nil {
+			return p.WaitForReadyContext(ctx)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// Ready reports whether the processor runs with its tables recovered.
+func (s *Scheduler) Ready() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc != nil && s.proc.Recovered()
+}
+
+// PendingTimers is the number of timers in the partitions this instance
+// owns.
+func (s *Scheduler) PendingTimers() int { return s.timers.Pending() }
+
+// Get reads a job's row from this instance's local table (nil if it is
+// not here).
+func (s *Scheduler) Get(key string) (*chimev1.JobState, error) {
+	s.mu.Lock()
+	p := s.proc
+	s.mu.Unlock()
+	if p == nil {
+		return nil, errors.New("scheduler: not running")
+	}
+	v, err := p.Get(key)
+	if err != nil || v == nil {
+		return nil, err
+	}
+	return v.(*chimev1.JobState), nil
+}
+
+func (s *Scheduler) onCommand(ctx goka.Context, msg any) {
+	in := &input{key: ctx.Key(), topic: string(ctx.Topic()), partition: ctx.Partition(), offset: ctx.Offset()}
+	in.raw, _ = msg.([]byte)
+	s.apply(ctx, s.decider.onCommand(in, current(ctx), s.cfg.Now()))
+}
+
+func (s *Scheduler) onTick(ctx goka.Context, _ any) {
+	in := &input{key: ctx.Key(), topic: string(ctx.Topic()), partition: ctx.Partition(), offset: ctx.Offset()}
+	s.apply(ctx, s.decider.onTick(in, current(ctx), s.cfg.Now()))
+}
+
+func current(ctx goka.Context) *chimev1.JobState {
+	st, _ := ctx.Value().(*chimev1.JobState)
+	return st
+}
+
+// apply writes a decision through the goka context: goka commits the input
+// offset only after the table write and every emit are acknowledged, so a
+// crash in between replays the input, and the row decides again.
+func (s *Scheduler) apply(ctx goka.Context, d decision) {
+	t := s.cfg.Topics
+	for _, due := range d.dues {
+		ctx.Emit(goka.Stream(t.Due()), due.GetNamespace(), due)
+	}
+	for _, k := range d.deliver {
+		var opts []goka.ContextOption
+		if len(k.GetHeaders()) > 0 {
+			h := goka.Headers{}
+			for hk, hv := range k.GetHeaders() {
+				h[hk] = []byte(hv)
+			}
+			opts = append(opts, goka.WithCtxEmitHeaders(h))
+		}
+		ctx.Emit(goka.Stream(k.GetTopic()), string(k.GetKey()), k.GetValue(), opts...)
+	}
+	for _, ev := range d.events {
+		ctx.Emit(goka.Stream(t.JobEvents()), ev.GetNamespace(), ev)
+	}
+	if r := d.rejection; r != nil {
+		ctx.Emit(goka.Stream(t.Rejections()), ctx.Key(), r)
+		s.cfg.Logger.Info("command rejected", "key", ctx.Key(), "reason", r.GetReason())
+	}
+	switch {
+	case d.del:
+		ctx.Delete()
+	case d.state != nil:
+		ctx.SetValue(d.state)
+	}
+}
+
+// Partitions lists the partitions this instance actively owns.
+func (s *Scheduler) Partitions() []int32 { return s.timers.Partitions() }

@@ -1,0 +1,121 @@
+package scheduler
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/tester"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/schema/chimev1"
+)
+
+// fakeClock is the injected clock of the goka-tester tests.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	c.now = t
+	c.mu.Unlock()
+}
+
+// captureSender records the ticks the pump sends instead of producing them.
+type captureSender struct {
+	mu    sync.Mutex
+	ticks []string
+}
+
+func (c *captureSender) SendTicks(_ int32, items []timerItem, _ int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, it := range items {
+		c.ticks = append(c.ticks, it.key)
+	}
+}
+
+func (c *captureSender) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.ticks
+	c.ticks = nil
+	return t
+}
+
+// TestProcessorWithGokaTester runs the real goka callbacks and the timer
+// storage under goka's tester with an injected clock.
+func TestProcessorWithGokaTester(t *testing.T) {
+	t.Parallel()
+	tt := tester.New(t)
+	clock := &fakeClock{now: t0}
+	sender := &captureSender{}
+	s, err := New(Config{
+		Now:          clock.Now,
+		PumpIdle:     10 * time.Millisecond,
+		tickSender:   sender,
+		extraOptions: []goka.ProcessorOption{goka.WithTester(tt)},
+	})
+	require.NoError(t, err)
+	// The tester's storage builder is in force after WithTester; wrap it.
+	s.timers.rebalanced(goka.Assignment{0: 0})
+	opts := append(s.options(), goka.WithStorageBuilder(s.timers.builder(tt.StorageBuilder())))
+	proc, err := goka.NewProcessor(nil, s.Graph(), opts...)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- proc.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+
+	topics := s.cfg.Topics
+	dues := tt.NewQueueTracker(topics.Due())
+	rejections := tt.NewQueueTracker(topics.Rejections())
+	key := "ns1/job1"
+
+	cmd := upsert(httpSpec(at(t0.Add(time.Minute))), t0)
+	cmd.CommandId, cmd.Namespace, cmd.JobId = "c1", "ns1", "job1"
+	raw, err := proto.Marshal(cmd)
+	require.NoError(t, err)
+	tt.Consume(topics.JobCommands(), key, raw)
+
+	row := tt.TableValue(goka.GroupTable(goka.Group(topics.SchedulerGroup())), key).(*chimev1.JobState)
+	require.Equal(t, t0.Add(time.Minute), row.TimerAt.AsTime())
+	require.Equal(t, 1, s.PendingTimers(), "the storage indexed the row's timer")
+
+	// The pump sends a tick once the clock reaches the timer, not before.
+	require.Never(t, func() bool { return len(sender.take()) > 0 }, 100*time.Millisecond, 10*time.Millisecond)
+	clock.Set(t0.Add(time.Minute))
+	require.Eventually(t, func() bool {
+		return len(sender.take()) > 0
+	}, 5*time.Second, 10*time.Millisecond)
+
+	tt.Consume(topics.Ticks(), key, []byte{})
+	_, v, ok := dues.Next()
+	require.True(t, ok)
+	due := v.(*chimev1.Due)
+	require.EqualValues(t, 1, due.FireSeq)
+	require.Equal(t, "ns1/job1/1", due.IdempotencyKey)
+	require.Equal(t, 0, s.PendingTimers(), "a fired one-shot has no timer until its ack")
+
+	// Garbage on the command topic becomes a rejection, not a crash.
+	tt.Consume(topics.JobCommands(), key, []byte("not a protobuf \xff"))
+	_, v, ok = rejections.Next()
+	require.True(t, ok)
+	require.Contains(t, v.(*chimev1.Rejection).Reason, "does not decode")
+	_ = schema.JobKey
+}

@@ -1,0 +1,147 @@
+package scheduler
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/storage"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/chime-sched/chime/schema/chimev1"
+)
+
+// tickSender delivers ticks to the tick topic's partition p. Delivery is
+// best effort: a lost tick is re-sent by the pump after TickResend.
+type tickSender interface {
+	SendTicks(partition int32, items []timerItem, sentAt int64)
+}
+
+// timers is what every partition's timerStorage shares: the clock, the
+// tick sender and the processor's current assignment.
+type timers struct {
+	cfg        Config
+	now        func() time.Time
+	sender     tickSender
+	tableTopic string
+
+	mu       sync.Mutex
+	assigned map[int32]bool
+	storages map[int32]*timerStorage
+}
+
+func newTimers(cfg Config, tableTopic string, sender tickSender) *timers {
+	return &timers{
+		cfg:        cfg,
+		now:        cfg.Now,
+		sender:     sender,
+		tableTopic: tableTopic,
+		assigned:   map[int32]bool{},
+		storages:   map[int32]*timerStorage{},
+	}
+}
+
+// rebalanced records the active assignment; goka calls it before it builds
+// the storages of the new assignment.
+func (t *timers) rebalanced(a goka.Assignment) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.assigned = make(map[int32]bool, len(a))
+	for p := range a {
+		t.assigned[p] = true
+	}
+}
+
+func (t *timers) active(p int32) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.assigned[p]
+}
+
+func (t *timers) indexed(p int32, n int) {
+	if t.cfg.Logger != nil {
+		t.cfg.Logger.Debug("timer index built", "partition", p, "timers", n)
+	}
+}
+
+// builder wraps inner so that the scheduler table's partitions get a timer
+// index. goka also calls the builder for lookup tables, joins, hot-standby
+// and recover-ahead partitions; only the group table is wrapped.
+func (t *timers) builder(inner storage.Builder) storage.Builder {
+	return func(topic string, partition int32) (storage.Storage, error) {
+		st, err := inner(topic, partition)
+		if err != nil || topic != t.tableTopic {
+			return st, err
+		}
+		ts := newTimerStorage(st, partition, t)
+		t.mu.Lock()
+		t.storages[partition] = ts
+		t.mu.Unlock()
+		return ts, nil
+	}
+}
+
+func (t *timers) send(p int32, items []timerItem, sentAt int64) {
+	t.sender.SendTicks(p, items, sentAt)
+}
+
+// Pending returns the number of timers indexed by the partitions this
+// instance actively owns.
+func (t *timers) Pending() int {
+	t.mu.Lock()
+	var sts []*timerStorage
+	for p, s := range t.storages {
+		if t.assigned[p] {
+			sts = append(sts, s)
+		}
+	}
+	t.mu.Unlock()
+	n := 0
+	for _, s := range sts {
+		n += s.pendingTimers()
+	}
+	return n
+}
+
+// kgoTickSender produces ticks with franz-go straight into the partition
+// that owns the row (ManualPartitioner), not by key hash: the pump knows
+// the partition, and hashing would only agree with goka by construction.
+type kgoTickSender struct {
+	cl     *kgo.Client
+	topic  string
+	logger *slog.Logger
+}
+
+func (k *kgoTickSender) SendTicks(p int32, items []timerItem, sentAt int64) {
+	sent := timestamppb.New(time.Unix(0, sentAt))
+	for _, it := range items {
+		v, _ := proto.Marshal(&chimev1.Tick{TimerAt: timestamppb.New(time.Unix(0, it.at)), SentAt: sent})
+		k.cl.Produce(context.Background(), &kgo.Record{
+			Topic:     k.topic,
+			Partition: p,
+			Key:       []byte(it.key),
+			Value:     v,
+		}, k.done)
+	}
+}
+
+func (k *kgoTickSender) done(r *kgo.Record, err error) {
+	if err != nil && k.logger != nil {
+		k.logger.Warn("tick not delivered; it will be re-sent", "key", string(r.Key), "err", err)
+	}
+}
+
+// Partitions lists the partitions this instance actively owns.
+func (t *timers) Partitions() []int32 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var ps []int32
+	for p := range t.assigned {
+		ps = append(ps, p)
+	}
+	return ps
+}

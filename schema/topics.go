@@ -1,0 +1,116 @@
+package schema
+
+import "strings"
+
+// DefaultPrefix is put in front of every topic and group name so that
+// several chime installations can share one Kafka cluster.
+const DefaultPrefix = "chime."
+
+// Cleanup policies a topic is provisioned with.
+const (
+	CleanupDelete  = "delete"
+	CleanupCompact = "compact"
+)
+
+// Topics is the one place topic and consumer-group names are derived.
+type Topics struct {
+	Prefix string
+}
+
+// NewTopics returns the names under prefix ("" means DefaultPrefix).
+func NewTopics(prefix string) Topics {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return Topics{Prefix: prefix}
+}
+
+// JobCommands is the scheduler's command input, keyed "namespace/job_id".
+func (t Topics) JobCommands() string { return t.Prefix + "job-commands" }
+
+// Ticks carries the timer pump's ticks to the partition owning the row.
+func (t Topics) Ticks() string { return t.Prefix + "ticks" }
+
+// SchedulerGroup is the scheduler processor's goka group.
+func (t Topics) SchedulerGroup() string { return t.Prefix + "scheduler" }
+
+// SchedulerTable is goka's table topic for SchedulerGroup.
+func (t Topics) SchedulerTable() string { return t.SchedulerGroup() + "-table" }
+
+// Due carries fires to the dispatchers, keyed by namespace.
+func (t Topics) Due() string { return t.Prefix + "due" }
+
+// Outcomes carries callback outcomes, keyed by namespace.
+func (t Topics) Outcomes() string { return t.Prefix + "outcomes" }
+
+// DeadLetters holds fires that will not be retried.
+func (t Topics) DeadLetters() string { return t.Prefix + "dead-letters" }
+
+// Rejections explains commands that were not applied.
+func (t Topics) Rejections() string { return t.Prefix + "rejections" }
+
+// JobEvents is the job lifecycle stream, keyed by namespace.
+func (t Topics) JobEvents() string { return t.Prefix + "job-events" }
+
+// BreakerGroup is the breaker processor's goka group.
+func (t Topics) BreakerGroup() string { return t.Prefix + "breaker" }
+
+// BreakerTable is goka's table topic for BreakerGroup.
+func (t Topics) BreakerTable() string { return t.BreakerGroup() + "-table" }
+
+// BreakerTransitions records every breaker state change.
+func (t Topics) BreakerTransitions() string { return t.Prefix + "breaker-transitions" }
+
+// BreakerTimers receives the breaker's cool-off timers (Kafka-target jobs).
+func (t Topics) BreakerTimers() string { return t.Prefix + "breaker-timers" }
+
+// NamespaceCommands is the namespace-config processor's input.
+func (t Topics) NamespaceCommands() string { return t.Prefix + "namespace-commands" }
+
+// NamespaceGroup is the namespace-config processor's goka group.
+func (t Topics) NamespaceGroup() string { return t.Prefix + "namespaces" }
+
+// NamespaceTable is goka's table topic for NamespaceGroup.
+func (t Topics) NamespaceTable() string { return t.NamespaceGroup() + "-table" }
+
+// Spec describes how a topic must be provisioned.
+type Spec struct {
+	Name    string
+	Cleanup string
+	// CoPartitioned topics must have the same partition count as the
+	// scheduler table (goka enforces it for a group's inputs).
+	CoPartitioned bool
+}
+
+// All lists every topic chime needs, with its cleanup policy. Tables are
+// compacted; streams are deleted by retention.
+func (t Topics) All() []Spec {
+	return []Spec{
+		{Name: t.JobCommands(), Cleanup: CleanupDelete, CoPartitioned: true},
+		{Name: t.Ticks(), Cleanup: CleanupDelete, CoPartitioned: true},
+		{Name: t.SchedulerTable(), Cleanup: CleanupCompact, CoPartitioned: true},
+		{Name: t.Due(), Cleanup: CleanupDelete},
+		{Name: t.Outcomes(), Cleanup: CleanupDelete},
+		{Name: t.DeadLetters(), Cleanup: CleanupDelete},
+		{Name: t.Rejections(), Cleanup: CleanupDelete},
+		{Name: t.JobEvents(), Cleanup: CleanupDelete},
+		{Name: t.BreakerTable(), Cleanup: CleanupCompact},
+		{Name: t.BreakerTransitions(), Cleanup: CleanupDelete},
+		{Name: t.BreakerTimers(), Cleanup: CleanupDelete},
+		{Name: t.NamespaceCommands(), Cleanup: CleanupDelete},
+		{Name: t.NamespaceTable(), Cleanup: CleanupCompact},
+	}
+}
+
+// JobKey is the key of a job's commands and table row.
+func JobKey(namespace, jobID string) string { return namespace + "/" + jobID }
+
+// SplitJobKey undoes JobKey. Namespaces never contain '/', job IDs may not
+// either, so the first slash separates them.
+func SplitJobKey(key string) (namespace, jobID string, ok bool) {
+	i := strings.IndexByte(key, '/')
+	if i <= 0 || i == len(key)-1 {
+		return "", "", false
+	}
+	return key[:i], key[i+1:], true
+}
