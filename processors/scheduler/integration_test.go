@@ -211,7 +211,7 @@ func TestSchedulesFireOnTime(t *testing.T) {
 	b := setup(t)
 	b.startScheduler()
 
-	start := time.Now().Truncate(time.Second).Add(2 * time.Second)
+	start := time.Now().UTC().Truncate(time.Second).Add(2 * time.Second)
 	b.schedule(spec("ns-a", "once", atSchedule(start.Add(500*time.Millisecond))))
 	b.schedule(spec("ns-a", "every", everySchedule(time.Second, start)))
 	b.schedule(spec("ns-b", "cron", cronSchedule("*/2 * * * * *", "Asia/Kolkata")))

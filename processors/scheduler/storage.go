@@ -110,11 +110,25 @@ func (s *timerStorage) MarkRecovered() error {
 	it.Release()
 	s.recovered = true
 	s.timers.indexed(s.partition, s.idx.len())
-	if s.timers.active(s.partition) {
-		s.pumping = true
-		go s.pump()
-	}
+	s.startPumpLocked()
 	return nil
+}
+
+// startPump starts the pump if the storage is recovered, open and its
+// partition actively owned. It is called when recovery ends and when the
+// assignment changes, whichever comes last.
+func (s *timerStorage) startPump() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.startPumpLocked()
+}
+
+func (s *timerStorage) startPumpLocked() {
+	if s.pumping || s.closed || !s.recovered || !s.timers.active(s.partition) {
+		return
+	}
+	s.pumping = true
+	go s.pump()
 }
 
 // Close implements storage.Storage: the pump stops before the store closes.
@@ -131,6 +145,7 @@ func (s *timerStorage) Close() error {
 	if pumping {
 		<-s.done
 	}
+	s.timers.forget(s.partition, s)
 	return s.Storage.Close()
 }
 

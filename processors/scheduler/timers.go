@@ -49,10 +49,28 @@ func newTimers(cfg Config, tableTopic string, sender tickSender) *timers {
 // the storages of the new assignment.
 func (t *timers) rebalanced(a goka.Assignment) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.assigned = make(map[int32]bool, len(a))
+	var sts []*timerStorage
 	for p := range a {
 		t.assigned[p] = true
+		if s := t.storages[p]; s != nil {
+			sts = append(sts, s)
+		}
+	}
+	t.mu.Unlock()
+	// goka closes every storage on a rebalance, so this matters only when
+	// the callback comes after a storage finished recovering.
+	for _, s := range sts {
+		s.startPump()
+	}
+}
+
+// forget drops a closed storage from the registry.
+func (t *timers) forget(p int32, s *timerStorage) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.storages[p] == s {
+		delete(t.storages, p)
 	}
 }
 

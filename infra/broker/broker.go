@@ -1,0 +1,177 @@
+// Package broker owns chime's embedded Kafka-compatible broker: a single-node
+// kfake cluster (github.com/twmb/franz-go/pkg/kfake) that persists to a data
+// directory, survives restarts and kill -9, compacts compacted topics, and
+// refuses to share its directory with another running broker.
+//
+// It is what `chime dev` and the integration tests run instead of a real
+// Kafka cluster; goka and franz-go talk to it unchanged.
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// DefaultCleanerBackoff is how often compaction runs when Options does not
+// say. kfake's own default is an hour, which lets goka tables (and so
+// recovery time) grow between passes; every pass rewrites the compacted
+// partitions, so much shorter is wasted work.
+const DefaultCleanerBackoff = 30 * time.Second
+
+// Options configures Start.
+type Options struct {
+	// DataDir holds the topics, records and group offsets. Required: a
+	// broker that forgets everything on restart would break chime's
+	// promise that nothing acknowledged is lost.
+	DataDir string
+	// Port is the TCP port on 127.0.0.1 to listen on; 0 picks a free one.
+	Port int
+	// CleanerBackoff is the pause between compaction passes
+	// (log.cleaner.backoff.ms); 0 means DefaultCleanerBackoff.
+	CleanerBackoff time.Duration
+	// SyncWrites fsyncs every produced batch. Without it a killed process
+	// loses nothing (writes are in the page cache), but a machine crash
+	// can lose the last writes, as with Kafka's defaults.
+	SyncWrites bool
+	// Logf, if set, receives the broker's warnings and errors.
+	Logf func(format string, args ...any)
+}
+
+// Broker is a running embedded broker.
+type Broker struct {
+	cluster *kfake.Cluster
+	lock    *dirLock
+	dir     string
+	addrs   []string
+
+	stopCompact chan struct{}
+	compactDone chan struct{}
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start takes the data directory's lock and starts a broker on it, loading
+// whatever an earlier broker persisted there.
+func Start(opts Options) (*Broker, error) {
+	if opts.DataDir == "" {
+		return nil, errors.New("broker: Options.DataDir is required (the embedded broker always persists)")
+	}
+	if opts.Port < 0 || opts.Port > 65535 {
+		return nil, fmt.Errorf("broker: port %d out of range 0-65535", opts.Port)
+	}
+	if opts.CleanerBackoff < 0 {
+		return nil, fmt.Errorf("broker: cleaner backoff %v must not be negative", opts.CleanerBackoff)
+	}
+	backoff := opts.CleanerBackoff
+	if backoff == 0 {
+		backoff = DefaultCleanerBackoff
+	}
+	// Sub-millisecond would round to 0 ms, which kfake's ticker rejects.
+	backoff = max(backoff, time.Millisecond)
+
+	// The lock comes first: opening the cluster already reads and rewrites
+	// files in the directory.
+	lock, err := lockDir(opts.DataDir)
+	if err != nil {
+		return nil, err
+	}
+
+	kopts := []kfake.Opt{
+		kfake.DataDir(opts.DataDir),
+		// One port means one broker: a multi-node kfake shares one
+		// process and one disk, so extra nodes add nothing but
+		// replication factor bookkeeping.
+		kfake.Ports(opts.Port),
+		kfake.ClusterID("chime"),
+		// AllowAutoTopicCreation stays off: chime provisions every topic
+		// (infra/topics). An auto-created topic gets cleanup.policy=delete
+		// and the default partition count, which goka rejects for tables
+		// and which silently breaks co-partitioning.
+		kfake.BrokerConfigs(map[string]string{
+			"log.cleaner.backoff.ms": strconv.FormatInt(backoff.Milliseconds(), 10),
+		}),
+	}
+	if opts.SyncWrites {
+		kopts = append(kopts, kfake.SyncWrites())
+	}
+	if opts.Logf != nil {
+		kopts = append(kopts, kfake.WithLogger(logger{opts.Logf}))
+	}
+	cluster, err := kfake.NewCluster(kopts...)
+	if err != nil {
+		_ = lock.release()
+		return nil, fmt.Errorf("broker: start on data dir %q: %w", opts.DataDir, err)
+	}
+
+	b := &Broker{
+		cluster:     cluster,
+		lock:        lock,
+		dir:         opts.DataDir,
+		addrs:       cluster.ListenAddrs(),
+		stopCompact: make(chan struct{}),
+		compactDone: make(chan struct{}),
+	}
+	go b.compactLoop(backoff)
+	return b, nil
+}
+
+// compactLoop compacts on our own schedule. kfake starts its compaction
+// ticker only when a topic is created or its configs change, not when it
+// loads compacted topics from disk, so after a restart tables would never be
+// compacted until someone created a topic. Compacting twice in a period (our
+// pass and kfake's) costs a little work and is otherwise harmless.
+func (b *Broker) compactLoop(every time.Duration) {
+	defer close(b.compactDone)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stopCompact:
+			return
+		case <-t.C:
+			b.cluster.Compact()
+		}
+	}
+}
+
+// Addrs returns the host:port the broker listens on (127.0.0.1 only). It
+// stays valid after Close (kfake's own ListenAddrs would block forever then).
+func (b *Broker) Addrs() []string {
+	return append([]string(nil), b.addrs...)
+}
+
+// DataDir returns the directory the broker persists to.
+func (b *Broker) DataDir() string { return b.dir }
+
+// Close stops the broker, flushes its state to disk and releases the data
+// directory. It is safe to call more than once.
+func (b *Broker) Close() error {
+	b.closeOnce.Do(func() {
+		close(b.stopCompact)
+		<-b.compactDone
+		// kfake's Close saves its state synchronously; the lock must
+		// outlive that write.
+		b.cluster.Close()
+		b.closeErr = b.lock.release()
+	})
+	return b.closeErr
+}
+
+type logger struct {
+	logf func(format string, args ...any)
+}
+
+// Logf forwards warnings and errors only: kfake's info level logs every
+// request.
+func (l logger) Logf(level kfake.LogLevel, msg string, args ...any) {
+	if level == kfake.LogLevelNone || level > kfake.LogLevelWarn {
+		return
+	}
+	l.logf("kfake "+level.String()+": "+msg, args...)
+}

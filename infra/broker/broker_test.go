@@ -1,0 +1,431 @@
+package broker_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chime-sched/chime/infra/broker"
+)
+
+// The kill -9 test re-executes this test binary; these variables tell the
+// child what to do.
+const (
+	envChildDir     = "CHIME_BROKER_TEST_CHILD_DIR"
+	envChildRecords = "CHIME_BROKER_TEST_CHILD_RECORDS"
+	childTopic      = "killed"
+	childGroup      = "killed-readers"
+)
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(envChildDir); dir != "" {
+		n, _ := strconv.Atoi(os.Getenv(envChildRecords))
+		if err := runChild(dir, n); err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			os.Exit(2)
+		}
+		select {} // wait for SIGKILL
+	}
+	os.Exit(m.Run())
+}
+
+// runChild starts a broker, produces n records with acks=all and says
+// "ready": from then on every record is acknowledged and must survive.
+func runChild(dir string, n int) error {
+	b, err := broker.Start(broker.Options{DataDir: dir})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		return err
+	}
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 3, 1, nil, childTopic); err != nil {
+		return err
+	}
+	for i := range n {
+		r := &kgo.Record{Topic: childTopic, Key: []byte(strconv.Itoa(i)), Value: []byte("v" + strconv.Itoa(i))}
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "produce:", err)
+				os.Exit(3)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return err
+	}
+	// A committed offset is acknowledged state too: half way on partition 0.
+	offs := make(kadm.Offsets)
+	offs.Add(kadm.Offset{Topic: childTopic, Partition: 0, At: int64(n / 6), LeaderEpoch: -1})
+	if err := adm.CommitAllOffsets(ctx, childGroup, offs); err != nil {
+		return err
+	}
+	fmt.Printf("ready %d\n", os.Getpid())
+	return nil
+}
+
+type testBundle struct {
+	dir string
+	b   *broker.Broker
+}
+
+func setup(t *testing.T, opts broker.Options) *testBundle {
+	t.Helper()
+	if opts.DataDir == "" {
+		opts.DataDir = t.TempDir()
+	}
+	b, err := broker.Start(opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	return &testBundle{dir: opts.DataDir, b: b}
+}
+
+func newClient(t *testing.T, addrs []string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addrs...)}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func createTopic(t *testing.T, addrs []string, topic string, partitions int32, configs map[string]*string) {
+	t.Helper()
+	resp, err := kadm.NewClient(newClient(t, addrs)).CreateTopic(ctxT(t), partitions, 1, configs, topic)
+	require.NoError(t, err)
+	require.NoError(t, resp.Err)
+}
+
+func produce(t *testing.T, addrs []string, recs ...*kgo.Record) {
+	t.Helper()
+	cl := newClient(t, addrs)
+	require.NoError(t, cl.ProduceSync(ctxT(t), recs...).FirstErr())
+	cl.Close()
+}
+
+// readAll reads topic from the start until it has want records or the
+// deadline passes.
+func readAll(t *testing.T, addrs []string, topic string, want int) []*kgo.Record {
+	t.Helper()
+	cl := newClient(t, addrs, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	defer cl.Close()
+	ctx := ctxT(t)
+	var got []*kgo.Record
+	for len(got) < want {
+		fs := cl.PollFetches(ctx)
+		require.NoError(t, ctx.Err(), "read %d of %d records from %s", len(got), want, topic)
+		fs.EachError(func(_ string, _ int32, err error) { require.NoError(t, err) })
+		got = append(got, fs.Records()...)
+	}
+	return got
+}
+
+// endOffsets sums the high watermarks of topic, i.e. how many records were
+// ever written.
+func endOffsets(t *testing.T, addrs []string, topic string) int64 {
+	t.Helper()
+	offs, err := kadm.NewClient(newClient(t, addrs)).ListEndOffsets(ctxT(t), topic)
+	require.NoError(t, err)
+	require.NoError(t, offs.Error())
+	var n int64
+	offs.Each(func(o kadm.ListedOffset) { n += o.Offset })
+	return n
+}
+
+// checkFor calls fn every interval until it returns nil, failing the test
+// with fn's last error once wait has passed.
+func checkFor(t *testing.T, wait, interval time.Duration, fn func() error) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		err := fn()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still failing after %v: %v", wait, err)
+		}
+		time.Sleep(interval)
+	}
+}
+
+// readToEnd reads every record of a one-partition topic up to its high
+// watermark. Unlike readAll it does not need to know how many records the
+// log holds, which compaction changes.
+func readToEnd(ctx context.Context, addrs []string, topic string) ([]*kgo.Record, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	end, ok := ends.Lookup(topic, 0)
+	if !ok || end.Err != nil {
+		return nil, fmt.Errorf("end offset of %s: %v", topic, end.Err)
+	}
+	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}})
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var got []*kgo.Record
+	for len(got) == 0 || got[len(got)-1].Offset < end.Offset-1 {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return got, fmt.Errorf("read %s up to offset %d: %w", topic, end.Offset, err)
+		}
+		if err := fs.Err(); err != nil {
+			return got, err
+		}
+		got = append(got, fs.Records()...)
+	}
+	return got, nil
+}
+
+func TestStartValidatesOptions(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		opts broker.Options
+		want string
+	}{
+		{"no data dir", broker.Options{}, "DataDir is required"},
+		{"negative port", broker.Options{Port: -1}, "port -1 out of range"},
+		{"port too large", broker.Options{Port: 70000}, "port 70000 out of range"},
+		{"negative backoff", broker.Options{CleanerBackoff: -time.Second}, "must not be negative"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if tc.name != "no data dir" {
+				tc.opts.DataDir = t.TempDir()
+			}
+			_, err := broker.Start(tc.opts)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+func TestListensOnLoopbackOnly(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, broker.Options{})
+	addrs := tb.b.Addrs()
+	require.Len(t, addrs, 1)
+	require.True(t, strings.HasPrefix(addrs[0], "127.0.0.1:"), addrs[0])
+}
+
+func TestSecondStartOnSameDirFails(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, broker.Options{})
+
+	_, err := broker.Start(broker.Options{DataDir: tb.dir})
+	require.ErrorContains(t, err, tb.dir)
+	require.ErrorContains(t, err, "process "+strconv.Itoa(os.Getpid()))
+
+	// Close releases the lock: the same directory starts again.
+	addrs := tb.b.Addrs()
+	require.NoError(t, tb.b.Close())
+	require.NoError(t, tb.b.Close(), "Close is idempotent")
+	require.Equal(t, addrs, tb.b.Addrs(), "Addrs still answers after Close")
+	b2, err := broker.Start(broker.Options{DataDir: tb.dir})
+	require.NoError(t, err)
+	require.NoError(t, b2.Close())
+}
+
+func TestAutoTopicCreationIsOff(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, broker.Options{})
+	cl := newClient(t, tb.b.Addrs(), kgo.AllowAutoTopicCreation(), kgo.UnknownTopicRetries(1))
+
+	err := cl.ProduceSync(ctxT(t), &kgo.Record{Topic: "not-provisioned", Value: []byte("x")}).FirstErr()
+	require.ErrorIs(t, err, kerr.UnknownTopicOrPartition)
+
+	topics, err := kadm.NewClient(cl).ListTopics(ctxT(t))
+	require.NoError(t, err)
+	require.False(t, topics.Has("not-provisioned"))
+}
+
+func TestRecordsAndGroupOffsetsSurviveRestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	b, err := broker.Start(broker.Options{DataDir: dir})
+	require.NoError(t, err)
+	const (
+		topic = "orders"
+		group = "readers"
+		n     = 200
+	)
+	createTopic(t, b.Addrs(), topic, 4, nil)
+	var recs []*kgo.Record
+	for i := range n {
+		recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(strconv.Itoa(i % 17)), Value: []byte(strconv.Itoa(i))})
+	}
+	produce(t, b.Addrs(), recs...)
+
+	// Commit offsets through a real group member, the way goka and the
+	// dispatchers do.
+	cl := newClient(t, b.Addrs(), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
+	ctx := ctxT(t)
+	seen := 0
+	for seen < n {
+		fs := cl.PollFetches(ctx)
+		require.NoError(t, ctx.Err())
+		seen += len(fs.Records())
+	}
+	require.NoError(t, cl.CommitUncommittedOffsets(ctx))
+	committed := cl.CommittedOffsets()
+	cl.Close()
+	require.NoError(t, b.Close())
+
+	b, err = broker.Start(broker.Options{DataDir: dir})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+
+	got := readAll(t, b.Addrs(), topic, n)
+	require.Len(t, got, n)
+	values := map[string]bool{}
+	for _, r := range got {
+		values[string(r.Value)] = true
+	}
+	require.Len(t, values, n)
+
+	fetched, err := kadm.NewClient(newClient(t, b.Addrs())).FetchOffsets(ctxT(t), group)
+	require.NoError(t, err)
+	require.NoError(t, fetched.Error())
+	var total int64
+	fetched.Each(func(o kadm.OffsetResponse) {
+		require.Equal(t, committed[topic][o.Partition].Offset, o.At, "partition %d", o.Partition)
+		total += o.At
+	})
+	require.EqualValues(t, n, total)
+}
+
+func TestCompactionRunsAfterRestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	opts := broker.Options{DataDir: dir, CleanerBackoff: 100 * time.Millisecond}
+	b, err := broker.Start(opts)
+	require.NoError(t, err)
+	const topic = "table"
+	compact := "compact"
+	createTopic(t, b.Addrs(), topic, 1, map[string]*string{"cleanup.policy": &compact})
+	require.NoError(t, b.Close())
+
+	// Only after the restart do we write: kfake's own compaction ticker
+	// is not running now, ours must be.
+	b, err = broker.Start(opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	const keys, rounds = 5, 6
+	for round := range rounds {
+		var recs []*kgo.Record
+		for k := range keys {
+			recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(strconv.Itoa(k)), Value: []byte(strconv.Itoa(round))})
+		}
+		produce(t, b.Addrs(), recs...) // one batch per round
+	}
+	require.EqualValues(t, keys*rounds, endOffsets(t, b.Addrs(), topic))
+
+	// kfake, like Kafka with its active segment, never compacts the last
+	// batch and compacts the rest among themselves: the newest value per
+	// key survives twice, from the last two rounds.
+	checkFor(t, 20*time.Second, 100*time.Millisecond, func() error {
+		got, err := readToEnd(t.Context(), b.Addrs(), topic)
+		if err != nil {
+			return err
+		}
+		if len(got) != 2*keys {
+			return fmt.Errorf("log holds %d records, want %d after compaction", len(got), 2*keys)
+		}
+		for i, r := range got {
+			if want := strconv.Itoa(rounds - 2 + i/keys); string(r.Value) != want {
+				return fmt.Errorf("record %d (key %s) has value %s, want %s", i, r.Key, r.Value, want)
+			}
+		}
+		return nil
+	})
+}
+
+func TestKill9LosesNothingAndFreesTheLock(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const n = 500
+
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envChildDir+"="+dir, envChildRecords+"="+strconv.Itoa(n))
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	killed := false
+	t.Cleanup(func() {
+		if !killed {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+
+	ready := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(stdout).ReadString('\n')
+		ready <- line
+	}()
+	select {
+	case line := <-ready:
+		require.Equal(t, fmt.Sprintf("ready %d\n", cmd.Process.Pid), line)
+	case <-time.After(60 * time.Second):
+		t.Fatal("child broker did not get ready in 60s")
+	}
+
+	// While the child lives, its lock keeps us out and names it.
+	_, err = broker.Start(broker.Options{DataDir: dir})
+	require.ErrorContains(t, err, "process "+strconv.Itoa(cmd.Process.Pid))
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	killed = true
+	werr := cmd.Wait()
+	require.Error(t, werr)
+	require.Contains(t, werr.Error(), "killed")
+	_, err = os.Stat(filepath.Join(dir, broker.LockFileName))
+	require.NoError(t, err, "the lock file stays; only the flock died with the process")
+
+	b, err := broker.Start(broker.Options{DataDir: dir})
+	require.NoError(t, err, "the lock must not survive kill -9")
+	t.Cleanup(func() { _ = b.Close() })
+	require.EqualValues(t, n, endOffsets(t, b.Addrs(), childTopic))
+	got := readAll(t, b.Addrs(), childTopic, n)
+	values := map[string]bool{}
+	for _, r := range got {
+		values[string(r.Value)] = true
+	}
+	require.Len(t, values, n)
+
+	fetched, err := kadm.NewClient(newClient(t, b.Addrs())).FetchOffsets(ctxT(t), childGroup)
+	require.NoError(t, err)
+	o, ok := fetched.Lookup(childTopic, 0)
+	require.True(t, ok, "committed offset lost")
+	require.EqualValues(t, n/6, o.At)
+}

@@ -1,0 +1,264 @@
+package config_test
+
+import (
+	"bytes"
+	"flag"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chime-sched/chime/infra/config"
+)
+
+func env(kv map[string]string) func(string) string {
+	return func(k string) string { return kv[k] }
+}
+
+func newFlagSet() *flag.FlagSet {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(&bytes.Buffer{})
+	return fs
+}
+
+func TestLoadDefaults(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Load(env(nil), nil, newFlagSet())
+	require.NoError(t, err)
+	require.Equal(t, config.Config{
+		TopicPrefix:      "chime.",
+		Partitions:       12,
+		Replication:      3,
+		StateDir:         "./.chime",
+		ClientID:         "chime",
+		SchedulerStorage: config.StorageLevelDB,
+		LogLevel:         slog.LevelInfo,
+	}, cfg)
+	require.Equal(t, config.Default(), cfg)
+	require.True(t, cfg.Embedded())
+	require.Equal(t, "chime.due", cfg.Topics().Due())
+	require.Equal(t, filepath.Join(".chime", "broker"), cfg.BrokerDataDir())
+}
+
+func TestLoad(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		env   map[string]string
+		args  []string
+		check func(t *testing.T, cfg config.Config)
+	}{
+		{
+			name: "every variable",
+			env: map[string]string{
+				"CHIME_BROKERS":              " k1:9092, k2:9093 ,",
+				"CHIME_EMBEDDED_BROKER_PORT": "19092",
+				"CHIME_TOPIC_PREFIX":         "prod_",
+				"CHIME_PARTITIONS":           "24",
+				"CHIME_REPLICATION":          "2",
+				"CHIME_STATE_DIR":            "/var/lib/chime",
+				"CHIME_CLIENT_ID":            "chime-eu",
+				"CHIME_SCHEDULER_STORAGE":    "memory",
+				"CHIME_KAFKA_TARGET_TOPICS":  "billing.events,audit,billing.events",
+				"CHIME_LOG_LEVEL":            "DEBUG",
+			},
+			check: func(t *testing.T, cfg config.Config) {
+				require.Equal(t, config.Config{
+					Brokers:            []string{"k1:9092", "k2:9093"},
+					EmbeddedBrokerPort: 19092,
+					TopicPrefix:        "prod_",
+					Partitions:         24,
+					Replication:        2,
+					StateDir:           "/var/lib/chime",
+					ClientID:           "chime-eu",
+					SchedulerStorage:   config.StorageMemory,
+					KafkaTargetTopics:  []string{"billing.events", "audit"},
+					LogLevel:           slog.LevelDebug,
+				}, cfg)
+				require.False(t, cfg.Embedded())
+				require.Equal(t, "prod_due", cfg.Topics().Due())
+			},
+		},
+		{
+			name: "flags override variables",
+			env: map[string]string{
+				"CHIME_BROKERS":    "k1:9092",
+				"CHIME_PARTITIONS": "24",
+				"CHIME_LOG_LEVEL":  "debug",
+			},
+			args: []string{"--partitions=6", "-log-level", "warn", "--state-dir", "/tmp/x"},
+			check: func(t *testing.T, cfg config.Config) {
+				require.Equal(t, []string{"k1:9092"}, cfg.Brokers)
+				require.EqualValues(t, 6, cfg.Partitions)
+				require.Equal(t, slog.LevelWarn, cfg.LogLevel)
+				require.Equal(t, "/tmp/x", cfg.StateDir)
+			},
+		},
+		{
+			name: "an empty brokers flag selects the embedded broker over the variable",
+			env:  map[string]string{"CHIME_BROKERS": "k1:9092"},
+			args: []string{"--brokers="},
+			check: func(t *testing.T, cfg config.Config) {
+				require.True(t, cfg.Embedded())
+			},
+		},
+		{
+			name: "a flag hides a bad variable",
+			env:  map[string]string{"CHIME_PARTITIONS": "lots"},
+			args: []string{"--partitions=3"},
+			check: func(t *testing.T, cfg config.Config) {
+				require.EqualValues(t, 3, cfg.Partitions)
+			},
+		},
+		{
+			name: "an empty variable counts as unset",
+			env:  map[string]string{"CHIME_TOPIC_PREFIX": "", "CHIME_PARTITIONS": ""},
+			check: func(t *testing.T, cfg config.Config) {
+				require.Equal(t, "chime.", cfg.TopicPrefix)
+				require.EqualValues(t, 12, cfg.Partitions)
+			},
+		},
+		{
+			name: "positional arguments are left to the caller",
+			args: []string{"--replication=1", "extra"},
+			check: func(t *testing.T, cfg config.Config) {
+				require.EqualValues(t, 1, cfg.Replication)
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := config.Load(env(tc.env), tc.args, newFlagSet())
+			require.NoError(t, err)
+			tc.check(t, cfg)
+		})
+	}
+}
+
+func TestLoadRejectsBadValues(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want []string // every line expected in the error
+	}{
+		{"partitions not a number", map[string]string{"CHIME_PARTITIONS": "x"}, nil,
+			[]string{`CHIME_PARTITIONS="x": must be a positive integer`}},
+		{"partitions zero", nil, []string{"--partitions=0"},
+			[]string{`--partitions="0": must be a positive integer`}},
+		{"partitions beyond int32", map[string]string{"CHIME_PARTITIONS": "3000000000"}, nil,
+			[]string{`CHIME_PARTITIONS="3000000000": must be a positive integer`}},
+		{"replication beyond int16", nil, []string{"--replication=40000"},
+			[]string{`--replication="40000": must be a positive integer up to 32767`}},
+		{"broker without port", map[string]string{"CHIME_BROKERS": "k1:9092,localhost"}, nil,
+			[]string{`CHIME_BROKERS="k1:9092,localhost": "localhost" is not host:port (e.g. 127.0.0.1:9092)`}},
+		{"broker with bad port", nil, []string{"--brokers=k1:99999"},
+			[]string{`--brokers="k1:99999": "k1:99999": port must be a number from 1 to 65535`}},
+		{"embedded port", map[string]string{"CHIME_EMBEDDED_BROKER_PORT": "-1"}, nil,
+			[]string{`CHIME_EMBEDDED_BROKER_PORT="-1": must be a port number from 0 to 65535`}},
+		{"prefix with slash", map[string]string{"CHIME_TOPIC_PREFIX": "a/b"}, nil,
+			[]string{`CHIME_TOPIC_PREFIX="a/b": "a/b" contains '/'; Kafka names allow only letters, digits, '.', '_' and '-'`}},
+		{"empty prefix flag", nil, []string{"--topic-prefix="},
+			[]string{`--topic-prefix="": must not be empty (the default is "chime.")`}},
+		{"storage", map[string]string{"CHIME_SCHEDULER_STORAGE": "rocksdb"}, nil,
+			[]string{`CHIME_SCHEDULER_STORAGE="rocksdb": must be "leveldb" or "memory"`}},
+		{"target topic", nil, []string{"--kafka-target-topics=ok,.."},
+			[]string{`--kafka-target-topics="ok,..": topic ".." is not allowed by Kafka`}},
+		{"target topic too long", map[string]string{"CHIME_KAFKA_TARGET_TOPICS": strings.Repeat("a", 250)}, nil,
+			[]string{`is 250 characters long, at most 249 allowed`}},
+		{"log level", map[string]string{"CHIME_LOG_LEVEL": "verbose"}, nil,
+			[]string{`CHIME_LOG_LEVEL="verbose": must be debug, info, warn or error`}},
+		{"empty state dir", nil, []string{"--state-dir="},
+			[]string{`--state-dir="": must not be empty`}},
+		{"every problem at once", map[string]string{"CHIME_PARTITIONS": "x", "CHIME_LOG_LEVEL": "loud"}, []string{"--replication=-1"},
+			[]string{`CHIME_PARTITIONS="x"`, `--replication="-1"`, `CHIME_LOG_LEVEL="loud"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := config.Load(env(tc.env), tc.args, newFlagSet())
+			require.Error(t, err)
+			for _, want := range tc.want {
+				require.Contains(t, err.Error(), want)
+			}
+		})
+	}
+}
+
+func TestLoadFlagErrors(t *testing.T) {
+	t.Parallel()
+	_, err := config.Load(env(nil), []string{"--no-such-flag"}, newFlagSet())
+	require.ErrorContains(t, err, "flag provided but not defined: -no-such-flag")
+
+	_, err = config.Load(env(nil), []string{"-h"}, newFlagSet())
+	require.ErrorIs(t, err, flag.ErrHelp)
+
+	// A nil flag set and getenv work too (defaults only).
+	cfg, err := config.Load(nil, nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, config.Default(), cfg)
+}
+
+func TestLoadLeavesRoomForRoleFlags(t *testing.T) {
+	t.Parallel()
+	fs := newFlagSet()
+	listen := fs.String("listen", ":8080", "API address")
+	cfg, err := config.Load(env(nil), []string{"--listen=:9090", "--partitions=4"}, fs)
+	require.NoError(t, err)
+	require.Equal(t, ":9090", *listen)
+	require.EqualValues(t, 4, cfg.Partitions)
+}
+
+func TestHelpNamesVariablesAndDefaults(t *testing.T) {
+	t.Parallel()
+	fs := newFlagSet()
+	var out bytes.Buffer
+	fs.SetOutput(&out)
+	_, err := config.Load(env(nil), []string{"-h"}, fs)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	require.Contains(t, out.String(), "-partitions count")
+	require.Contains(t, out.String(), "(env CHIME_PARTITIONS)")
+	require.Contains(t, out.String(), `(default "12")`)
+}
+
+// TestDocsListEverySetting keeps docs/configuration.md in step with Load:
+// every flag Load registers must be documented with its variable and
+// default.
+func TestDocsListEverySetting(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "configuration.md"))
+	require.NoError(t, err)
+
+	fs := newFlagSet()
+	_, err = config.Load(env(nil), nil, fs)
+	require.NoError(t, err)
+	envName := regexp.MustCompile(`\(env (CHIME_[A-Z_]+)\)`)
+	n := 0
+	fs.VisitAll(func(f *flag.Flag) {
+		n++
+		m := envName.FindStringSubmatch(f.Usage)
+		require.NotNil(t, m, "flag %s names no variable", f.Name)
+		row := docRow(string(doc), "`"+m[1]+"`")
+		require.NotEmpty(t, row, "docs/configuration.md has no row for %s", m[1])
+		require.Contains(t, row, "`--"+f.Name+"`")
+		def := "(none)"
+		if f.DefValue != "" {
+			def = "`" + f.DefValue + "`"
+		}
+		require.Contains(t, row, def, "default of %s", m[1])
+	})
+	require.Equal(t, 10, n, "a setting was added or removed: update this test and the docs")
+}
+
+func docRow(doc, cell string) string {
+	for _, line := range strings.Split(doc, "\n") {
+		if strings.HasPrefix(line, "| "+cell+" ") {
+			return line
+		}
+	}
+	return ""
+}

@@ -1,0 +1,16 @@
+package scheduler
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestIndexFootprintIsMeasured(t *testing.T) {
+	t.Parallel()
+	b := IndexFootprint(10_000)
+	// A sanity range, not a performance assertion: the index holds a copy
+	// of each key (25 bytes) plus its bookkeeping.
+	require.Greater(t, b, 25.0)
+	require.Less(t, b, 10_000.0)
+}

@@ -1,0 +1,212 @@
+package producer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/schema/chimev1"
+)
+
+// Producer publishes job commands to the job-commands topic. It is safe for
+// concurrent use; create one per process and share it.
+type Producer struct {
+	cl    *kgo.Client
+	topic string
+	now   func() time.Time
+}
+
+// Receipt identifies a published command.
+type Receipt struct {
+	// CommandID is the command's command_id, echoed by the scheduler's
+	// events and rejections. Set whenever the command got that far, even
+	// when publishing failed.
+	CommandID string
+	// Partition and Offset locate the acknowledged record; both are -1 when
+	// the command was not acknowledged.
+	Partition int32
+	Offset    int64
+}
+
+// New returns a Producer for the brokers given with [Brokers]. It does not
+// contact them: the first publish does, and reports an unreachable cluster.
+// The job-commands topic must exist (chime provisions it); the producer
+// never creates it.
+func New(opts ...Option) (*Producer, error) {
+	c, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(c.clientOpts()...)
+	if err != nil {
+		return nil, fmt.Errorf("producer: kafka client: %w", err)
+	}
+	if off, _ := cl.OptValue(kgo.DisableIdempotentWrite).(bool); off {
+		cl.Close()
+		return nil, errors.New("producer: KgoOptions: kgo.DisableIdempotentWrite is not allowed: " +
+			"without it, retries after a lost connection can publish a command twice")
+	}
+	return &Producer{cl: cl, topic: schema.NewTopics(c.prefix).JobCommands(), now: c.now}, nil
+}
+
+// Schedule creates the job spec describes, or replaces its spec and
+// reschedules it (an Upsert), and waits for Kafka's acknowledgement.
+func (p *Producer) Schedule(ctx context.Context, spec *chimev1.JobSpec) (Receipt, error) {
+	return p.Publish(ctx, upsertCommand(spec))
+}
+
+// Cancel stops the job for good.
+func (p *Producer) Cancel(ctx context.Context, namespace, id, reason string) (Receipt, error) {
+	return p.Publish(ctx, cancelCommand(namespace, id, reason))
+}
+
+// Pause stops the job from firing until Resume.
+func (p *Producer) Pause(ctx context.Context, namespace, id string) (Receipt, error) {
+	return p.Publish(ctx, pauseCommand(namespace, id))
+}
+
+// Resume lets a paused job fire again.
+func (p *Producer) Resume(ctx context.Context, namespace, id string) (Receipt, error) {
+	return p.Publish(ctx, resumeCommand(namespace, id))
+}
+
+// Retry re-arms the timer of occurrence fireSeq for a new attempt, not
+// before notBefore, charging an attempt. emitSeq is the Due emission being
+// answered; the scheduler ignores a stale one.
+func (p *Producer) Retry(ctx context.Context, namespace, id string, fireSeq, emitSeq uint64, attempt uint32, notBefore time.Time, reason string) (Receipt, error) {
+	return p.Publish(ctx, retryCommand(namespace, id, fireSeq, emitSeq, attempt, notBefore, reason))
+}
+
+// Defer re-arms the timer of occurrence fireSeq, not before notBefore,
+// without charging an attempt (breaker open, rate limit, concurrency cap).
+func (p *Producer) Defer(ctx context.Context, namespace, id string, fireSeq, emitSeq uint64, notBefore time.Time, reason string) (Receipt, error) {
+	return p.Publish(ctx, deferCommand(namespace, id, fireSeq, emitSeq, notBefore, reason))
+}
+
+// Ack closes occurrence fireSeq with its result.
+func (p *Producer) Ack(ctx context.Context, namespace, id string, fireSeq, emitSeq uint64, attempt uint32, result chimev1.AckResult, detail string) (Receipt, error) {
+	return p.Publish(ctx, ackCommand(namespace, id, fireSeq, emitSeq, attempt, result, detail))
+}
+
+// Publish validates cmd and waits until Kafka has acknowledged it. It fills in
+// cmd's command_id and issued_at if they are unset (a republished command
+// keeps its ID). A validation failure returns the *schema.ValidationError
+// as is and publishes nothing. If ctx ends first, Publish returns an error
+// wrapping ctx.Err(), and the command may still be published.
+func (p *Producer) Publish(ctx context.Context, cmd *chimev1.JobCommand) (Receipt, error) {
+	r, err := p.prepare(cmd)
+	if err != nil {
+		return r, err
+	}
+	answer := make(chan struct{})
+	var (
+		got    Receipt
+		gotErr error
+	)
+	p.produce(ctx, cmd, r, func(rr Receipt, err error) {
+		got, gotErr = rr, err
+		close(answer)
+	})
+	select {
+	case <-answer:
+		return got, gotErr
+	case <-ctx.Done():
+		select {
+		case <-answer: // answered as ctx ended: report what happened
+			return got, gotErr
+		default:
+		}
+		return r, fmt.Errorf("producer: %s command %s for %s: outcome unknown, it may still be published: %w",
+			commandKind(cmd), r.CommandID, schema.JobKey(cmd.GetNamespace(), cmd.GetJobId()), ctx.Err())
+	}
+}
+
+// PublishAsync validates cmd and hands it to the client's buffer; done is
+// called once with the outcome. If cmd fails validation, done runs on the
+// caller's goroutine before PublishAsync returns. Otherwise it runs on the
+// client's promise goroutine, one call at a time, in order per partition: it
+// must be quick and must not publish synchronously or Flush (start a
+// goroutine for that). A nil done drops the outcome.
+//
+// cmd is stamped like in Publish and encoded before PublishAsync returns, so
+// the caller may reuse it then. PublishAsync blocks while the client holds
+// its maximum of buffered commands (100k by default), until ctx ends.
+func (p *Producer) PublishAsync(ctx context.Context, cmd *chimev1.JobCommand, done func(Receipt, error)) {
+	if done == nil {
+		done = func(Receipt, error) {}
+	}
+	r, err := p.prepare(cmd)
+	if err != nil {
+		done(r, err)
+		return
+	}
+	p.produce(ctx, cmd, r, done)
+}
+
+// ScheduleAsync is the asynchronous Schedule; see PublishAsync.
+func (p *Producer) ScheduleAsync(ctx context.Context, spec *chimev1.JobSpec, done func(Receipt, error)) {
+	p.PublishAsync(ctx, upsertCommand(spec), done)
+}
+
+// Flush sends everything buffered and waits for the acknowledgements (and
+// the done callbacks) of every command published before it was called, or
+// for ctx to end.
+func (p *Producer) Flush(ctx context.Context) error {
+	if err := p.cl.Flush(ctx); err != nil {
+		return fmt.Errorf("producer: flush: %w", err)
+	}
+	return nil
+}
+
+// Close releases the client. It does not wait: commands still buffered fail
+// with kgo.ErrClientClosed. Call Flush first to publish them.
+func (p *Producer) Close() { p.cl.Close() }
+
+// prepare stamps and validates cmd. The Receipt carries the command ID.
+func (p *Producer) prepare(cmd *chimev1.JobCommand) (Receipt, error) {
+	r := Receipt{Partition: -1, Offset: -1}
+	now := p.now()
+	if cmd == nil {
+		// Validation is the one place that says what is wrong with a
+		// command, nil included.
+		if err := schema.ValidateCommand(nil, schema.ValidateOptions{Now: now}); err != nil {
+			return r, err
+		}
+		return r, errors.New("producer: command is nil")
+	}
+	stamp(cmd, now)
+	r.CommandID = cmd.GetCommandId()
+	return r, schema.ValidateCommand(cmd, schema.ValidateOptions{Now: now})
+}
+
+// produce encodes a prepared command and hands it to the client. done gets
+// the outcome exactly once.
+func (p *Producer) produce(ctx context.Context, cmd *chimev1.JobCommand, r Receipt, done func(Receipt, error)) {
+	key := schema.JobKey(cmd.GetNamespace(), cmd.GetJobId())
+	value, err := proto.Marshal(cmd)
+	if err != nil {
+		done(r, fmt.Errorf("producer: encode command %s for %s: %w", r.CommandID, key, err))
+		return
+	}
+	rec := &kgo.Record{Topic: p.topic, Key: []byte(key), Value: value, Context: ctx}
+	if kind := commandKind(cmd); kind != "" {
+		rec.Headers = []kgo.RecordHeader{{Key: HeaderCommand, Value: []byte(kind)}}
+	}
+	p.cl.Produce(ctx, rec, func(rec *kgo.Record, err error) {
+		if err != nil {
+			if errors.Is(err, kerr.UnknownTopicOrPartition) {
+				err = fmt.Errorf("%w (create topic %q with the scheduler's partition count first)", err, p.topic)
+			}
+			done(r, fmt.Errorf("producer: publish command %s for %s: %w", r.CommandID, key, err))
+			return
+		}
+		r.Partition, r.Offset = rec.Partition, rec.Offset
+		done(r, nil)
+	})
+}
