@@ -1,0 +1,252 @@
+// Command chime-bench measures chime against the issue targets and prints a
+// table. It runs everything in this process on an embedded broker in a
+// temporary directory: `make bench` (or go run ./cmd/chime-bench -h).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/chime-sched/chime/infra/broker"
+	"github.com/chime-sched/chime/infra/topics"
+	"github.com/chime-sched/chime/processors/scheduler"
+	"github.com/chime-sched/chime/producer"
+	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/schema/chimev1"
+)
+
+type result struct {
+	metric, value, target, status string
+}
+
+func main() {
+	jobs := flag.Int("jobs", 100_000, "one-shot jobs due in the same second")
+	partitions := flag.Int("partitions", 12, "partitions per topic")
+	lead := flag.Duration("lead", 20*time.Second, "how far ahead the simultaneous fire is scheduled (must cover ingestion)")
+	indexJobs := flag.Int("index-jobs", 1_000_000, "pending jobs for the index memory measurement")
+	verbose := flag.Bool("v", false, "log chime's own output")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	var logOut io.Writer = io.Discard
+	if *verbose {
+		logOut = os.Stderr
+	}
+	log := slog.New(slog.NewTextHandler(logOut, nil))
+
+	var results []result
+	add := func(r ...result) { results = append(results, r...) }
+	fmt.Fprintf(os.Stderr, "chime-bench: %d cores, %s\n", runtime.NumCPU(), runtime.Version())
+
+	add(benchScheduler(ctx, log, *jobs, int32(*partitions), *lead)...)
+	fmt.Fprintf(os.Stderr, "measuring index memory with %d pending jobs...\n", *indexJobs)
+	b := scheduler.IndexFootprint(*indexJobs)
+	add(result{fmt.Sprintf("timer index memory per pending job (%d jobs)", *indexJobs), fmt.Sprintf("%.0f B", b), "≤ 200 B", verdict(b <= 200)})
+
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "METRIC\tVALUE\tTARGET\tMET")
+	for _, r := range results {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", r.metric, r.value, r.target, r.status)
+	}
+	w.Flush()
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "NO"
+}
+
+func fail(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "chime-bench: "+format+"\n", a...)
+	os.Exit(1)
+}
+
+// benchScheduler ingests jobs through the producer, lets them all fall due
+// in the same second and measures the fire lag of the due events.
+func benchScheduler(ctx context.Context, log *slog.Logger, jobs int, partitions int32, lead time.Duration) []result {
+	dir, err := os.MkdirTemp("", "chime-bench-")
+	if err != nil {
+		fail("%v", err)
+	}
+	defer os.RemoveAll(dir)
+	b, err := broker.Start(broker.Options{DataDir: dir})
+	if err != nil {
+		fail("broker: %v", err)
+	}
+	defer b.Close()
+	brokers := b.Addrs()
+	tp := schema.NewTopics("bench.")
+	adm, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		fail("%v", err)
+	}
+	if err := topics.Ensure(ctx, kadm.NewClient(adm), tp.All(), partitions, 1); err != nil {
+		fail("topics: %v", err)
+	}
+	adm.Close()
+
+	s, err := scheduler.New(scheduler.Config{Brokers: brokers, Topics: tp, Logger: log})
+	if err != nil {
+		fail("%v", err)
+	}
+	sctx, scancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = s.Run(sctx) }()
+	defer func() { scancel(); wg.Wait() }()
+	if err := s.WaitReady(ctx); err != nil {
+		fail("scheduler: %v", err)
+	}
+
+	// Consume due events from the start, recording when each was seen.
+	type seen struct {
+		due *chimev1.Due
+		at  time.Time
+	}
+	dues := make(chan seen, jobs)
+	cons, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(tp.Due()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(20*time.Millisecond))
+	if err != nil {
+		fail("%v", err)
+	}
+	defer cons.Close()
+	go func() {
+		for ctx.Err() == nil {
+			fs := cons.PollFetches(ctx)
+			now := time.Now()
+			fs.EachRecord(func(r *kgo.Record) {
+				d := new(chimev1.Due)
+				if proto.Unmarshal(r.Value, d) == nil {
+					select {
+					case dues <- seen{d, now}:
+					default:
+					}
+				}
+			})
+		}
+	}()
+
+	p, err := producer.New(producer.Brokers(brokers), producer.TopicPrefix(tp.Prefix))
+	if err != nil {
+		fail("%v", err)
+	}
+	defer p.Close()
+
+	var heapBefore runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&heapBefore)
+
+	fireAt := time.Now().Add(lead).Truncate(time.Second)
+	fmt.Fprintf(os.Stderr, "ingesting %d one-shot jobs due at %s...\n", jobs, fireAt.Format(time.RFC3339))
+	start := time.Now()
+	var errMu sync.Mutex
+	var firstErr error
+	for i := range jobs {
+		spec := &chimev1.JobSpec{
+			Namespace: fmt.Sprintf("ns-%02d", i%50),
+			Id:        fmt.Sprintf("job-%07d", i),
+			// Spread inside one second: 100k jobs "due in the same second".
+			Schedule: &chimev1.Schedule{Kind: &chimev1.Schedule_At{At: timestamppb.New(fireAt.Add(time.Duration(i%1000) * time.Millisecond))}},
+			Target:   &chimev1.Target{Kind: &chimev1.Target_Http{Http: &chimev1.HttpCallback{Url: "http://127.0.0.1:9/hook"}}},
+		}
+		p.ScheduleAsync(ctx, spec, func(_ producer.Receipt, err error) {
+			if err != nil {
+				errMu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				errMu.Unlock()
+			}
+		})
+	}
+	if err := p.Flush(ctx); err != nil {
+		fail("flush: %v", err)
+	}
+	ingest := time.Since(start)
+	if firstErr != nil {
+		fail("publish: %v", firstErr)
+	}
+	for s.PendingTimers() < jobs {
+		if time.Since(start) > lead+time.Minute {
+			fail("scheduler applied only %d of %d commands (partitions owned: %v, ready: %v)", s.PendingTimers(), jobs, s.Partitions(), s.Ready())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	applied := time.Since(start)
+	var heapAfter runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&heapAfter)
+	if time.Now().After(fireAt) {
+		fmt.Fprintf(os.Stderr, "warning: ingestion took longer than -lead=%s; lag figures include it\n", lead)
+	}
+	fmt.Fprintf(os.Stderr, "ingested in %s, applied in %s; waiting for the fire...\n", ingest.Round(time.Millisecond), applied.Round(time.Millisecond))
+
+	var emitLag, seenLag []time.Duration
+	got := map[string]bool{}
+	deadline := time.After(time.Until(fireAt) + 3*time.Minute)
+	for len(got) < jobs {
+		select {
+		case sd := <-dues:
+			k := sd.due.GetIdempotencyKey()
+			if got[k] {
+				continue
+			}
+			got[k] = true
+			sched := sd.due.GetScheduledAt().AsTime()
+			emitLag = append(emitLag, sd.due.GetEmittedAt().AsTime().Sub(sched))
+			seenLag = append(seenLag, sd.at.Sub(sched))
+		case <-deadline:
+			fail("only %d of %d due events arrived", len(got), jobs)
+		case <-ctx.Done():
+			os.Exit(1)
+		}
+	}
+	perJob := float64(int64(heapAfter.HeapAlloc)-int64(heapBefore.HeapAlloc)) / float64(jobs)
+	ingestRate := float64(jobs) / ingest.Seconds()
+	applyRate := float64(jobs) / applied.Seconds()
+	p50, p99, mx := quantiles(emitLag)
+	s50, s99, smx := quantiles(seenLag)
+	n := fmt.Sprintf("%dk", jobs/1000)
+	return []result{
+		{"schedule commands ingested via producer (acked)", fmt.Sprintf("%.0f cmds/s", ingestRate), "≥ 100k/s", verdict(ingestRate >= 100_000)},
+		{"schedule commands applied by scheduler", fmt.Sprintf("%.0f cmds/s", applyRate), "", ""},
+		{"fire lag p50, " + n + " due in one second (emitted − scheduled)", ms(p50), "", ""},
+		{"fire lag p99, " + n + " due in one second", ms(p99), "≤ 1 s", verdict(p99 <= time.Second)},
+		{"fire lag max, " + n + " due in one second", ms(mx), "", ""},
+		{"end-to-end lag p50/p99/max (consumer saw − scheduled)", ms(s50) + " / " + ms(s99) + " / " + ms(smx), "", ""},
+		{"scheduler heap per pending job (row + index, memory storage)", fmt.Sprintf("%.0f B", perJob), "", ""},
+	}
+}
+
+func quantiles(d []time.Duration) (p50, p99, max time.Duration) {
+	if len(d) == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(d)
+	at := func(q float64) time.Duration { return d[min(len(d)-1, int(q*float64(len(d))))] }
+	return at(0.50), at(0.99), d[len(d)-1]
+}
+
+func ms(d time.Duration) string {
+	return strings.TrimSuffix(fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)), "")
+}

@@ -1,0 +1,68 @@
+// Command chime runs chime's roles. `chime dev` runs everything in one
+// process on an embedded broker; each role also runs on its own, against a
+// real Kafka cluster named by CHIME_BROKERS.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `chime: a scheduler that fires callbacks at the times clients ask for.
+
+Usage:
+  chime dev        [flags]   everything in one process; embedded broker unless CHIME_BROKERS is set
+  chime scheduler  [flags]   the scheduler role
+  chime topics     [flags]   create or check every topic, then exit
+  chime version
+
+Run "chime <command> -h" for the flags; docs/configuration.md lists them all
+with their environment variables.
+`
+
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	cmd, rest := args[0], args[1:]
+	var err error
+	switch cmd {
+	case "dev":
+		err = runRole(ctx, "dev", rest, getenv, stdout, stderr, roleDev)
+	case "scheduler":
+		err = runRole(ctx, "scheduler", rest, getenv, stdout, stderr, roleScheduler)
+	case "topics":
+		err = runRole(ctx, "topics", rest, getenv, stdout, stderr, roleTopics)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, "chime", version)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+	default:
+		fmt.Fprintf(stderr, "chime: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintln(stderr, "chime:", err)
+		return 1
+	}
+	return 0
+}

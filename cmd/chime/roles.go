@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lovoo/goka/storage"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/chime-sched/chime/infra/broker"
+	"github.com/chime-sched/chime/infra/config"
+	"github.com/chime-sched/chime/infra/topics"
+	"github.com/chime-sched/chime/processors/scheduler"
+)
+
+// env is what every role starts from: the configuration, a logger, and a
+// broker that is provisioned with every topic.
+type env struct {
+	cfg         config.Config
+	log         *slog.Logger
+	out         io.Writer
+	brokers     []string
+	replication int16
+	embedded    *broker.Broker
+}
+
+type role func(ctx context.Context, e *env) error
+
+func runRole(ctx context.Context, name string, args []string, getenv func(string) string, stdout, stderr io.Writer, r role) error {
+	fs := flag.NewFlagSet("chime "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg, err := config.Load(getenv, args, fs)
+	if err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("chime %s: unexpected arguments %q", name, fs.Args())
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})).With("role", name)
+	e := &env{cfg: cfg, log: log, out: stdout}
+	if err := e.connect(ctx); err != nil {
+		return err
+	}
+	defer e.close()
+	return r(ctx, e)
+}
+
+// connect starts the embedded broker when no brokers are configured, and
+// makes sure every topic exists as chime needs it.
+func (e *env) connect(ctx context.Context) error {
+	e.brokers = e.cfg.Brokers
+	if e.cfg.Embedded() {
+		b, err := broker.Start(broker.Options{
+			DataDir: e.cfg.BrokerDataDir(),
+			Port:    e.cfg.EmbeddedBrokerPort,
+			Logf:    func(f string, a ...any) { e.log.Warn(fmt.Sprintf(f, a...), "component", "broker") },
+		})
+		if err != nil {
+			return fmt.Errorf("embedded broker: %w", err)
+		}
+		e.embedded = b
+		e.brokers = b.Addrs()
+		e.log.Info("embedded broker started", "addr", strings.Join(e.brokers, ","), "data_dir", b.DataDir(),
+			"hint", "other chime processes can share it with CHIME_BROKERS="+strings.Join(e.brokers, ","))
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.brokers...), kgo.ClientID(e.cfg.ClientID+"-admin"))
+	if err != nil {
+		return fmt.Errorf("kafka client: %w", err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	meta, err := adm.BrokerMetadata(cctx)
+	if err != nil {
+		return fmt.Errorf("cannot reach Kafka at %s: %w", strings.Join(e.brokers, ","), err)
+	}
+	// goka insists that a table's replication equals its own setting, so
+	// every component uses the same capped value as provisioning.
+	e.replication = min(e.cfg.Replication, int16(len(meta.Brokers)))
+	if err := topics.Ensure(cctx, adm, e.cfg.Topics().All(), e.cfg.Partitions, e.replication,
+		topics.WithWarnf(func(f string, a ...any) { e.log.Warn(fmt.Sprintf(f, a...)) })); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (e *env) close() {
+	if e.embedded != nil {
+		if err := e.embedded.Close(); err != nil {
+			e.log.Error("closing embedded broker", "err", err)
+		}
+	}
+}
+
+func (e *env) schedulerConfig() scheduler.Config {
+	st := storage.MemoryBuilder()
+	if e.cfg.SchedulerStorage == config.StorageLevelDB {
+		st = storage.DefaultBuilder(filepath.Join(e.cfg.StateDir, "scheduler"))
+	}
+	return scheduler.Config{
+		Brokers:           e.brokers,
+		Topics:            e.cfg.Topics(),
+		ClientID:          e.cfg.ClientID + "-scheduler",
+		Replication:       int(e.replication),
+		Storage:           st,
+		Logger:            e.log.With("component", "scheduler"),
+		KafkaTargetTopics: e.cfg.KafkaTargetTopics,
+	}
+}
+
+func roleTopics(_ context.Context, e *env) error {
+	for _, t := range e.cfg.Topics().All() {
+		fmt.Fprintf(e.out, "%s\t%s\n", t.Name, t.Cleanup)
+	}
+	return nil
+}
+
+func roleScheduler(ctx context.Context, e *env) error {
+	s, err := scheduler.New(e.schedulerConfig())
+	if err != nil {
+		return err
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return s.Run(ctx) })
+	g.Go(func() error {
+		if err := s.WaitReady(ctx); err != nil {
+			return nil
+		}
+		e.log.Info("scheduler ready", "partitions", s.Partitions(), "pending_timers", s.PendingTimers())
+		return nil
+	})
+	return g.Wait()
+}
+
+// roleDev runs every role in this process. For now that is the scheduler;
+// the dispatcher, breaker, API and analytics sink join as they land.
+func roleDev(ctx context.Context, e *env) error {
+	e.log.Info("chime dev: all roles in one process", "brokers", strings.Join(e.brokers, ","), "state_dir", e.cfg.StateDir)
+	return roleScheduler(ctx, e)
+}
