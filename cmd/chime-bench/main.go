@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -42,7 +43,18 @@ func main() {
 	lead := flag.Duration("lead", 20*time.Second, "how far ahead the simultaneous fire is scheduled (must cover ingestion)")
 	indexJobs := flag.Int("index-jobs", 1_000_000, "pending jobs for the index memory measurement")
 	verbose := flag.Bool("v", false, "log chime's own output")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fail("%v", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fail("%v", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

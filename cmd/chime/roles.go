@@ -18,6 +18,7 @@ import (
 	"github.com/chime-sched/chime/infra/broker"
 	"github.com/chime-sched/chime/infra/config"
 	"github.com/chime-sched/chime/infra/topics"
+	"github.com/chime-sched/chime/processors/memstore"
 	"github.com/chime-sched/chime/processors/scheduler"
 )
 
@@ -102,7 +103,7 @@ func (e *env) close() {
 }
 
 func (e *env) schedulerConfig() scheduler.Config {
-	st := storage.MemoryBuilder()
+	st := memstore.Builder()
 	if e.cfg.SchedulerStorage == config.StorageLevelDB {
 		st = storage.DefaultBuilder(filepath.Join(e.cfg.StateDir, "scheduler"))
 	}

@@ -25,5 +25,5 @@ func IndexFootprint(n int) (bytesPerTimer float64) {
 	runtime.ReadMemStats(&after)
 	runtime.KeepAlive(x)
 	runtime.KeepAlive(keys)
-	return float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
+	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n)
 }

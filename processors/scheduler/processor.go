@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chime-sched/chime/processors"
+	"github.com/chime-sched/chime/processors/memstore"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
@@ -85,7 +86,7 @@ func (c *Config) defaults() {
 		c.Replication = 1
 	}
 	if c.Storage == nil {
-		c.Storage = storage.MemoryBuilder()
+		c.Storage = memstore.Builder()
 	}
 	if c.Now == nil {
 		c.Now = time.Now
