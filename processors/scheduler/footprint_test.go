@@ -6,8 +6,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// Not parallel: it reads the process heap, which parallel tests disturb.
 func TestIndexFootprintIsMeasured(t *testing.T) {
-	t.Parallel()
 	b := IndexFootprint(10_000)
 	// A sanity range, not a performance assertion: the index holds a copy
 	// of each key (25 bytes) plus its bookkeeping.
