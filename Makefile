@@ -1,0 +1,179 @@
+# chime build, test and tooling entry points. `make help` lists the targets.
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-builtin-rules
+
+# Use the installed Go, never a downloaded toolchain. The module stays in its
+# default read-only mode, so a missing go.sum entry fails here as it does in CI.
+export GOTOOLCHAIN := local
+
+GO ?= go
+
+# ---------------------------------------------------------------------------
+# Pinned tools, installed into .tools/ (GOBIN). Each install leaves a stamp named
+# after the tool's version: bumping a version reinstalls, otherwise re-runs are
+# instant. A stamp whose binary is gone is redone.
+# ---------------------------------------------------------------------------
+TOOLS_DIR := $(CURDIR)/.tools
+STAMP_DIR := $(TOOLS_DIR)/.stamps
+
+BUF_VERSION         := v1.75.0
+STATICCHECK_VERSION := v0.8.2
+# protoc-gen-go must match the protobuf runtime the generated code is compiled
+# against, so its version is read from go.mod rather than written here.
+PROTOC_GEN_GO_VERSION := $(shell $(GO) list -m -f '{{.Version}}' google.golang.org/protobuf)
+ifeq ($(PROTOC_GEN_GO_VERSION),)
+$(error cannot read the google.golang.org/protobuf version from go.mod (is Go installed, and go.mod/go.sum intact?))
+endif
+
+BUF           := $(TOOLS_DIR)/buf
+PROTOC_GEN_GO := $(TOOLS_DIR)/protoc-gen-go
+STATICCHECK   := $(TOOLS_DIR)/staticcheck
+
+BUF_STAMP           := $(STAMP_DIR)/buf-$(BUF_VERSION)
+PROTOC_GEN_GO_STAMP := $(STAMP_DIR)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION)
+STATICCHECK_STAMP   := $(STAMP_DIR)/staticcheck-$(STATICCHECK_VERSION)
+
+# install_tool: $(1) binary name, $(2) package path, $(3) version.
+define install_tool
+	@echo "installing $(1) $(3) into .tools/"
+	@mkdir -p $(STAMP_DIR)
+	GOBIN=$(TOOLS_DIR) $(GO) install $(2)@$(3)
+	@rm -f $(STAMP_DIR)/$(1)-*
+	@touch $@
+endef
+
+$(BUF_STAMP): $(if $(wildcard $(BUF)),,FORCE)
+	$(call install_tool,buf,github.com/bufbuild/buf/cmd/buf,$(BUF_VERSION))
+
+$(PROTOC_GEN_GO_STAMP): $(if $(wildcard $(PROTOC_GEN_GO)),,FORCE)
+	$(call install_tool,protoc-gen-go,google.golang.org/protobuf/cmd/protoc-gen-go,$(PROTOC_GEN_GO_VERSION))
+
+$(STATICCHECK_STAMP): $(if $(wildcard $(STATICCHECK)),,FORCE)
+	$(call install_tool,staticcheck,honnef.co/go/tools/cmd/staticcheck,$(STATICCHECK_VERSION))
+
+.PHONY: FORCE
+FORCE:
+
+.PHONY: tools
+tools: $(BUF_STAMP) $(PROTOC_GEN_GO_STAMP) $(STATICCHECK_STAMP) ## install the pinned tools into .tools/
+
+# ---------------------------------------------------------------------------
+# Generated code
+# ---------------------------------------------------------------------------
+SCHEMA_DIR := schema
+GEN_DIR    := $(SCHEMA_DIR)/chimev1
+
+# --clean empties schema/chimev1 first, so the output of a deleted .proto goes
+# too: that folder holds generated code only.
+.PHONY: generate
+generate: $(BUF_STAMP) $(PROTOC_GEN_GO_STAMP) ## regenerate schema/chimev1 from the .proto files
+	cd $(SCHEMA_DIR) && $(BUF) generate --clean
+	gofmt -w $(GEN_DIR)
+
+# Generates into a scratch directory (buf generate -o) and compares it with the
+# committed tree, so stale, hand-edited, missing or leftover files all show up.
+.PHONY: check-generate
+check-generate: $(BUF_STAMP) $(PROTOC_GEN_GO_STAMP) ## buf lint, and fail if schema/chimev1 is not what the .proto files generate
+	cd $(SCHEMA_DIR) && $(BUF) lint
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	(cd $(SCHEMA_DIR) && $(BUF) generate -o "$$tmp/out"); \
+	gofmt -w "$$tmp/out/chimev1"; \
+	if ! diff -r -u "$(GEN_DIR)" "$$tmp/out/chimev1" >"$$tmp/changes.diff" 2>&1; then \
+		head -n 60 "$$tmp/changes.diff"; \
+		echo; \
+		echo "check-generate: $(GEN_DIR) is stale: it differs from what $(SCHEMA_DIR)/proto generates"; \
+		echo "  with buf $(BUF_VERSION) and protoc-gen-go $(PROTOC_GEN_GO_VERSION)."; \
+		echo "  Run 'make generate' and commit the result; never edit *.pb.go by hand."; \
+		exit 1; \
+	fi; \
+	echo "check-generate: $(GEN_DIR) is up to date"
+
+# ---------------------------------------------------------------------------
+# Build, run, test
+# ---------------------------------------------------------------------------
+BIN_DIR   := bin
+RUN_FLAGS ?=
+BENCH_FLAGS ?=
+FUZZTIME  ?= 30s
+TEST_FLAGS ?= -race -count=1 -timeout 20m
+
+.PHONY: build
+build: ## build bin/chime
+	$(GO) build -o $(BIN_DIR)/chime ./cmd/chime
+
+.PHONY: run
+run: build ## run everything in one process: bin/chime dev $(RUN_FLAGS)
+	$(BIN_DIR)/chime dev $(RUN_FLAGS)
+
+.PHONY: vet
+vet: ## go vet ./...
+	$(GO) vet ./...
+
+# Every .go file outside tool/build output and testdata (which go tooling skips).
+GO_FILES_CMD := find . -type f -name '*.go' \
+	-not -path './.git/*' -not -path './.tools/*' -not -path './$(BIN_DIR)/*' \
+	-not -path './.chime/*' -not -path '*/testdata/*' -print0
+
+.PHONY: fmt-check
+fmt-check: ## fail listing the files gofmt would change
+	@unformatted=$$($(GO_FILES_CMD) | xargs -0 -r gofmt -l); \
+	if [ -n "$$unformatted" ]; then \
+		echo "gofmt would change these files (run 'gofmt -w' on them):"; \
+		echo "$$unformatted" | sed 's/^/  /'; \
+		exit 1; \
+	fi
+
+.PHONY: fmt
+fmt: ## gofmt -w every Go file
+	$(GO_FILES_CMD) | xargs -0 -r gofmt -w
+
+.PHONY: test
+test: vet fmt-check check-generate ## vet, gofmt check, check-generate, then go test -race ./...
+	$(GO) test $(TEST_FLAGS) ./...
+
+.PHONY: lint
+lint: $(STATICCHECK_STAMP) vet ## staticcheck ./... and go vet ./...
+	$(STATICCHECK) ./...
+
+.PHONY: bench
+bench: ## run the benchmark harness: go run ./cmd/chime-bench $(BENCH_FLAGS)
+	$(GO) run ./cmd/chime-bench $(BENCH_FLAGS)
+
+# `go test -list` prints a package's matching names, then its "ok <pkg>" line:
+# turn that into one "<pkg> <FuzzName>" line per target.
+FUZZ_LIST_AWK := /^Fuzz/ { names = names " " $$1; next } /^ok/ { n = split(names, a, " "); for (i = 1; i <= n; i++) print $$2, a[i]; names = "" }
+
+# Runs every Fuzz* target of every package for FUZZTIME each (go test -fuzz
+# takes one target of one package at a time). New fuzz tests are picked up
+# without touching this file.
+.PHONY: fuzz
+fuzz: ## run each Fuzz* target for FUZZTIME (default 30s)
+	@targets=$$($(GO) test -list '^Fuzz' ./... | awk '$(FUZZ_LIST_AWK)'); \
+	if [ -z "$$targets" ]; then echo "fuzz: no Fuzz* targets found"; exit 0; fi; \
+	failed=""; \
+	while read -r pkg name; do \
+		echo "==> fuzz $$pkg $$name for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) "$$pkg" </dev/null || failed="$$failed $$pkg.$$name"; \
+	done <<<"$$targets"; \
+	if [ -n "$$failed" ]; then \
+		echo "fuzz: failing targets (inputs saved under the package's testdata/fuzz/):"; \
+		printf '  %s\n' $$failed; \
+		exit 1; \
+	fi
+
+.PHONY: clean
+clean: ## remove build and test output (keeps .tools/ and the .chime/ dev data)
+	rm -rf $(BIN_DIR)
+	rm -f *.test *.out *.prof *.pprof
+
+.PHONY: clean-tools
+clean-tools: ## remove .tools/
+	rm -rf $(TOOLS_DIR)
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | \
+		awk 'BEGIN { FS = ":.*## " } { printf "  %-15s %s\n", $$1, $$2 }'
