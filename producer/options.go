@@ -114,3 +114,10 @@ func fnv32a(key []byte) uint32 {
 	_, _ = h.Write(key)
 	return h.Sum32()
 }
+
+// GokaPartitioner is the partitioner every franz-go producer writing into a
+// topic goka reads must use: sarama's FNV-1a key hash, as goka computes it.
+// Anything else splits a key's state across partitions without an error.
+func GokaPartitioner() kgo.Partitioner {
+	return kgo.StickyKeyPartitioner(kgo.SaramaCompatHasher(fnv32a))
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/chime-sched/chime/infra/config"
 	"github.com/chime-sched/chime/infra/topics"
 	"github.com/chime-sched/chime/processors/memstore"
+	"github.com/chime-sched/chime/processors/namespaces"
 	"github.com/chime-sched/chime/processors/scheduler"
 )
 
@@ -142,9 +143,24 @@ func roleScheduler(ctx context.Context, e *env) error {
 	return g.Wait()
 }
 
-// roleDev runs every role in this process. For now that is the scheduler;
-// the dispatcher, breaker, API and analytics sink join as they land.
+// roleDev runs every role in this process: the scheduler and the
+// namespace-config processor so far; the dispatcher, breaker, API and
+// analytics sink join as they land.
 func roleDev(ctx context.Context, e *env) error {
 	e.log.Info("chime dev: all roles in one process", "brokers", strings.Join(e.brokers, ","), "state_dir", e.cfg.StateDir)
-	return roleScheduler(ctx, e)
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return roleNamespaces(ctx, e) })
+	g.Go(func() error { return roleScheduler(ctx, e) })
+	return g.Wait()
+}
+
+// roleNamespaces runs the namespace-config processor.
+func roleNamespaces(ctx context.Context, e *env) error {
+	return namespaces.New(namespaces.Config{
+		Brokers:     e.brokers,
+		Topics:      e.cfg.Topics(),
+		ClientID:    e.cfg.ClientID + "-namespaces",
+		Replication: int(e.replication),
+		Logger:      e.log.With("component", "namespaces"),
+	}).Run(ctx)
 }

@@ -320,6 +320,221 @@ func (x *NamespaceConfig) GetVersion() uint64 {
 	return 0
 }
 
+// NamespaceCommand is the namespace-config processor's input
+// (namespace-commands topic, keyed by namespace).
+type NamespaceCommand struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CommandId string                 `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
+	IssuedAt  *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=issued_at,json=issuedAt,proto3" json:"issued_at,omitempty"`
+	Namespace string                 `protobuf:"bytes,3,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// Types that are valid to be assigned to Command:
+	//
+	//	*NamespaceCommand_Put
+	//	*NamespaceCommand_AddKey
+	//	*NamespaceCommand_RevokeKey
+	Command       isNamespaceCommand_Command `protobuf_oneof:"command"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NamespaceCommand) Reset() {
+	*x = NamespaceCommand{}
+	mi := &file_chime_v1_namespace_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NamespaceCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NamespaceCommand) ProtoMessage() {}
+
+func (x *NamespaceCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_chime_v1_namespace_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NamespaceCommand.ProtoReflect.Descriptor instead.
+func (*NamespaceCommand) Descriptor() ([]byte, []int) {
+	return file_chime_v1_namespace_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *NamespaceCommand) GetCommandId() string {
+	if x != nil {
+		return x.CommandId
+	}
+	return ""
+}
+
+func (x *NamespaceCommand) GetIssuedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.IssuedAt
+	}
+	return nil
+}
+
+func (x *NamespaceCommand) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *NamespaceCommand) GetCommand() isNamespaceCommand_Command {
+	if x != nil {
+		return x.Command
+	}
+	return nil
+}
+
+func (x *NamespaceCommand) GetPut() *NamespaceConfig {
+	if x != nil {
+		if x, ok := x.Command.(*NamespaceCommand_Put); ok {
+			return x.Put
+		}
+	}
+	return nil
+}
+
+func (x *NamespaceCommand) GetAddKey() *AddKey {
+	if x != nil {
+		if x, ok := x.Command.(*NamespaceCommand_AddKey); ok {
+			return x.AddKey
+		}
+	}
+	return nil
+}
+
+func (x *NamespaceCommand) GetRevokeKey() *RevokeKey {
+	if x != nil {
+		if x, ok := x.Command.(*NamespaceCommand_RevokeKey); ok {
+			return x.RevokeKey
+		}
+	}
+	return nil
+}
+
+type isNamespaceCommand_Command interface {
+	isNamespaceCommand_Command()
+}
+
+type NamespaceCommand_Put struct {
+	// Replaces the configuration; key_hashes and version are kept by the
+	// processor, not taken from here.
+	Put *NamespaceConfig `protobuf:"bytes,10,opt,name=put,proto3,oneof"`
+}
+
+type NamespaceCommand_AddKey struct {
+	AddKey *AddKey `protobuf:"bytes,11,opt,name=add_key,json=addKey,proto3,oneof"`
+}
+
+type NamespaceCommand_RevokeKey struct {
+	RevokeKey *RevokeKey `protobuf:"bytes,12,opt,name=revoke_key,json=revokeKey,proto3,oneof"`
+}
+
+func (*NamespaceCommand_Put) isNamespaceCommand_Command() {}
+
+func (*NamespaceCommand_AddKey) isNamespaceCommand_Command() {}
+
+func (*NamespaceCommand_RevokeKey) isNamespaceCommand_Command() {}
+
+// AddKey registers an API key for the namespace by its SHA-256 hash.
+type AddKey struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	KeyHash       []byte                 `protobuf:"bytes,1,opt,name=key_hash,json=keyHash,proto3" json:"key_hash,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddKey) Reset() {
+	*x = AddKey{}
+	mi := &file_chime_v1_namespace_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddKey) ProtoMessage() {}
+
+func (x *AddKey) ProtoReflect() protoreflect.Message {
+	mi := &file_chime_v1_namespace_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddKey.ProtoReflect.Descriptor instead.
+func (*AddKey) Descriptor() ([]byte, []int) {
+	return file_chime_v1_namespace_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *AddKey) GetKeyHash() []byte {
+	if x != nil {
+		return x.KeyHash
+	}
+	return nil
+}
+
+type RevokeKey struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	KeyHash       []byte                 `protobuf:"bytes,1,opt,name=key_hash,json=keyHash,proto3" json:"key_hash,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeKey) Reset() {
+	*x = RevokeKey{}
+	mi := &file_chime_v1_namespace_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeKey) ProtoMessage() {}
+
+func (x *RevokeKey) ProtoReflect() protoreflect.Message {
+	mi := &file_chime_v1_namespace_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeKey.ProtoReflect.Descriptor instead.
+func (*RevokeKey) Descriptor() ([]byte, []int) {
+	return file_chime_v1_namespace_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *RevokeKey) GetKeyHash() []byte {
+	if x != nil {
+		return x.KeyHash
+	}
+	return nil
+}
+
 var File_chime_v1_namespace_proto protoreflect.FileDescriptor
 
 const file_chime_v1_namespace_proto_rawDesc = "" +
@@ -357,7 +572,22 @@ const file_chime_v1_namespace_proto_rawDesc = "" +
 	"\n" +
 	"key_hashes\x18\n" +
 	" \x03(\fR\tkeyHashes\x12\x18\n" +
-	"\aversion\x18\v \x01(\x04R\aversionB5Z3github.com/chime-sched/chime/schema/chimev1;chimev1b\x06proto3"
+	"\aversion\x18\v \x01(\x04R\aversion\"\xa5\x02\n" +
+	"\x10NamespaceCommand\x12\x1d\n" +
+	"\n" +
+	"command_id\x18\x01 \x01(\tR\tcommandId\x127\n" +
+	"\tissued_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bissuedAt\x12\x1c\n" +
+	"\tnamespace\x18\x03 \x01(\tR\tnamespace\x12-\n" +
+	"\x03put\x18\n" +
+	" \x01(\v2\x19.chime.v1.NamespaceConfigH\x00R\x03put\x12+\n" +
+	"\aadd_key\x18\v \x01(\v2\x10.chime.v1.AddKeyH\x00R\x06addKey\x124\n" +
+	"\n" +
+	"revoke_key\x18\f \x01(\v2\x13.chime.v1.RevokeKeyH\x00R\trevokeKeyB\t\n" +
+	"\acommand\"#\n" +
+	"\x06AddKey\x12\x19\n" +
+	"\bkey_hash\x18\x01 \x01(\fR\akeyHash\"&\n" +
+	"\tRevokeKey\x12\x19\n" +
+	"\bkey_hash\x18\x01 \x01(\fR\akeyHashB5Z3github.com/chime-sched/chime/schema/chimev1;chimev1b\x06proto3"
 
 var (
 	file_chime_v1_namespace_proto_rawDescOnce sync.Once
@@ -371,31 +601,38 @@ func file_chime_v1_namespace_proto_rawDescGZIP() []byte {
 	return file_chime_v1_namespace_proto_rawDescData
 }
 
-var file_chime_v1_namespace_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_chime_v1_namespace_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_chime_v1_namespace_proto_goTypes = []any{
 	(*RateLimit)(nil),             // 0: chime.v1.RateLimit
 	(*BreakerConfig)(nil),         // 1: chime.v1.BreakerConfig
 	(*NamespaceConfig)(nil),       // 2: chime.v1.NamespaceConfig
-	(*durationpb.Duration)(nil),   // 3: google.protobuf.Duration
-	(*RetryPolicy)(nil),           // 4: chime.v1.RetryPolicy
-	(*timestamppb.Timestamp)(nil), // 5: google.protobuf.Timestamp
+	(*NamespaceCommand)(nil),      // 3: chime.v1.NamespaceCommand
+	(*AddKey)(nil),                // 4: chime.v1.AddKey
+	(*RevokeKey)(nil),             // 5: chime.v1.RevokeKey
+	(*durationpb.Duration)(nil),   // 6: google.protobuf.Duration
+	(*RetryPolicy)(nil),           // 7: chime.v1.RetryPolicy
+	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
 }
 var file_chime_v1_namespace_proto_depIdxs = []int32{
-	3,  // 0: chime.v1.BreakerConfig.window:type_name -> google.protobuf.Duration
-	3,  // 1: chime.v1.BreakerConfig.slow_call_duration:type_name -> google.protobuf.Duration
-	3,  // 2: chime.v1.BreakerConfig.latency_threshold:type_name -> google.protobuf.Duration
-	3,  // 3: chime.v1.BreakerConfig.cool_off:type_name -> google.protobuf.Duration
-	3,  // 4: chime.v1.BreakerConfig.max_cool_off:type_name -> google.protobuf.Duration
-	4,  // 5: chime.v1.NamespaceConfig.retry:type_name -> chime.v1.RetryPolicy
+	6,  // 0: chime.v1.BreakerConfig.window:type_name -> google.protobuf.Duration
+	6,  // 1: chime.v1.BreakerConfig.slow_call_duration:type_name -> google.protobuf.Duration
+	6,  // 2: chime.v1.BreakerConfig.latency_threshold:type_name -> google.protobuf.Duration
+	6,  // 3: chime.v1.BreakerConfig.cool_off:type_name -> google.protobuf.Duration
+	6,  // 4: chime.v1.BreakerConfig.max_cool_off:type_name -> google.protobuf.Duration
+	7,  // 5: chime.v1.NamespaceConfig.retry:type_name -> chime.v1.RetryPolicy
 	0,  // 6: chime.v1.NamespaceConfig.rate_limit:type_name -> chime.v1.RateLimit
-	3,  // 7: chime.v1.NamespaceConfig.relevancy_window:type_name -> google.protobuf.Duration
+	6,  // 7: chime.v1.NamespaceConfig.relevancy_window:type_name -> google.protobuf.Duration
 	1,  // 8: chime.v1.NamespaceConfig.breaker:type_name -> chime.v1.BreakerConfig
-	5,  // 9: chime.v1.NamespaceConfig.updated_at:type_name -> google.protobuf.Timestamp
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	8,  // 9: chime.v1.NamespaceConfig.updated_at:type_name -> google.protobuf.Timestamp
+	8,  // 10: chime.v1.NamespaceCommand.issued_at:type_name -> google.protobuf.Timestamp
+	2,  // 11: chime.v1.NamespaceCommand.put:type_name -> chime.v1.NamespaceConfig
+	4,  // 12: chime.v1.NamespaceCommand.add_key:type_name -> chime.v1.AddKey
+	5,  // 13: chime.v1.NamespaceCommand.revoke_key:type_name -> chime.v1.RevokeKey
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_chime_v1_namespace_proto_init() }
@@ -404,13 +641,18 @@ func file_chime_v1_namespace_proto_init() {
 		return
 	}
 	file_chime_v1_job_proto_init()
+	file_chime_v1_namespace_proto_msgTypes[3].OneofWrappers = []any{
+		(*NamespaceCommand_Put)(nil),
+		(*NamespaceCommand_AddKey)(nil),
+		(*NamespaceCommand_RevokeKey)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chime_v1_namespace_proto_rawDesc), len(file_chime_v1_namespace_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

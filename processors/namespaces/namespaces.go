@@ -1,0 +1,151 @@
+// Package namespaces owns the namespace-config processor: the goka group
+// whose table holds each namespace's configuration (retry policy, rate
+// limit, concurrency, relevancy window, signing secret, allowed hosts,
+// breaker thresholds) and its API key hashes. Dispatchers, the breaker and
+// the API read the table through views.NamespaceView.
+package namespaces
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/storage"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/chime-sched/chime/processors"
+	"github.com/chime-sched/chime/processors/memstore"
+	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/schema/chimev1"
+)
+
+// Config configures the processor.
+type Config struct {
+	Brokers     []string
+	Topics      schema.Topics
+	ClientID    string
+	Replication int
+	Storage     storage.Builder // nil = in memory
+	Now         func() time.Time
+	Logger      *slog.Logger
+
+	extraOptions []goka.ProcessorOption
+}
+
+// Processor is the namespace-config processor.
+type Processor struct {
+	cfg Config
+}
+
+// New builds the processor.
+func New(cfg Config) *Processor {
+	if cfg.Topics.Prefix == "" {
+		cfg.Topics = schema.NewTopics("")
+	}
+	if cfg.ClientID == "" {
+		cfg.ClientID = "chime-namespaces"
+	}
+	if cfg.Replication <= 0 {
+		cfg.Replication = 1
+	}
+	if cfg.Storage == nil {
+		cfg.Storage = memstore.Builder()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Processor{cfg: cfg}
+}
+
+// Graph declares the processor: commands in, the config table, rejections
+// out.
+func (p *Processor) Graph() *goka.GroupGraph {
+	t := p.cfg.Topics
+	return goka.DefineGroup(goka.Group(t.NamespaceGroup()),
+		goka.Input(goka.Stream(t.NamespaceCommands()), new(schema.BytesCodec), p.onCommand),
+		goka.Persist(new(schema.NamespaceConfigCodec)),
+		goka.Output(goka.Stream(t.Rejections()), new(schema.RejectionCodec)),
+	)
+}
+
+// Run runs the processor until ctx is done, restarting it after failures.
+func (p *Processor) Run(ctx context.Context) error {
+	return processors.Supervise(ctx, "namespaces", p.cfg.Logger, func(ctx context.Context) error {
+		opts := append(processors.ProcessorOptions(p.cfg.ClientID, p.cfg.Replication, p.cfg.Logger), p.cfg.extraOptions...)
+		opts = append(opts, goka.WithStorageBuilder(p.cfg.Storage), goka.WithNilHandling(goka.NilProcess))
+		proc, err := goka.NewProcessor(p.cfg.Brokers, p.Graph(), opts...)
+		if err != nil {
+			return fmt.Errorf("namespaces: %w", err)
+		}
+		return proc.Run(ctx)
+	})
+}
+
+func (p *Processor) onCommand(ctx goka.Context, msg any) {
+	raw, _ := msg.([]byte)
+	cur, _ := ctx.Value().(*chimev1.NamespaceConfig)
+	next, rej := Apply(ctx.Key(), cur, raw, p.cfg.Now())
+	if rej != nil {
+		rej.EventId = "ns-" + strconv.Itoa(int(ctx.Partition())) + "-" + strconv.FormatInt(ctx.Offset(), 10)
+		rej.Topic, rej.Partition, rej.Offset = string(ctx.Topic()), ctx.Partition(), ctx.Offset()
+		ctx.Emit(goka.Stream(p.cfg.Topics.Rejections()), ctx.Key(), rej)
+		p.cfg.Logger.Info("namespace command rejected", "namespace", ctx.Key(), "reason", rej.GetReason())
+		return
+	}
+	if next != nil {
+		ctx.SetValue(next)
+	}
+}
+
+// Apply is the processor's decision, pure for tests: the new row (nil =
+// unchanged) or a rejection.
+func Apply(key string, cur *chimev1.NamespaceConfig, raw []byte, now time.Time) (*chimev1.NamespaceConfig, *chimev1.Rejection) {
+	cmd := new(chimev1.NamespaceCommand)
+	reject := func(field, reason string) (*chimev1.NamespaceConfig, *chimev1.Rejection) {
+		return nil, &chimev1.Rejection{CommandId: cmd.GetCommandId(), Namespace: cmd.GetNamespace(), Reason: reason, Field: field, At: timestamppb.New(now), Command: raw}
+	}
+	if err := proto.Unmarshal(raw, cmd); err != nil {
+		return reject("", fmt.Sprintf("command does not decode as chime.v1.NamespaceCommand: %v", err))
+	}
+	if err := schema.ValidateNamespaceCommand(cmd); err != nil {
+		ve := err.(*schema.ValidationError)
+		return reject(ve.Field, err.Error())
+	}
+	if cmd.GetNamespace() != key {
+		return reject("namespace", fmt.Sprintf("record key %q does not match the command's namespace %q; publish with the namespace as key", key, cmd.GetNamespace()))
+	}
+	next := &chimev1.NamespaceConfig{Namespace: key}
+	if cur != nil {
+		next = proto.Clone(cur).(*chimev1.NamespaceConfig)
+	}
+	switch c := cmd.GetCommand().(type) {
+	case *chimev1.NamespaceCommand_Put:
+		keys := next.GetKeyHashes()
+		version := next.GetVersion()
+		next = proto.Clone(c.Put).(*chimev1.NamespaceConfig)
+		next.Namespace = key
+		next.KeyHashes = keys
+		next.Version = version
+	case *chimev1.NamespaceCommand_AddKey:
+		h := c.AddKey.GetKeyHash()
+		if slices.ContainsFunc(next.KeyHashes, func(k []byte) bool { return bytes.Equal(k, h) }) {
+			return nil, nil
+		}
+		next.KeyHashes = append(next.KeyHashes, h)
+	case *chimev1.NamespaceCommand_RevokeKey:
+		h := c.RevokeKey.GetKeyHash()
+		next.KeyHashes = slices.DeleteFunc(next.KeyHashes, func(k []byte) bool { return bytes.Equal(k, h) })
+	}
+	next.Version++
+	next.UpdatedAt = timestamppb.New(now)
+	return next, nil
+}

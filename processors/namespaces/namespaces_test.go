@@ -1,0 +1,122 @@
+package namespaces_test
+
+import (
+	"context"
+	"crypto/sha256"
+
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/chime-sched/chime/infra/kafkatest"
+	"github.com/chime-sched/chime/processors/namespaces"
+	"github.com/chime-sched/chime/producer"
+	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/views"
+)
+
+var now = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+func marshal(t *testing.T, cmd *chimev1.NamespaceCommand) []byte {
+	b, err := proto.Marshal(cmd)
+	require.NoError(t, err)
+	return b
+}
+
+func TestApply(t *testing.T) {
+	t.Parallel()
+	key := sha256.Sum256([]byte("secret-key"))
+	put := &chimev1.NamespaceCommand{CommandId: "c1", Namespace: "acme", Command: &chimev1.NamespaceCommand_Put{Put: &chimev1.NamespaceConfig{
+		MaxConcurrency: 8, SigningSecret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+	}}}
+	cfg, rej := namespaces.Apply("acme", nil, marshal(t, put), now)
+	require.Nil(t, rej)
+	require.EqualValues(t, 8, cfg.MaxConcurrency)
+	require.EqualValues(t, 1, cfg.Version)
+
+	add := &chimev1.NamespaceCommand{CommandId: "c2", Namespace: "acme", Command: &chimev1.NamespaceCommand_AddKey{AddKey: &chimev1.AddKey{KeyHash: key[:]}}}
+	cfg, rej = namespaces.Apply("acme", cfg, marshal(t, add), now)
+	require.Nil(t, rej)
+	require.Len(t, cfg.KeyHashes, 1)
+	// A put keeps the keys.
+	cfg, _ = namespaces.Apply("acme", cfg, marshal(t, put), now)
+	require.Len(t, cfg.KeyHashes, 1)
+	require.EqualValues(t, 3, cfg.Version)
+
+	tests := []struct {
+		name  string
+		key   string
+		raw   []byte
+		field string
+	}{
+		{"garbage", "acme", []byte{0xff, 0x01}, ""},
+		{"key mismatch", "other", marshal(t, put), "namespace"},
+		{"bad secret", "acme", marshal(t, &chimev1.NamespaceCommand{CommandId: "c", Namespace: "acme", Command: &chimev1.NamespaceCommand_Put{Put: &chimev1.NamespaceConfig{SigningSecret: "nope"}}}), "put.signing_secret"},
+		{"bad rate", "acme", marshal(t, &chimev1.NamespaceCommand{CommandId: "c", Namespace: "acme", Command: &chimev1.NamespaceCommand_Put{Put: &chimev1.NamespaceConfig{Breaker: &chimev1.BreakerConfig{FailureRateThreshold: 150}}}}), "put.breaker.failure_rate_threshold"},
+		{"short key hash", "acme", marshal(t, &chimev1.NamespaceCommand{CommandId: "c", Namespace: "acme", Command: &chimev1.NamespaceCommand_AddKey{AddKey: &chimev1.AddKey{KeyHash: []byte("x")}}}), "add_key.key_hash"},
+		{"cool-off order", "acme", marshal(t, &chimev1.NamespaceCommand{CommandId: "c", Namespace: "acme", Command: &chimev1.NamespaceCommand_Put{Put: &chimev1.NamespaceConfig{Breaker: &chimev1.BreakerConfig{CoolOff: durationpb.New(time.Minute), MaxCoolOff: durationpb.New(time.Second)}}}}), "put.breaker.max_cool_off"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, rej := namespaces.Apply(tt.key, nil, tt.raw, now)
+			require.Nil(t, cfg)
+			require.NotNil(t, rej)
+			require.Equal(t, tt.field, rej.Field)
+			require.NotEmpty(t, rej.Reason)
+		})
+	}
+}
+
+func TestEffectiveNamespaceFillsDefaults(t *testing.T) {
+	t.Parallel()
+	d := schema.EffectiveNamespace("x", nil)
+	require.EqualValues(t, 5, d.Retry.MaxAttempts)
+	require.EqualValues(t, 32, d.MaxConcurrency)
+	require.EqualValues(t, 3, d.Breaker.HalfOpenProbes)
+	e := schema.EffectiveNamespace("x", &chimev1.NamespaceConfig{Retry: &chimev1.RetryPolicy{MaxAttempts: 2}, Breaker: &chimev1.BreakerConfig{MinRequests: 7}})
+	require.EqualValues(t, 2, e.Retry.MaxAttempts)
+	require.Equal(t, time.Second, e.Retry.InitialInterval.AsDuration())
+	require.EqualValues(t, 7, e.Breaker.MinRequests)
+	require.EqualValues(t, 50, e.Breaker.FailureRateThreshold)
+}
+
+// TestProcessorAndView: a command on the topic becomes a row the view
+// serves, against a real broker.
+func TestProcessorAndView(t *testing.T) {
+	t.Parallel()
+	c := kafkatest.New(t)
+	topics := schema.NewTopics(kafkatest.UniquePrefix(t))
+	c.Provision(t, topics, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+
+	p := namespaces.New(namespaces.Config{Brokers: c.Brokers(), Topics: topics})
+	go func() { _ = p.Run(ctx) }()
+	v, err := views.NewNamespaces(c.Brokers(), topics, "test-view", 1, nil)
+	require.NoError(t, err)
+	go func() { _ = v.Run(ctx) }()
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers()...),
+		kgo.RecordPartitioner(producer.GokaPartitioner()))
+	require.NoError(t, err)
+	defer cl.Close()
+	cmd := &chimev1.NamespaceCommand{CommandId: "c1", Namespace: "acme", Command: &chimev1.NamespaceCommand_Put{Put: &chimev1.NamespaceConfig{
+		RateLimit: &chimev1.RateLimit{PerSecond: 50, Burst: 10},
+	}}}
+	require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Topic: topics.NamespaceCommands(), Key: []byte("acme"), Value: marshal(t, cmd)}).FirstErr())
+
+	require.Eventually(t, func() bool {
+		cfg, _ := v.Get("acme")
+		return cfg != nil && cfg.GetRateLimit().GetPerSecond() == 50
+	}, 60*time.Second, 20*time.Millisecond)
+	eff := v.Effective("acme")
+	require.EqualValues(t, 10, eff.RateLimit.Burst)
+	require.EqualValues(t, 5, eff.Retry.MaxAttempts, "defaults fill what the namespace did not set")
+	require.EqualValues(t, 5, v.Effective("unknown").Retry.MaxAttempts)
+}
