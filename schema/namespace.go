@@ -47,73 +47,15 @@ func NamespaceDefaults() *chimev1.NamespaceConfig {
 // EffectiveNamespace returns cfg with every unset field taken from
 // NamespaceDefaults. cfg may be nil (unknown namespace). The result is a
 // new message; cfg is not modified.
+//
+// proto.Merge does exactly this for proto3: it copies the fields cfg sets
+// (non-zero scalars, present messages, recursively) over the defaults.
 func EffectiveNamespace(ns string, cfg *chimev1.NamespaceConfig) *chimev1.NamespaceConfig {
 	out := NamespaceDefaults()
+	if cfg != nil {
+		proto.Merge(out, cfg)
+	}
 	out.Namespace = ns
-	if cfg == nil {
-		return out
-	}
-	d := proto.Clone(out).(*chimev1.NamespaceConfig)
-	out = proto.Clone(cfg).(*chimev1.NamespaceConfig)
-	out.Namespace = ns
-	if out.Retry == nil {
-		out.Retry = d.Retry
-	} else {
-		r, dr := out.Retry, d.Retry
-		if r.MaxAttempts == 0 {
-			r.MaxAttempts = dr.MaxAttempts
-		}
-		if r.InitialInterval == nil {
-			r.InitialInterval = dr.InitialInterval
-		}
-		if r.MaxInterval == nil {
-			r.MaxInterval = dr.MaxInterval
-		}
-		if r.Multiplier == 0 {
-			r.Multiplier = dr.Multiplier
-		}
-		if r.MaxElapsed == nil {
-			r.MaxElapsed = dr.MaxElapsed
-		}
-	}
-	if out.RateLimit == nil {
-		out.RateLimit = d.RateLimit
-	}
-	if out.MaxConcurrency == 0 {
-		out.MaxConcurrency = d.MaxConcurrency
-	}
-	if out.Breaker == nil {
-		out.Breaker = d.Breaker
-	} else {
-		b, db := out.Breaker, d.Breaker
-		if b.Window == nil {
-			b.Window = db.Window
-		}
-		if b.MinRequests == 0 {
-			b.MinRequests = db.MinRequests
-		}
-		if b.FailureRateThreshold == 0 {
-			b.FailureRateThreshold = db.FailureRateThreshold
-		}
-		if b.SlowCallDuration == nil {
-			b.SlowCallDuration = db.SlowCallDuration
-		}
-		if b.SlowCallRateThreshold == 0 {
-			b.SlowCallRateThreshold = db.SlowCallRateThreshold
-		}
-		if b.CoolOff == nil {
-			b.CoolOff = db.CoolOff
-		}
-		if b.MaxCoolOff == nil {
-			b.MaxCoolOff = db.MaxCoolOff
-		}
-		if b.HalfOpenProbes == 0 {
-			b.HalfOpenProbes = db.HalfOpenProbes
-		}
-		if b.TripsToDisable == 0 {
-			b.TripsToDisable = db.TripsToDisable
-		}
-	}
 	return out
 }
 
