@@ -89,16 +89,16 @@ func TestKilledSchedulerLosesNothing(t *testing.T) {
 		// Spread over 6 s so the kill lands in the middle of the fires.
 		b.schedule(spec("ns", fmt.Sprintf("j%03d", i), atSchedule(start.Add(time.Duration(i)*20*time.Millisecond))))
 	}
-	waitFor(t, 30*time.Second, "some fires before the kill", func() bool { return b.dues.keys() >= 20 })
+	waitFor(t, 30*time.Second, "some fires before the kill", func() bool { return b.dues.Keys() >= 20 })
 	require.NoError(t, proc.Process.Signal(syscall.SIGKILL))
 	_ = proc.Wait()
-	firedBefore := b.dues.keys()
+	firedBefore := b.dues.Keys()
 
 	startHelper(t, b, storageDir)
-	waitFor(t, 90*time.Second, "every job to fire", func() bool { return b.dues.keys() == jobs })
-	t.Logf("fired before the kill: %d of %d; total due events: %d", firedBefore, jobs, b.dues.count())
+	waitFor(t, 90*time.Second, "every job to fire", func() bool { return b.dues.Keys() == jobs })
+	t.Logf("fired before the kill: %d of %d; total due events: %d", firedBefore, jobs, b.dues.Count())
 	for i := range jobs {
-		for _, d := range b.dues.dues(fmt.Sprintf("ns/j%03d", i)) {
+		for _, d := range b.dues.Get(fmt.Sprintf("ns/j%03d", i)) {
 			require.EqualValues(t, 1, d.FireSeq, "a repeat carries the same fire_seq")
 			require.EqualValues(t, 1, d.Attempt)
 		}
@@ -132,12 +132,12 @@ func TestTwoInstancesShareTheWork(t *testing.T) {
 	for i := range jobs {
 		b.schedule(spec("ns", fmt.Sprintf("steady%03d", i), atSchedule(start.Add(time.Duration(i)*5*time.Millisecond))))
 	}
-	waitFor(t, 30*time.Second, "steady-state fires", func() bool { return b.dues.keys() == jobs })
+	waitFor(t, 30*time.Second, "steady-state fires", func() bool { return b.dues.Keys() == jobs })
 	// Give duplicates, if any, time to show up: wait for a later marker.
 	b.schedule(spec("ns", "marker", atSchedule(time.Now().Add(3*time.Second))))
-	waitFor(t, 30*time.Second, "marker", func() bool { return len(b.dues.get("ns/marker")) == 1 })
+	waitFor(t, 30*time.Second, "marker", func() bool { return len(b.dues.Get("ns/marker")) == 1 })
 	for i := range jobs {
-		require.Len(t, b.dues.get(fmt.Sprintf("ns/steady%03d", i)), 1, "each fire emitted once in steady state")
+		require.Len(t, b.dues.Get(fmt.Sprintf("ns/steady%03d", i)), 1, "each fire emitted once in steady state")
 	}
 
 	// Jobs due after A is gone.
@@ -147,5 +147,5 @@ func TestTwoInstancesShareTheWork(t *testing.T) {
 	}
 	stopA()
 	waitFor(t, 60*time.Second, "the survivor to own every partition", func() bool { return slices.Equal(owned(c), all) })
-	waitFor(t, 60*time.Second, "handed-over jobs to fire", func() bool { return b.dues.keys() == 2*jobs+1 })
+	waitFor(t, 60*time.Second, "handed-over jobs to fire", func() bool { return b.dues.Keys() == 2*jobs+1 })
 }

@@ -32,7 +32,7 @@ type bundle struct {
 	cluster *kafkatest.Cluster
 	topics  schema.Topics
 	prod    *producer.Producer
-	dues    *collector
+	dues    *kafkatest.Collector[*chimev1.Due]
 }
 
 func setup(t *testing.T) *bundle {
@@ -44,9 +44,9 @@ func setup(t *testing.T) *bundle {
 	require.NoError(t, err)
 	t.Cleanup(p.Close)
 	b := &bundle{t: t, cluster: c, topics: topics, prod: p}
-	b.dues = collect(t, c.Brokers(), topics.Due(), func(raw []byte) (string, any) {
+	b.dues = kafkatest.Collect(t, c.Brokers(), topics.Due(), func(r *kgo.Record) (string, *chimev1.Due) {
 		d := new(chimev1.Due)
-		require.NoError(t, proto.Unmarshal(raw, d))
+		require.NoError(t, proto.Unmarshal(r.Value, d))
 		return schema.JobKey(d.Namespace, d.JobId), d
 	})
 	return b
@@ -108,82 +108,7 @@ func (b *bundle) schedule(spec *chimev1.JobSpec) {
 	require.NoError(b.t, err)
 }
 
-// collector consumes a topic from the start and keeps every record by key.
-type collector struct {
-	mu    sync.Mutex
-	byKey map[string][]any
-	n     int
-}
-
-func collect(t *testing.T, brokers []string, topic string, decode func([]byte) (string, any)) *collector {
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(brokers...),
-		kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(50*time.Millisecond),
-	)
-	require.NoError(t, err)
-	c := &collector{byKey: map[string][]any{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			fs := cl.PollFetches(ctx)
-			fs.EachRecord(func(r *kgo.Record) {
-				k, v := decode(r.Value)
-				c.mu.Lock()
-				c.byKey[k] = append(c.byKey[k], v)
-				c.n++
-				c.mu.Unlock()
-			})
-		}
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		cl.Close()
-	})
-	return c
-}
-
-func (c *collector) get(key string) []any {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]any(nil), c.byKey[key]...)
-}
-
-func (c *collector) count() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n
-}
-
-func (c *collector) keys() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.byKey)
-}
-
-func (c *collector) dues(key string) []*chimev1.Due {
-	var out []*chimev1.Due
-	for _, v := range c.get(key) {
-		out = append(out, v.(*chimev1.Due))
-	}
-	return out
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+var waitFor = kafkatest.WaitFor
 
 func spec(ns, id string, s *chimev1.Schedule) *chimev1.JobSpec {
 	return &chimev1.JobSpec{
@@ -217,15 +142,15 @@ func TestSchedulesFireOnTime(t *testing.T) {
 	b.schedule(spec("ns-b", "cron", cronSchedule("*/2 * * * * *", "Asia/Kolkata")))
 
 	waitFor(t, 30*time.Second, "three interval fires and two cron fires", func() bool {
-		return len(b.dues.get("ns-a/every")) >= 3 && len(b.dues.get("ns-b/cron")) >= 2 && len(b.dues.get("ns-a/once")) >= 1
+		return len(b.dues.Get("ns-a/every")) >= 3 && len(b.dues.Get("ns-b/cron")) >= 2 && len(b.dues.Get("ns-a/once")) >= 1
 	})
 
-	once := b.dues.dues("ns-a/once")
+	once := b.dues.Get("ns-a/once")
 	require.Len(t, once, 1)
 	require.Equal(t, start.Add(500*time.Millisecond), once[0].ScheduledAt.AsTime())
 	require.False(t, once[0].EmittedAt.AsTime().Before(once[0].ScheduledAt.AsTime()), "never early")
 
-	ev := b.dues.dues("ns-a/every")
+	ev := b.dues.Get("ns-a/every")
 	for i, d := range ev[:3] {
 		require.EqualValues(t, i+1, d.FireSeq)
 		require.Equal(t, start.Add(time.Duration(i)*time.Second), d.ScheduledAt.AsTime(), "on the grid, no drift")
@@ -233,7 +158,7 @@ func TestSchedulesFireOnTime(t *testing.T) {
 		require.Equal(t, fmt.Sprintf("ns-a/every/%d", i+1), d.IdempotencyKey)
 	}
 
-	cr := b.dues.dues("ns-b/cron")
+	cr := b.dues.Get("ns-b/cron")
 	for i, d := range cr[:2] {
 		s := d.ScheduledAt.AsTime()
 		require.Zero(t, s.Nanosecond())
@@ -258,7 +183,7 @@ func TestCancelPauseResume(t *testing.T) {
 	b.schedule(spec("ns", "paused", everySchedule(time.Second, start)))
 	b.schedule(spec("ns", "future", atSchedule(start.Add(4*time.Second))))
 	waitFor(t, 20*time.Second, "first fires", func() bool {
-		return len(b.dues.get("ns/cancelled")) >= 1 && len(b.dues.get("ns/paused")) >= 1
+		return len(b.dues.Get("ns/cancelled")) >= 1 && len(b.dues.Get("ns/paused")) >= 1
 	})
 	_, err := b.prod.Cancel(ctx, "ns", "cancelled", "test")
 	require.NoError(t, err)
@@ -271,18 +196,18 @@ func TestCancelPauseResume(t *testing.T) {
 	// marker job scheduled after them to fire, then for three more seconds
 	// of marker fires.
 	b.schedule(spec("ns", "marker", everySchedule(time.Second, time.Now().Truncate(time.Second).Add(time.Second))))
-	waitFor(t, 20*time.Second, "marker fires", func() bool { return len(b.dues.get("ns/marker")) >= 1 })
-	cancelled, paused := len(b.dues.get("ns/cancelled")), len(b.dues.get("ns/paused"))
-	waitFor(t, 20*time.Second, "three more marker fires", func() bool { return len(b.dues.get("ns/marker")) >= 4 })
-	require.Len(t, b.dues.get("ns/cancelled"), cancelled, "cancelled job fired")
-	require.Len(t, b.dues.get("ns/paused"), paused, "paused job fired")
-	require.Empty(t, b.dues.get("ns/future"), "cancelled one-shot fired")
+	waitFor(t, 20*time.Second, "marker fires", func() bool { return len(b.dues.Get("ns/marker")) >= 1 })
+	cancelled, paused := len(b.dues.Get("ns/cancelled")), len(b.dues.Get("ns/paused"))
+	waitFor(t, 20*time.Second, "three more marker fires", func() bool { return len(b.dues.Get("ns/marker")) >= 4 })
+	require.Len(t, b.dues.Get("ns/cancelled"), cancelled, "cancelled job fired")
+	require.Len(t, b.dues.Get("ns/paused"), paused, "paused job fired")
+	require.Empty(t, b.dues.Get("ns/future"), "cancelled one-shot fired")
 
 	resumedAt := time.Now()
 	_, err = b.prod.Resume(ctx, "ns", "paused")
 	require.NoError(t, err)
-	waitFor(t, 20*time.Second, "fires after resume", func() bool { return len(b.dues.get("ns/paused")) >= paused+2 })
-	ds := b.dues.dues("ns/paused")
+	waitFor(t, 20*time.Second, "fires after resume", func() bool { return len(b.dues.Get("ns/paused")) >= paused+2 })
+	ds := b.dues.Get("ns/paused")
 	after := ds[paused]
 	require.False(t, after.ScheduledAt.AsTime().Before(resumedAt.Truncate(time.Second)), "missed occurrences are not made up")
 	require.Zero(t, after.ScheduledAt.AsTime().Sub(start)%time.Second, "resume stays on the grid")
@@ -295,11 +220,11 @@ func TestKafkaTargetAndRejection(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.startScheduler()
-	timers := collect(t, b.cluster.Brokers(), b.topics.BreakerTimers(), func(raw []byte) (string, any) { return string(raw), raw })
-	rejections := collect(t, b.cluster.Brokers(), b.topics.Rejections(), func(raw []byte) (string, any) {
-		r := new(chimev1.Rejection)
-		require.NoError(t, proto.Unmarshal(raw, r))
-		return r.JobId, r
+	timers := kafkatest.Collect(t, b.cluster.Brokers(), b.topics.BreakerTimers(), func(r *kgo.Record) (string, []byte) { return string(r.Value), r.Value })
+	rejections := kafkatest.Collect(t, b.cluster.Brokers(), b.topics.Rejections(), func(r *kgo.Record) (string, *chimev1.Rejection) {
+		rej := new(chimev1.Rejection)
+		require.NoError(t, proto.Unmarshal(r.Value, rej))
+		return rej.JobId, rej
 	})
 
 	s := spec("ns", "timer", atSchedule(time.Now().Add(time.Second)))
@@ -310,9 +235,9 @@ func TestKafkaTargetAndRejection(t *testing.T) {
 	bad.Target = &chimev1.Target{Kind: &chimev1.Target_Kafka{Kafka: &chimev1.KafkaTarget{Topic: "not-allowed", Value: []byte("x")}}}
 	b.schedule(bad)
 
-	waitFor(t, 20*time.Second, "kafka target delivery", func() bool { return len(timers.get("cool-off over")) == 1 })
-	waitFor(t, 20*time.Second, "rejection", func() bool { return len(rejections.get("bad")) == 1 })
-	r := rejections.get("bad")[0].(*chimev1.Rejection)
+	waitFor(t, 20*time.Second, "kafka target delivery", func() bool { return len(timers.Get("cool-off over")) == 1 })
+	waitFor(t, 20*time.Second, "rejection", func() bool { return len(rejections.Get("bad")) == 1 })
+	r := rejections.Get("bad")[0]
 	require.Contains(t, r.Reason, "allowlist")
 	require.NotEmpty(t, r.Command)
 }
