@@ -51,14 +51,15 @@ func TopicManagerConfig(replication int) *goka.TopicManagerConfig {
 func Hasher() hash.Hash32 { return fnv.New32a() }
 
 // ProcessorOptions are the goka options shared by every chime processor.
+// Each builder gets its own sarama config: goka's builders write the client
+// ID into the config they are given while clients built from it read it.
 func ProcessorOptions(clientID string, replication int, logger *slog.Logger) []goka.ProcessorOption {
-	cfg := SaramaConfig(clientID)
 	return []goka.ProcessorOption{
 		goka.WithClientID(clientID),
-		goka.WithConsumerGroupBuilder(goka.ConsumerGroupBuilderWithConfig(cfg)),
-		goka.WithConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(cfg)),
-		goka.WithProducerBuilder(goka.ProducerBuilderWithConfig(cfg)),
-		goka.WithTopicManagerBuilder(goka.TopicManagerBuilderWithConfig(cfg, TopicManagerConfig(replication))),
+		goka.WithConsumerGroupBuilder(goka.ConsumerGroupBuilderWithConfig(SaramaConfig(clientID))),
+		goka.WithConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(SaramaConfig(clientID))),
+		goka.WithProducerBuilder(goka.ProducerBuilderWithConfig(SaramaConfig(clientID))),
+		goka.WithTopicManagerBuilder(goka.TopicManagerBuilderWithConfig(SaramaConfig(clientID), TopicManagerConfig(replication))),
 		goka.WithHasher(Hasher),
 		goka.WithLogger(slogLogger{logger}),
 	}
@@ -66,11 +67,10 @@ func ProcessorOptions(clientID string, replication int, logger *slog.Logger) []g
 
 // ViewOptions are the goka options shared by every chime view.
 func ViewOptions(clientID string, replication int, logger *slog.Logger) []goka.ViewOption {
-	cfg := SaramaConfig(clientID)
 	return []goka.ViewOption{
 		goka.WithViewClientID(clientID),
-		goka.WithViewConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(cfg)),
-		goka.WithViewTopicManagerBuilder(goka.TopicManagerBuilderWithConfig(cfg, TopicManagerConfig(replication))),
+		goka.WithViewConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(SaramaConfig(clientID))),
+		goka.WithViewTopicManagerBuilder(goka.TopicManagerBuilderWithConfig(SaramaConfig(clientID), TopicManagerConfig(replication))),
 		goka.WithViewHasher(Hasher),
 		goka.WithViewLogger(slogLogger{logger}),
 		goka.WithViewAutoReconnect(),

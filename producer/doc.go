@@ -29,17 +29,18 @@
 //     partition that holds the job's row. A client partitioning any other way
 //     would silently split a job's state.
 //   - Acknowledged is not applied. A command that passes validation here can
-//     still be rejected by the scheduler, which checks what only it knows (the
-//     namespace exists, a Kafka target's topic is on its allowlist, the job is
-//     in a state the command applies to). Rejections are written to the
+//     still be rejected by the scheduler, which checks what only it knows (a
+//     Kafka target's topic is on its allowlist, the job exists and is in a
+//     state the command applies to). Rejections are written to the
 //     rejections topic ([schema.Topics.Rejections]) with the command's
 //     command_id: watch it, or ask the HTTP API, to learn the outcome.
 //   - A publish whose context ends while the record is in flight returns an
 //     error, but the command may still be stored: with an idempotent producer a
 //     request already sent cannot be called back. Publishing it again is
-//     safe: Upsert, Cancel, Pause and Resume state where the job should be,
-//     and Retry, Defer and Ack name the emission they answer (emit_seq), so
-//     the scheduler ignores a stale repeat.
+//     safe: Upsert, Cancel, Pause and Resume state where the job should be;
+//     Retry and Defer name the emission they answer (emit_seq), so the
+//     scheduler ignores a stale repeat; an Ack closes its fire once, and a
+//     repeat finds nothing left to close.
 //
 // Commands whose outcome is never awaited (PublishAsync, ScheduleAsync) are
 // only as durable as their callbacks say: call [Producer.Flush] before

@@ -46,6 +46,8 @@ type (
 	BreakerStatusCodec     = Codec[chimev1.BreakerStatus, *chimev1.BreakerStatus]
 	BreakerTransitionCodec = Codec[chimev1.BreakerTransition, *chimev1.BreakerTransition]
 	NamespaceConfigCodec   = Codec[chimev1.NamespaceConfig, *chimev1.NamespaceConfig]
+	BreakerTimerCodec      = Codec[chimev1.BreakerTimer, *chimev1.BreakerTimer]
+	BreakerCommandCodec    = Codec[chimev1.BreakerCommand, *chimev1.BreakerCommand]
 )
 
 // BytesCodec passes raw bytes through, for Kafka-target deliveries.

@@ -64,6 +64,10 @@ func (t Topics) BreakerTransitions() string { return t.Prefix + "breaker-transit
 // BreakerTimers receives the breaker's cool-off timers (Kafka-target jobs).
 func (t Topics) BreakerTimers() string { return t.Prefix + "breaker-timers" }
 
+// BreakerCommands carries operators' manual breaker controls (force open,
+// force closed, automatic, reset), keyed by namespace.
+func (t Topics) BreakerCommands() string { return t.Prefix + "breaker-commands" }
+
 // NamespaceCommands is the namespace-config processor's input.
 func (t Topics) NamespaceCommands() string { return t.Prefix + "namespace-commands" }
 
@@ -77,8 +81,9 @@ func (t Topics) NamespaceTable() string { return t.NamespaceGroup() + "-table" }
 type Spec struct {
 	Name    string
 	Cleanup string
-	// CoPartitioned topics must have the same partition count as the
-	// scheduler table (goka enforces it for a group's inputs).
+	// CoPartitioned topics must all have the configured partition count:
+	// each is an input, table or lookup of a goka group (scheduler,
+	// breaker, namespaces), and goka enforces co-partitioning.
 	CoPartitioned bool
 }
 
@@ -90,15 +95,16 @@ func (t Topics) All() []Spec {
 		{Name: t.Ticks(), Cleanup: CleanupDelete, CoPartitioned: true},
 		{Name: t.SchedulerTable(), Cleanup: CleanupCompact, CoPartitioned: true},
 		{Name: t.Due(), Cleanup: CleanupDelete},
-		{Name: t.Outcomes(), Cleanup: CleanupDelete},
+		{Name: t.Outcomes(), Cleanup: CleanupDelete, CoPartitioned: true},
 		{Name: t.DeadLetters(), Cleanup: CleanupDelete},
 		{Name: t.Rejections(), Cleanup: CleanupDelete},
 		{Name: t.JobEvents(), Cleanup: CleanupDelete},
-		{Name: t.BreakerTable(), Cleanup: CleanupCompact},
+		{Name: t.BreakerTable(), Cleanup: CleanupCompact, CoPartitioned: true},
 		{Name: t.BreakerTransitions(), Cleanup: CleanupDelete},
-		{Name: t.BreakerTimers(), Cleanup: CleanupDelete},
-		{Name: t.NamespaceCommands(), Cleanup: CleanupDelete},
-		{Name: t.NamespaceTable(), Cleanup: CleanupCompact},
+		{Name: t.BreakerTimers(), Cleanup: CleanupDelete, CoPartitioned: true},
+		{Name: t.BreakerCommands(), Cleanup: CleanupDelete, CoPartitioned: true},
+		{Name: t.NamespaceCommands(), Cleanup: CleanupDelete, CoPartitioned: true},
+		{Name: t.NamespaceTable(), Cleanup: CleanupCompact, CoPartitioned: true},
 	}
 }
 

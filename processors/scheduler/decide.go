@@ -49,11 +49,12 @@ type input struct {
 	offset    int64
 	raw       []byte
 	seq       int
+	commandID string
 }
 
 func (in *input) eventID() string {
 	in.seq++
-	return "sch-" + strconv.Itoa(int(in.partition)) + "-" + strconv.FormatInt(in.offset, 10) + "-" + strconv.Itoa(in.seq)
+	return in.topic + "-" + strconv.Itoa(int(in.partition)) + "-" + strconv.FormatInt(in.offset, 10) + "-" + strconv.Itoa(in.seq)
 }
 
 // decider holds what decisions depend on besides the row and the input.
@@ -75,6 +76,7 @@ func (d *decider) onCommand(in *input, cur *chimev1.JobState, now time.Time) dec
 	if err := proto.Unmarshal(in.raw, cmd); err != nil {
 		return d.reject(in, cmd, "", fmt.Sprintf("command does not decode as chime.v1.JobCommand: %v", err), now)
 	}
+	in.commandID = cmd.GetCommandId()
 	if err := schema.ValidateCommand(cmd, schema.ValidateOptions{}); err != nil {
 		field := ""
 		if ve, ok := err.(*schema.ValidationError); ok {
@@ -131,6 +133,7 @@ func (d *decider) event(in *input, st *chimev1.JobState, typ chimev1.JobEventTyp
 		Type:      typ,
 		At:        timestamppb.New(now),
 		FireSeq:   st.GetFireSeq(),
+		CommandId: in.commandID,
 	}
 }
 
@@ -178,7 +181,14 @@ func (d *decider) upsert(in *input, cmd *chimev1.JobCommand, spec *chimev1.JobSp
 	}
 	st.NextScheduledAt = nil
 	if !oneShotInFlight {
-		if first, ok := plan.First(anchor); ok {
+		first, ok := plan.First(anchor)
+		if last := st.GetLastScheduledAt(); ok && plan.Recurring() && last != nil && !first.After(last.AsTime()) {
+			// A replaced recurring spec continues after the last occurrence
+			// already fired or skipped: no occurrence goes out twice under
+			// two fire_seqs.
+			first, ok = plan.Next(last.AsTime())
+		}
+		if ok {
 			st.NextScheduledAt = timestamppb.New(first)
 		}
 	}
@@ -190,8 +200,8 @@ func (d *decider) upsert(in *input, cmd *chimev1.JobCommand, spec *chimev1.JobSp
 }
 
 func (d *decider) cancel(in *input, cmd *chimev1.JobCommand, c *chimev1.Cancel, cur *chimev1.JobState, now time.Time) decision {
-	if cur.GetStatus() == chimev1.JobStatus_JOB_STATUS_CANCELLED {
-		return decision{}
+	if isTerminal(cur.GetStatus()) {
+		return decision{} // nothing left to cancel; keep its retention clock
 	}
 	st := cur
 	st.Status = chimev1.JobStatus_JOB_STATUS_CANCELLED
@@ -252,10 +262,13 @@ func (d *decider) resume(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobSta
 		sk.LastScheduledAt = timestamppb.New(last)
 		sk.Detail = "occurrences fell into a pause"
 		dec.events = append(dec.events, sk)
+		st.LastScheduledAt = timestamppb.New(last)
 		st.NextScheduledAt = nil
 		if next, ok := plan.Next(last); ok {
 			st.NextScheduledAt = timestamppb.New(next)
 		}
+	}
+	if err == nil {
 		d.maybeComplete(in, st, plan, &dec, now)
 	}
 	d.setTimer(in.key, st)
@@ -391,7 +404,7 @@ func (d *decider) onTick(in *input, cur *chimev1.JobState, now time.Time) decisi
 			later = append(later, p)
 			continue
 		}
-		d.fire(in, st, plan, &dec, p.GetFireSeq(), p.GetAttempt(), p.GetDeferrals(), p.GetScheduledAt().AsTime(), p.GetNotBefore().AsTime(), now)
+		d.fire(in, st, &dec, p.GetFireSeq(), p.GetAttempt(), p.GetDeferrals(), p.GetScheduledAt().AsTime(), p.GetNotBefore().AsTime(), now)
 	}
 	st.Pending = later
 
@@ -402,12 +415,20 @@ func (d *decider) onTick(in *input, cur *chimev1.JobState, now time.Time) decisi
 		fireAt := from.Add(d.jitter(in.key, st, st.GetFireSeq()+1))
 		if !fireAt.After(now) {
 			last, count, exact := plan.Latest(from, now, d.cfg.CatchupScanLimit)
+			if count > 1 && last.Add(d.jitter(in.key, st, st.GetFireSeq()+count)).After(now) {
+				// The latest occurrence is not due yet with its jitter: it
+				// fires on its own timer; the one before it is the latest
+				// missed one.
+				last, count, exact = plan.Latest(from, last.Add(-time.Nanosecond), d.cfg.CatchupScanLimit)
+			}
 			if count > 1 {
+				lastSkipped, _, _ := plan.Latest(from, last.Add(-time.Nanosecond), d.cfg.CatchupScanLimit)
 				sk := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_SKIPPED, now)
 				sk.Count = count - 1
 				sk.FirstScheduledAt = timestamppb.New(from)
-				sk.LastScheduledAt = timestamppb.New(last)
-				sk.Detail = fmt.Sprintf("%d missed occurrences from %s up to (not including) %s skipped; only the latest fires", count-1, from.Format(time.RFC3339), last.Format(time.RFC3339))
+				sk.LastScheduledAt = timestamppb.New(lastSkipped)
+				sk.Detail = fmt.Sprintf("%d missed occurrences from %s to %s skipped; only the latest, %s, fires", count-1,
+					from.Format(time.RFC3339), lastSkipped.Format(time.RFC3339), last.Format(time.RFC3339))
 				if !exact {
 					sk.Detail += " (count is a lower bound)"
 				}
@@ -417,12 +438,36 @@ func (d *decider) onTick(in *input, cur *chimev1.JobState, now time.Time) decisi
 				fireAt = last // jitter is not applied to a catch-up fire
 			}
 			st.FireSeq += count
-			d.fire(in, st, plan, &dec, st.GetFireSeq(), 1, 0, last, fireAt, now)
+			st.LastScheduledAt = timestamppb.New(last)
+			d.fire(in, st, &dec, st.GetFireSeq(), 1, 0, last, fireAt, now)
 			st.NextScheduledAt = nil
 			if n, ok := plan.Next(last); ok {
 				st.NextScheduledAt = timestamppb.New(n)
 			}
 		}
+	}
+
+	// Fires emitted long ago with no answer: the due event may have been
+	// lost when the process died between writing the row and Kafka
+	// acknowledging the event. Emit it again, same fire_seq and emit_seq,
+	// so a dispatcher that did handle it can tell.
+	for _, em := range st.GetOpen() {
+		if d.cfg.AckTimeout <= 0 || em.GetEmittedAt() == nil {
+			break
+		}
+		if slices.ContainsFunc(st.GetPending(), func(p *chimev1.Pending) bool { return p.GetFireSeq() == em.GetFireSeq() }) {
+			continue
+		}
+		if d.redeliverAt(em).After(now) {
+			continue
+		}
+		em.Redeliveries++
+		em.EmittedAt = timestamppb.New(now)
+		dec.dues = append(dec.dues, d.due(in, st, em, em.GetScheduledAt().AsTime(), now))
+		ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_REDELIVERED, now)
+		ev.FireSeq, ev.Attempt = em.GetFireSeq(), em.GetAttempt()
+		ev.Detail = fmt.Sprintf("no retry, defer or ack for emission %d within %s; emitted again (redelivery %d)", em.GetEmitSeq(), d.ackTimeout(em.GetRedeliveries()-1), em.GetRedeliveries())
+		dec.events = append(dec.events, ev)
 	}
 	st.UpdatedAt = timestamppb.New(now)
 	d.maybeComplete(in, st, plan, &dec, now)
@@ -432,58 +477,55 @@ func (d *decider) onTick(in *input, cur *chimev1.JobState, now time.Time) decisi
 
 // fire emits one occurrence (or expires it when its relevancy window has
 // passed).
-func (d *decider) fire(in *input, st *chimev1.JobState, plan *schedule.Compiled, dec *decision, fireSeq uint64, attempt, deferrals uint32, scheduledAt, fireAt, now time.Time) {
+func (d *decider) fire(in *input, st *chimev1.JobState, dec *decision, fireSeq uint64, attempt, deferrals uint32, scheduledAt, fireAt, now time.Time) {
 	window := d.window(st)
 	var deadline *timestamppb.Timestamp
 	if window > 0 {
 		deadline = timestamppb.New(scheduledAt.Add(window))
-		if now.After(scheduledAt.Add(window)) {
-			st.Open = slices.DeleteFunc(st.Open, func(e *chimev1.Emission) bool { return e.GetFireSeq() == fireSeq })
-			st.LastResult = chimev1.AckResult_ACK_RESULT_EXPIRED
-			st.LastDetail = fmt.Sprintf("fire %d scheduled at %s expired: relevancy window %s passed at %s", fireSeq, scheduledAt.Format(time.RFC3339Nano), window, deadline.AsTime().Format(time.RFC3339Nano))
-			if attempt <= 1 && deferrals == 0 {
-				st.Skipped++
-			}
-			ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_EXPIRED, now)
-			ev.FireSeq, ev.Attempt, ev.Detail = fireSeq, attempt, st.LastDetail
-			ev.FirstScheduledAt = timestamppb.New(scheduledAt)
-			dec.events = append(dec.events, ev)
-			return
-		}
 	}
 	spec := st.GetSpec()
+	k := spec.GetTarget().GetKafka()
+	var why string
+	switch {
+	case deadline != nil && now.After(deadline.AsTime()):
+		st.LastResult = chimev1.AckResult_ACK_RESULT_EXPIRED
+		why = fmt.Sprintf("fire %d scheduled at %s expired: relevancy window %s passed at %s", fireSeq, scheduledAt.Format(time.RFC3339Nano), window, deadline.AsTime().Format(time.RFC3339Nano))
+	case k != nil && !d.allowed[k.GetTopic()]:
+		// The allowlist changed since the job was accepted; emitting would
+		// fail the processor (goka only writes to declared outputs).
+		st.LastResult = chimev1.AckResult_ACK_RESULT_FAILED
+		why = fmt.Sprintf("fire %d not delivered: kafka target topic %q is no longer on the scheduler's allowlist (%s)", fireSeq, k.GetTopic(), allowList(d.allowed))
+	}
+	if why != "" {
+		st.Open = slices.DeleteFunc(st.Open, func(e *chimev1.Emission) bool { return e.GetFireSeq() == fireSeq })
+		st.LastDetail = why
+		if attempt <= 1 && deferrals == 0 {
+			st.Skipped++
+		}
+		typ := chimev1.JobEventType_JOB_EVENT_TYPE_EXPIRED
+		if st.LastResult == chimev1.AckResult_ACK_RESULT_FAILED {
+			typ = chimev1.JobEventType_JOB_EVENT_TYPE_DEAD
+		}
+		ev := d.event(in, st, typ, now)
+		ev.FireSeq, ev.Attempt, ev.Detail = fireSeq, attempt, why
+		ev.FirstScheduledAt = timestamppb.New(scheduledAt)
+		dec.events = append(dec.events, ev)
+		return
+	}
 	if attempt <= 1 && deferrals == 0 {
 		st.Fires++
 	}
 	st.LastFiredAt = timestamppb.New(now)
-	if k := spec.GetTarget().GetKafka(); k != nil {
+	if k != nil {
 		// Kafka targets are delivered by the scheduler itself, in the same
 		// goka transaction as the row update: no ack is needed.
 		dec.deliver = append(dec.deliver, k)
 		st.LastResult = chimev1.AckResult_ACK_RESULT_SUCCEEDED
 	} else {
 		st.EmitSeq++
-		due := &chimev1.Due{
-			Namespace:      spec.GetNamespace(),
-			JobId:          spec.GetId(),
-			FireSeq:        fireSeq,
-			EmitSeq:        st.GetEmitSeq(),
-			Attempt:        attempt,
-			ScheduledAt:    timestamppb.New(scheduledAt),
-			FireAt:         timestamppb.New(fireAt),
-			EmittedAt:      timestamppb.New(now),
-			Deadline:       deadline,
-			Callback:       spec.GetTarget().GetHttp(),
-			Retry:          spec.GetRetry(),
-			Labels:         spec.GetLabels(),
-			IdempotencyKey: in.key + "/" + strconv.FormatUint(fireSeq, 10),
-			Deferrals:      deferrals,
-		}
-		if window > 0 {
-			due.RelevancyWindow = durationpb.New(window)
-		}
-		dec.dues = append(dec.dues, due)
-		em := &chimev1.Emission{FireSeq: fireSeq, EmitSeq: st.GetEmitSeq(), Attempt: attempt, ScheduledAt: due.ScheduledAt, Deferrals: deferrals}
+		em := &chimev1.Emission{FireSeq: fireSeq, EmitSeq: st.GetEmitSeq(), Attempt: attempt, ScheduledAt: timestamppb.New(scheduledAt),
+			Deferrals: deferrals, EmittedAt: timestamppb.New(now), Deadline: deadline}
+		dec.dues = append(dec.dues, d.due(in, st, em, fireAt, now))
 		if i := slices.IndexFunc(st.GetOpen(), func(e *chimev1.Emission) bool { return e.GetFireSeq() == fireSeq }); i >= 0 {
 			st.Open[i] = em
 		} else {
@@ -507,6 +549,49 @@ func (d *decider) fire(in *input, st *chimev1.JobState, plan *schedule.Compiled,
 		ev.FirstScheduledAt = timestamppb.New(scheduledAt)
 		dec.events = append(dec.events, ev)
 	}
+}
+
+// due builds the due event of an emission.
+func (d *decider) due(in *input, st *chimev1.JobState, em *chimev1.Emission, fireAt, now time.Time) *chimev1.Due {
+	spec := st.GetSpec()
+	due := &chimev1.Due{
+		Namespace:      spec.GetNamespace(),
+		JobId:          spec.GetId(),
+		FireSeq:        em.GetFireSeq(),
+		EmitSeq:        em.GetEmitSeq(),
+		Attempt:        em.GetAttempt(),
+		ScheduledAt:    em.GetScheduledAt(),
+		FireAt:         timestamppb.New(fireAt),
+		EmittedAt:      timestamppb.New(now),
+		Deadline:       em.GetDeadline(),
+		Callback:       spec.GetTarget().GetHttp(),
+		Retry:          spec.GetRetry(),
+		Labels:         spec.GetLabels(),
+		IdempotencyKey: in.key + "/" + strconv.FormatUint(em.GetFireSeq(), 10),
+		Deferrals:      em.GetDeferrals(),
+	}
+	if w := d.window(st); w > 0 {
+		due.RelevancyWindow = durationpb.New(w)
+	}
+	return due
+}
+
+// ackTimeout is how long an emission waits for an answer before it is
+// emitted again: AckTimeout, doubling per redelivery, at most an hour, so a
+// stopped dispatcher does not flood the due topic.
+func (d *decider) ackTimeout(redeliveries uint32) time.Duration {
+	t := d.cfg.AckTimeout
+	for range min(redeliveries, 16) {
+		t *= 2
+		if t >= time.Hour {
+			return time.Hour
+		}
+	}
+	return t
+}
+
+func (d *decider) redeliverAt(em *chimev1.Emission) time.Time {
+	return em.GetEmittedAt().AsTime().Add(d.ackTimeout(em.GetRedeliveries()))
 }
 
 func (d *decider) window(st *chimev1.JobState) time.Duration {
@@ -537,6 +622,13 @@ func (d *decider) setTimer(key string, st *chimev1.JobState) {
 		}
 		for _, p := range st.GetPending() {
 			consider(p.GetNotBefore().AsTime())
+		}
+		if d.cfg.AckTimeout > 0 {
+			for _, em := range st.GetOpen() {
+				if em.GetEmittedAt() != nil && !slices.ContainsFunc(st.GetPending(), func(p *chimev1.Pending) bool { return p.GetFireSeq() == em.GetFireSeq() }) {
+					consider(d.redeliverAt(em))
+				}
+			}
 		}
 	case isTerminal(st.GetStatus()) && d.cfg.TerminalRetention > 0:
 		consider(st.GetUpdatedAt().AsTime().Add(d.cfg.TerminalRetention))

@@ -32,7 +32,9 @@ type rig struct {
 }
 
 func newRig(t *testing.T, mutate ...func(*Config)) *rig {
-	cfg := Config{}
+	// Redelivery of unanswered fires is off unless a test turns it on:
+	// most tests play the scheduler without a dispatcher.
+	cfg := Config{AckTimeout: -1}
 	for _, m := range mutate {
 		m(&cfg)
 	}
@@ -340,4 +342,89 @@ func TestJitterIsStableAndBounded(t *testing.T) {
 	require.Len(t, r.dues, 1)
 	require.Equal(t, t0.Add(time.Minute), r.dues[0].ScheduledAt.AsTime())
 	require.Equal(t, first, r.dues[0].FireAt.AsTime())
+}
+
+func TestUnansweredFireIsRedeliveredWithBackoff(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, func(c *Config) { c.AckTimeout = time.Minute })
+	r.command(upsert(httpSpec(at(t0)), t0), t0)
+	r.tick(t0)
+	require.Len(t, r.dues, 1)
+	require.Equal(t, t0.Add(time.Minute), r.st.TimerAt.AsTime())
+	r.tick(t0.Add(time.Minute))
+	require.Len(t, r.dues, 2)
+	d1, d2 := r.dues[0], r.dues[1]
+	require.Equal(t, d1.EmitSeq, d2.EmitSeq, "a redelivery is the same emission")
+	require.Equal(t, d1.IdempotencyKey, d2.IdempotencyKey)
+	require.Equal(t, t0.Add(3*time.Minute), r.st.TimerAt.AsTime(), "the wait doubles")
+	r.command(ack(d2, chimev1.AckResult_ACK_RESULT_SUCCEEDED), t0.Add(2*time.Minute))
+	require.Equal(t, chimev1.JobStatus_JOB_STATUS_COMPLETED, r.st.Status)
+	r.runUntil(t0.Add(time.Hour))
+	require.Len(t, r.dues, 2)
+}
+
+func TestUpsertWithPastStartDoesNotRefire(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	s := &chimev1.Schedule{Kind: &chimev1.Schedule_Every{Every: &chimev1.Every{Interval: durationpb.New(time.Minute), StartAt: timestamppb.New(t0)}}}
+	r.command(upsert(httpSpec(s), t0), t0)
+	r.runUntil(t0.Add(10 * time.Minute))
+	require.Len(t, r.dues, 11)
+	// Change only the callback: the schedule continues after 12:10.
+	spec := httpSpec(s)
+	spec.Target.GetHttp().Url = "https://example.com/other"
+	r.command(upsert(spec, t0.Add(10*time.Minute+time.Second)), t0.Add(10*time.Minute+time.Second))
+	require.Equal(t, t0.Add(11*time.Minute), r.st.TimerAt.AsTime())
+	r.runUntil(t0.Add(11 * time.Minute))
+	require.Len(t, r.dues, 12)
+	require.Equal(t, t0.Add(11*time.Minute), r.dues[11].ScheduledAt.AsTime())
+	require.EqualValues(t, 12, r.dues[11].FireSeq)
+	require.EqualValues(t, 0, r.st.Skipped)
+}
+
+func TestCatchupRespectsJitter(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	s := every(10 * time.Second)
+	s.Jitter = durationpb.New(9 * time.Second)
+	r.command(upsert(httpSpec(s), t0), t0)
+	// Every tick is 1.5 s late: no occurrence may be skipped, none early.
+	for range 40 {
+		r.tick(r.st.TimerAt.AsTime().Add(1500 * time.Millisecond))
+	}
+	for i, d := range r.dues {
+		require.EqualValues(t, i+1, d.FireSeq, "no occurrence skipped")
+		require.False(t, d.EmittedAt.AsTime().Before(d.FireAt.AsTime()), "never before its jittered time")
+	}
+	require.EqualValues(t, 0, r.st.Skipped)
+}
+
+func TestResumeCompletesAFinishedJob(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.command(upsert(httpSpec(at(t0)), t0), t0)
+	r.tick(t0)
+	r.command(&chimev1.JobCommand{Command: &chimev1.JobCommand_Pause{Pause: &chimev1.Pause{}}}, t0.Add(time.Second))
+	r.command(ack(r.dues[0], chimev1.AckResult_ACK_RESULT_SUCCEEDED), t0.Add(2*time.Second))
+	require.Equal(t, chimev1.JobStatus_JOB_STATUS_PAUSED, r.st.Status)
+	r.command(&chimev1.JobCommand{Command: &chimev1.JobCommand_Resume{Resume: &chimev1.Resume{}}}, t0.Add(3*time.Second))
+	require.Equal(t, chimev1.JobStatus_JOB_STATUS_COMPLETED, r.st.Status)
+	// Cancelling a completed job changes nothing.
+	before := proto.Clone(r.st)
+	r.command(&chimev1.JobCommand{Command: &chimev1.JobCommand_Cancel{Cancel: &chimev1.Cancel{}}}, t0.Add(4*time.Second))
+	require.True(t, proto.Equal(before, r.st))
+}
+
+func TestKafkaTargetOffTheAllowlistIsNotEmitted(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	spec := httpSpec(at(t0.Add(time.Second)))
+	spec.Target = &chimev1.Target{Kind: &chimev1.Target_Kafka{Kafka: &chimev1.KafkaTarget{Topic: r.d.cfg.Topics.BreakerTimers(), Value: []byte("x")}}}
+	r.command(upsert(spec, t0), t0)
+	// The topic leaves the allowlist before the fire (config change).
+	r.d.allowed = map[string]bool{}
+	r.tick(t0.Add(time.Second))
+	require.Empty(t, r.deliver)
+	require.Equal(t, chimev1.JobStatus_JOB_STATUS_DEAD, r.st.Status)
+	require.Contains(t, r.st.LastDetail, "allowlist")
 }

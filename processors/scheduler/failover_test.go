@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lovoo/goka/storage"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chime-sched/chime/processors/scheduler"
 	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/schema/chimev1"
 )
 
 // TestSchedulerProcessHelper is not a test: it is the scheduler process
@@ -26,10 +26,12 @@ func TestSchedulerProcessHelper(t *testing.T) {
 	if os.Getenv("CHIME_SCHEDULER_HELPER") != "1" {
 		t.Skip("helper process for TestKilledSchedulerLosesNothing")
 	}
+	local, err := scheduler.OpenLocalState(os.Getenv("CHIME_STORAGE_DIR"), testLogger(t))
+	require.NoError(t, err)
 	s, err := scheduler.New(scheduler.Config{
 		Brokers:    strings.Split(os.Getenv("CHIME_BROKERS"), ","),
 		Topics:     schema.NewTopics(os.Getenv("CHIME_TOPIC_PREFIX")),
-		Storage:    storage.DefaultBuilder(os.Getenv("CHIME_STORAGE_DIR")),
+		Storage:    local.Builder(),
 		Logger:     testLogger(t),
 		TickResend: 2 * time.Second,
 	})
@@ -83,13 +85,16 @@ func TestKilledSchedulerLosesNothing(t *testing.T) {
 	storageDir := filepath.Join(t.TempDir(), "scheduler")
 	proc := startHelper(t, b, storageDir)
 
-	const jobs = 300
-	start := time.Now().Add(2 * time.Second)
+	const jobs = 2000
+	start := time.Now().Add(3 * time.Second)
+	specs := make([]*chimev1.JobSpec, jobs)
 	for i := range jobs {
-		// Spread over 6 s so the kill lands in the middle of the fires.
-		b.schedule(spec("ns", fmt.Sprintf("j%03d", i), atSchedule(start.Add(time.Duration(i)*20*time.Millisecond))))
+		// 1 ms apart: the kill lands in the middle of a stream of fires.
+		specs[i] = spec("ns", fmt.Sprintf("j%04d", i), atSchedule(start.Add(time.Duration(i)*time.Millisecond)))
 	}
-	waitFor(t, 30*time.Second, "some fires before the kill", func() bool { return b.dues.Keys() >= 20 })
+	_, err := b.prod.ScheduleMany(context.Background(), specs)
+	require.NoError(t, err)
+	waitFor(t, 30*time.Second, "some fires before the kill", func() bool { return b.dues.Keys() >= 300 })
 	require.NoError(t, proc.Process.Signal(syscall.SIGKILL))
 	_ = proc.Wait()
 	firedBefore := b.dues.Keys()
@@ -98,7 +103,7 @@ func TestKilledSchedulerLosesNothing(t *testing.T) {
 	waitFor(t, 90*time.Second, "every job to fire", func() bool { return b.dues.Keys() == jobs })
 	t.Logf("fired before the kill: %d of %d; total due events: %d", firedBefore, jobs, b.dues.Count())
 	for i := range jobs {
-		for _, d := range b.dues.Get(fmt.Sprintf("ns/j%03d", i)) {
+		for _, d := range b.dues.Get(fmt.Sprintf("ns/j%04d", i)) {
 			require.EqualValues(t, 1, d.FireSeq, "a repeat carries the same fire_seq")
 			require.EqualValues(t, 1, d.Attempt)
 		}

@@ -65,6 +65,11 @@ type Config struct {
 	// CatchupScanLimit bounds the occurrences counted one by one when a
 	// cron job catches up after downtime. Default 10000.
 	CatchupScanLimit int
+	// AckTimeout is how long a fire waits for the dispatcher's retry,
+	// defer or ack before its due event is emitted again (doubling per
+	// redelivery, at most 1h). It recovers a due event lost in a crash.
+	// Default 2m; <0 disables redelivery.
+	AckTimeout time.Duration
 	// FireEvents also writes a job event for every fire (the outcomes
 	// stream already records every attempt). Default off.
 	FireEvents bool
@@ -108,6 +113,12 @@ func (c *Config) defaults() {
 	}
 	if c.MaxOpenFires <= 0 {
 		c.MaxOpenFires = 256
+	}
+	if c.AckTimeout == 0 {
+		c.AckTimeout = 2 * time.Minute
+	}
+	if c.AckTimeout < 0 {
+		c.AckTimeout = 0
 	}
 	if c.CatchupScanLimit <= 0 {
 		c.CatchupScanLimit = 10000

@@ -39,7 +39,7 @@ type captureSender struct {
 	ticks []string
 }
 
-func (c *captureSender) SendTicks(_ int32, items []timerItem, _ int64) {
+func (c *captureSender) SendTicks(_ context.Context, _ int32, items []timerItem, _ int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, it := range items {
@@ -110,7 +110,8 @@ func TestProcessorWithGokaTester(t *testing.T) {
 	due := v.(*chimev1.Due)
 	require.EqualValues(t, 1, due.FireSeq)
 	require.Equal(t, "ns1/job1/1", due.IdempotencyKey)
-	require.Equal(t, 0, s.PendingTimers(), "a fired one-shot has no timer until its ack")
+	row = tt.TableValue(goka.GroupTable(goka.Group(topics.SchedulerGroup())), key).(*chimev1.JobState)
+	require.Equal(t, t0.Add(time.Minute+2*time.Minute), row.TimerAt.AsTime(), "a fired one-shot waits for its ack, then is redelivered")
 
 	// Garbage on the command topic becomes a rejection, not a crash.
 	tt.Consume(topics.JobCommands(), key, []byte("not a protobuf \xff"))

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -36,10 +37,15 @@ type timerStorage struct {
 	wake      chan struct{}
 	stop      chan struct{}
 	done      chan struct{}
+	ctx       context.Context
+	cancel    context.CancelFunc
 }
 
 func newTimerStorage(inner storage.Storage, partition int32, t *timers) *timerStorage {
+	ctx, cancel := context.WithCancel(context.Background())
 	return &timerStorage{
+		ctx:       ctx,
+		cancel:    cancel,
 		Storage:   inner,
 		partition: partition,
 		timers:    t,
@@ -141,6 +147,7 @@ func (s *timerStorage) Close() error {
 	s.closed = true
 	pumping := s.pumping
 	close(s.stop)
+	s.cancel()
 	s.mu.Unlock()
 	if pumping {
 		<-s.done
@@ -178,7 +185,7 @@ func (s *timerStorage) pump() {
 		next := s.idx.next()
 		s.mu.Unlock()
 		if len(buf) > 0 {
-			s.timers.send(s.partition, buf, now)
+			s.timers.send(s.ctx, s.partition, buf, now)
 			if len(buf) == cfg.TickBatch {
 				select {
 				case <-s.stop:

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -18,7 +19,7 @@ import (
 // tickSender delivers ticks to the tick topic's partition p. Delivery is
 // best effort: a lost tick is re-sent by the pump after TickResend.
 type tickSender interface {
-	SendTicks(partition int32, items []timerItem, sentAt int64)
+	SendTicks(ctx context.Context, partition int32, items []timerItem, sentAt int64)
 }
 
 // timers is what every partition's timerStorage shares: the clock, the
@@ -103,8 +104,8 @@ func (t *timers) builder(inner storage.Builder) storage.Builder {
 	}
 }
 
-func (t *timers) send(p int32, items []timerItem, sentAt int64) {
-	t.sender.SendTicks(p, items, sentAt)
+func (t *timers) send(ctx context.Context, p int32, items []timerItem, sentAt int64) {
+	t.sender.SendTicks(ctx, p, items, sentAt)
 }
 
 // Pending returns the number of timers indexed by the partitions this
@@ -134,11 +135,13 @@ type kgoTickSender struct {
 	logger *slog.Logger
 }
 
-func (k *kgoTickSender) SendTicks(p int32, items []timerItem, sentAt int64) {
+// SendTicks produces asynchronously; ctx ends with the storage, so a broker
+// outage that fills the producer's buffer cannot block Close.
+func (k *kgoTickSender) SendTicks(ctx context.Context, p int32, items []timerItem, sentAt int64) {
 	sent := timestamppb.New(time.Unix(0, sentAt))
 	for _, it := range items {
 		v, _ := proto.Marshal(&chimev1.Tick{TimerAt: timestamppb.New(time.Unix(0, it.at)), SentAt: sent})
-		k.cl.Produce(context.Background(), &kgo.Record{
+		k.cl.Produce(ctx, &kgo.Record{
 			Topic:     k.topic,
 			Partition: p,
 			Key:       []byte(it.key),
@@ -148,7 +151,7 @@ func (k *kgoTickSender) SendTicks(p int32, items []timerItem, sentAt int64) {
 }
 
 func (k *kgoTickSender) done(r *kgo.Record, err error) {
-	if err != nil && k.logger != nil {
+	if err != nil && k.logger != nil && !errors.Is(err, context.Canceled) {
 		k.logger.Warn("tick not delivered; it will be re-sent", "key", string(r.Key), "err", err)
 	}
 }

@@ -285,9 +285,16 @@ type BreakerStatus struct {
 	Window           *WindowStats           `protobuf:"bytes,8,opt,name=window,proto3" json:"window,omitempty"`
 	Buckets          []*Bucket              `protobuf:"bytes,9,rep,name=buckets,proto3" json:"buckets,omitempty"`
 	CoolOff          *durationpb.Duration   `protobuf:"bytes,10,opt,name=cool_off,json=coolOff,proto3" json:"cool_off,omitempty"`
-	Version          uint64                 `protobuf:"varint,11,opt,name=version,proto3" json:"version,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Counts the state changes; a cool-off timer carries the version it was
+	// armed at, so a timer from an earlier episode is recognised as stale.
+	Version uint64 `protobuf:"varint,11,opt,name=version,proto3" json:"version,omitempty"`
+	// Why the breaker is in its state (the last transition's reason).
+	Reason string `protobuf:"bytes,12,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Width of the buckets (window / bucket count); buckets laid out for
+	// another width are dropped when the namespace's window changes.
+	BucketWidthMs int64 `protobuf:"varint,13,opt,name=bucket_width_ms,json=bucketWidthMs,proto3" json:"bucket_width_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BreakerStatus) Reset() {
@@ -393,6 +400,20 @@ func (x *BreakerStatus) GetCoolOff() *durationpb.Duration {
 func (x *BreakerStatus) GetVersion() uint64 {
 	if x != nil {
 		return x.Version
+	}
+	return 0
+}
+
+func (x *BreakerStatus) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *BreakerStatus) GetBucketWidthMs() int64 {
+	if x != nil {
+		return x.BucketWidthMs
 	}
 	return 0
 }
@@ -506,6 +527,368 @@ func (x *BreakerTransition) GetCoolOff() *durationpb.Duration {
 	return nil
 }
 
+// BreakerTimer is the payload of the breaker's cool-off timer: a scheduler
+// job with a Kafka target writes it to the breaker-timers topic, keyed by
+// namespace, when the cool-off ends.
+type BreakerTimer struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// BreakerStatus.version when the breaker opened; any other version means
+	// the breaker moved on and the timer is stale.
+	Version       uint64                 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	FireAt        *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=fire_at,json=fireAt,proto3" json:"fire_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BreakerTimer) Reset() {
+	*x = BreakerTimer{}
+	mi := &file_chime_v1_breaker_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BreakerTimer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BreakerTimer) ProtoMessage() {}
+
+func (x *BreakerTimer) ProtoReflect() protoreflect.Message {
+	mi := &file_chime_v1_breaker_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BreakerTimer.ProtoReflect.Descriptor instead.
+func (*BreakerTimer) Descriptor() ([]byte, []int) {
+	return file_chime_v1_breaker_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *BreakerTimer) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *BreakerTimer) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *BreakerTimer) GetFireAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FireAt
+	}
+	return nil
+}
+
+// BreakerCommand is an operator's manual control, on the breaker-commands
+// topic keyed by namespace.
+type BreakerCommand struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CommandId string                 `protobuf:"bytes,1,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
+	Namespace string                 `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	IssuedAt  *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=issued_at,json=issuedAt,proto3" json:"issued_at,omitempty"`
+	// Free text for the transition's reason ("ticket OPS-123").
+	Note string `protobuf:"bytes,4,opt,name=note,proto3" json:"note,omitempty"`
+	// Types that are valid to be assigned to Command:
+	//
+	//	*BreakerCommand_ForceOpen
+	//	*BreakerCommand_ForceClosed
+	//	*BreakerCommand_Auto
+	//	*BreakerCommand_ResetBreaker
+	Command       isBreakerCommand_Command `protobuf_oneof:"command"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BreakerCommand) Reset() {
+	*x = BreakerCommand{}
+	mi := &file_chime_v1_breaker_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BreakerCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BreakerCommand) ProtoMessage() {}
+
+func (x *BreakerCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_chime_v1_breaker_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BreakerCommand.ProtoReflect.Descriptor instead.
+func (*BreakerCommand) Descriptor() ([]byte, []int) {
+	return file_chime_v1_breaker_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *BreakerCommand) GetCommandId() string {
+	if x != nil {
+		return x.CommandId
+	}
+	return ""
+}
+
+func (x *BreakerCommand) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *BreakerCommand) GetIssuedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.IssuedAt
+	}
+	return nil
+}
+
+func (x *BreakerCommand) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+func (x *BreakerCommand) GetCommand() isBreakerCommand_Command {
+	if x != nil {
+		return x.Command
+	}
+	return nil
+}
+
+func (x *BreakerCommand) GetForceOpen() *BreakerForceOpen {
+	if x != nil {
+		if x, ok := x.Command.(*BreakerCommand_ForceOpen); ok {
+			return x.ForceOpen
+		}
+	}
+	return nil
+}
+
+func (x *BreakerCommand) GetForceClosed() *BreakerForceClosed {
+	if x != nil {
+		if x, ok := x.Command.(*BreakerCommand_ForceClosed); ok {
+			return x.ForceClosed
+		}
+	}
+	return nil
+}
+
+func (x *BreakerCommand) GetAuto() *BreakerAuto {
+	if x != nil {
+		if x, ok := x.Command.(*BreakerCommand_Auto); ok {
+			return x.Auto
+		}
+	}
+	return nil
+}
+
+func (x *BreakerCommand) GetResetBreaker() *BreakerReset {
+	if x != nil {
+		if x, ok := x.Command.(*BreakerCommand_ResetBreaker); ok {
+			return x.ResetBreaker
+		}
+	}
+	return nil
+}
+
+type isBreakerCommand_Command interface {
+	isBreakerCommand_Command()
+}
+
+type BreakerCommand_ForceOpen struct {
+	// Hold the breaker open: every callback is deferred.
+	ForceOpen *BreakerForceOpen `protobuf:"bytes,10,opt,name=force_open,json=forceOpen,proto3,oneof"`
+}
+
+type BreakerCommand_ForceClosed struct {
+	// Hold the breaker closed: every callback goes out.
+	ForceClosed *BreakerForceClosed `protobuf:"bytes,11,opt,name=force_closed,json=forceClosed,proto3,oneof"`
+}
+
+type BreakerCommand_Auto struct {
+	// Leave a forced state; the breaker computes its state again.
+	Auto *BreakerAuto `protobuf:"bytes,12,opt,name=auto,proto3,oneof"`
+}
+
+type BreakerCommand_ResetBreaker struct {
+	// From any state, disabled included: closed, trips and window cleared.
+	ResetBreaker *BreakerReset `protobuf:"bytes,13,opt,name=reset_breaker,json=resetBreaker,proto3,oneof"`
+}
+
+func (*BreakerCommand_ForceOpen) isBreakerCommand_Command() {}
+
+func (*BreakerCommand_ForceClosed) isBreakerCommand_Command() {}
+
+func (*BreakerCommand_Auto) isBreakerCommand_Command() {}
+
+func (*BreakerCommand_ResetBreaker) isBreakerCommand_Command() {}
+
+type BreakerForceOpen struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BreakerForceOpen) Reset() {
+	*x = BreakerForceOpen{}
+	mi := &file_chime_v1_breaker_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BreakerForceOpen) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BreakerForceOpen) ProtoMessage() {}
+
+func (x *BreakerForceOpen) ProtoReflect() protoreflect.Message {
+	mi := &file_chime_v1_breaker_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BreakerForceOpen.ProtoReflect.Descriptor instead.
+func (*BreakerForceOpen) Descriptor() ([]byte, []int) {
+	return file_chime_v1_breaker_proto_rawDescGZIP(), []int{6}
+}
+
+type BreakerForceClosed struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BreakerForceClosed) Reset() {
+	*x = BreakerForceClosed{}
+	mi := &file_chime_v1_breaker_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BreakerForceClosed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BreakerForceClosed) ProtoMessage() {}
+
+func (x *BreakerForceClosed) ProtoReflect() protoreflect.Message {
+	mi := &file_chime_v1_breaker_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BreakerForceClosed.ProtoReflect.Descriptor instead.
+func (*BreakerForceClosed) Descriptor() ([]byte, []int) {
+	return file_chime_v1_breaker_proto_rawDescGZIP(), []int{7}
+}
+
+type BreakerAuto struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BreakerAuto) Reset() {
+	*x = BreakerAuto{}
+	mi := &file_chime_v1_breaker_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BreakerAuto) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BreakerAuto) ProtoMessage() {}
+
+func (x *BreakerAuto) ProtoReflect() protoreflect.Message {
+	mi := &file_chime_v1_breaker_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BreakerAuto.ProtoReflect.Descriptor instead.
+func (*BreakerAuto) Descriptor() ([]byte, []int) {
+	return file_chime_v1_breaker_proto_rawDescGZIP(), []int{8}
+}
+
+type BreakerReset struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BreakerReset) Reset() {
+	*x = BreakerReset{}
+	mi := &file_chime_v1_breaker_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BreakerReset) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BreakerReset) ProtoMessage() {}
+
+func (x *BreakerReset) ProtoReflect() protoreflect.Message {
+	mi := &file_chime_v1_breaker_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BreakerReset.ProtoReflect.Descriptor instead.
+func (*BreakerReset) Descriptor() ([]byte, []int) {
+	return file_chime_v1_breaker_proto_rawDescGZIP(), []int{9}
+}
+
 var File_chime_v1_breaker_proto protoreflect.FileDescriptor
 
 const file_chime_v1_breaker_proto_rawDesc = "" +
@@ -528,7 +911,7 @@ const file_chime_v1_breaker_proto_rawDesc = "" +
 	"\n" +
 	"slow_calls\x18\x04 \x01(\x04R\tslowCalls\x12$\n" +
 	"\x0elatency_sum_ms\x18\x05 \x01(\x04R\flatencySumMs\x12!\n" +
-	"\flatency_hist\x18\x06 \x03(\x04R\vlatencyHist\"\xf7\x03\n" +
+	"\flatency_hist\x18\x06 \x03(\x04R\vlatencyHist\"\xb7\x04\n" +
 	"\rBreakerStatus\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12,\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x16.chime.v1.BreakerStateR\x05state\x120\n" +
@@ -541,7 +924,9 @@ const file_chime_v1_breaker_proto_rawDesc = "" +
 	"\abuckets\x18\t \x03(\v2\x10.chime.v1.BucketR\abuckets\x124\n" +
 	"\bcool_off\x18\n" +
 	" \x01(\v2\x19.google.protobuf.DurationR\acoolOff\x12\x18\n" +
-	"\aversion\x18\v \x01(\x04R\aversion\"\xf6\x02\n" +
+	"\aversion\x18\v \x01(\x04R\aversion\x12\x16\n" +
+	"\x06reason\x18\f \x01(\tR\x06reason\x12&\n" +
+	"\x0fbucket_width_ms\x18\r \x01(\x03R\rbucketWidthMs\"\xf6\x02\n" +
 	"\x11BreakerTransition\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12*\n" +
@@ -551,7 +936,28 @@ const file_chime_v1_breaker_proto_rawDesc = "" +
 	"\x02at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12-\n" +
 	"\x06window\x18\a \x01(\v2\x15.chime.v1.WindowStatsR\x06window\x12+\n" +
 	"\x11consecutive_trips\x18\b \x01(\rR\x10consecutiveTrips\x124\n" +
-	"\bcool_off\x18\t \x01(\v2\x19.google.protobuf.DurationR\acoolOff*\xd8\x01\n" +
+	"\bcool_off\x18\t \x01(\v2\x19.google.protobuf.DurationR\acoolOff\"{\n" +
+	"\fBreakerTimer\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x04R\aversion\x123\n" +
+	"\afire_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x06fireAt\"\x91\x03\n" +
+	"\x0eBreakerCommand\x12\x1d\n" +
+	"\n" +
+	"command_id\x18\x01 \x01(\tR\tcommandId\x12\x1c\n" +
+	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x127\n" +
+	"\tissued_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\bissuedAt\x12\x12\n" +
+	"\x04note\x18\x04 \x01(\tR\x04note\x12;\n" +
+	"\n" +
+	"force_open\x18\n" +
+	" \x01(\v2\x1a.chime.v1.BreakerForceOpenH\x00R\tforceOpen\x12A\n" +
+	"\fforce_closed\x18\v \x01(\v2\x1c.chime.v1.BreakerForceClosedH\x00R\vforceClosed\x12+\n" +
+	"\x04auto\x18\f \x01(\v2\x15.chime.v1.BreakerAutoH\x00R\x04auto\x12=\n" +
+	"\rreset_breaker\x18\r \x01(\v2\x16.chime.v1.BreakerResetH\x00R\fresetBreakerB\t\n" +
+	"\acommand\"\x12\n" +
+	"\x10BreakerForceOpen\"\x14\n" +
+	"\x12BreakerForceClosed\"\r\n" +
+	"\vBreakerAuto\"\x0e\n" +
+	"\fBreakerReset*\xd8\x01\n" +
 	"\fBreakerState\x12\x1d\n" +
 	"\x19BREAKER_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14BREAKER_STATE_CLOSED\x10\x01\x12\x16\n" +
@@ -574,33 +980,45 @@ func file_chime_v1_breaker_proto_rawDescGZIP() []byte {
 }
 
 var file_chime_v1_breaker_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_chime_v1_breaker_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_chime_v1_breaker_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_chime_v1_breaker_proto_goTypes = []any{
 	(BreakerState)(0),             // 0: chime.v1.BreakerState
 	(*WindowStats)(nil),           // 1: chime.v1.WindowStats
 	(*Bucket)(nil),                // 2: chime.v1.Bucket
 	(*BreakerStatus)(nil),         // 3: chime.v1.BreakerStatus
 	(*BreakerTransition)(nil),     // 4: chime.v1.BreakerTransition
-	(*timestamppb.Timestamp)(nil), // 5: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 6: google.protobuf.Duration
+	(*BreakerTimer)(nil),          // 5: chime.v1.BreakerTimer
+	(*BreakerCommand)(nil),        // 6: chime.v1.BreakerCommand
+	(*BreakerForceOpen)(nil),      // 7: chime.v1.BreakerForceOpen
+	(*BreakerForceClosed)(nil),    // 8: chime.v1.BreakerForceClosed
+	(*BreakerAuto)(nil),           // 9: chime.v1.BreakerAuto
+	(*BreakerReset)(nil),          // 10: chime.v1.BreakerReset
+	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 12: google.protobuf.Duration
 }
 var file_chime_v1_breaker_proto_depIdxs = []int32{
 	0,  // 0: chime.v1.BreakerStatus.state:type_name -> chime.v1.BreakerState
-	5,  // 1: chime.v1.BreakerStatus.since:type_name -> google.protobuf.Timestamp
-	5,  // 2: chime.v1.BreakerStatus.next_check_at:type_name -> google.protobuf.Timestamp
+	11, // 1: chime.v1.BreakerStatus.since:type_name -> google.protobuf.Timestamp
+	11, // 2: chime.v1.BreakerStatus.next_check_at:type_name -> google.protobuf.Timestamp
 	1,  // 3: chime.v1.BreakerStatus.window:type_name -> chime.v1.WindowStats
 	2,  // 4: chime.v1.BreakerStatus.buckets:type_name -> chime.v1.Bucket
-	6,  // 5: chime.v1.BreakerStatus.cool_off:type_name -> google.protobuf.Duration
+	12, // 5: chime.v1.BreakerStatus.cool_off:type_name -> google.protobuf.Duration
 	0,  // 6: chime.v1.BreakerTransition.from:type_name -> chime.v1.BreakerState
 	0,  // 7: chime.v1.BreakerTransition.to:type_name -> chime.v1.BreakerState
-	5,  // 8: chime.v1.BreakerTransition.at:type_name -> google.protobuf.Timestamp
+	11, // 8: chime.v1.BreakerTransition.at:type_name -> google.protobuf.Timestamp
 	1,  // 9: chime.v1.BreakerTransition.window:type_name -> chime.v1.WindowStats
-	6,  // 10: chime.v1.BreakerTransition.cool_off:type_name -> google.protobuf.Duration
-	11, // [11:11] is the sub-list for method output_type
-	11, // [11:11] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	12, // 10: chime.v1.BreakerTransition.cool_off:type_name -> google.protobuf.Duration
+	11, // 11: chime.v1.BreakerTimer.fire_at:type_name -> google.protobuf.Timestamp
+	11, // 12: chime.v1.BreakerCommand.issued_at:type_name -> google.protobuf.Timestamp
+	7,  // 13: chime.v1.BreakerCommand.force_open:type_name -> chime.v1.BreakerForceOpen
+	8,  // 14: chime.v1.BreakerCommand.force_closed:type_name -> chime.v1.BreakerForceClosed
+	9,  // 15: chime.v1.BreakerCommand.auto:type_name -> chime.v1.BreakerAuto
+	10, // 16: chime.v1.BreakerCommand.reset_breaker:type_name -> chime.v1.BreakerReset
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_chime_v1_breaker_proto_init() }
@@ -608,13 +1026,19 @@ func file_chime_v1_breaker_proto_init() {
 	if File_chime_v1_breaker_proto != nil {
 		return
 	}
+	file_chime_v1_breaker_proto_msgTypes[5].OneofWrappers = []any{
+		(*BreakerCommand_ForceOpen)(nil),
+		(*BreakerCommand_ForceClosed)(nil),
+		(*BreakerCommand_Auto)(nil),
+		(*BreakerCommand_ResetBreaker)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chime_v1_breaker_proto_rawDesc), len(file_chime_v1_breaker_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   4,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -98,6 +98,9 @@ const (
 	JobEventType_JOB_EVENT_TYPE_RETRY_SCHEDULED JobEventType = 10
 	JobEventType_JOB_EVENT_TYPE_DEFERRED        JobEventType = 11
 	JobEventType_JOB_EVENT_TYPE_EXPIRED         JobEventType = 12
+	// A due event was emitted again: no retry, defer or ack came for it in
+	// time (it may have been lost in a crash).
+	JobEventType_JOB_EVENT_TYPE_REDELIVERED JobEventType = 13
 )
 
 // Enum value maps for JobEventType.
@@ -116,6 +119,7 @@ var (
 		10: "JOB_EVENT_TYPE_RETRY_SCHEDULED",
 		11: "JOB_EVENT_TYPE_DEFERRED",
 		12: "JOB_EVENT_TYPE_EXPIRED",
+		13: "JOB_EVENT_TYPE_REDELIVERED",
 	}
 	JobEventType_value = map[string]int32{
 		"JOB_EVENT_TYPE_UNSPECIFIED":     0,
@@ -131,6 +135,7 @@ var (
 		"JOB_EVENT_TYPE_RETRY_SCHEDULED": 10,
 		"JOB_EVENT_TYPE_DEFERRED":        11,
 		"JOB_EVENT_TYPE_EXPIRED":         12,
+		"JOB_EVENT_TYPE_REDELIVERED":     13,
 	}
 )
 
@@ -248,7 +253,11 @@ type Emission struct {
 	Attempt     uint32                 `protobuf:"varint,3,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	ScheduledAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=scheduled_at,json=scheduledAt,proto3" json:"scheduled_at,omitempty"`
 	// How often this fire was deferred (not charged an attempt).
-	Deferrals     uint32 `protobuf:"varint,5,opt,name=deferrals,proto3" json:"deferrals,omitempty"`
+	Deferrals uint32                 `protobuf:"varint,5,opt,name=deferrals,proto3" json:"deferrals,omitempty"`
+	EmittedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=emitted_at,json=emittedAt,proto3" json:"emitted_at,omitempty"`
+	// How often the due event was emitted again because no answer came.
+	Redeliveries  uint32                 `protobuf:"varint,7,opt,name=redeliveries,proto3" json:"redeliveries,omitempty"`
+	Deadline      *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=deadline,proto3" json:"deadline,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -318,6 +327,27 @@ func (x *Emission) GetDeferrals() uint32 {
 	return 0
 }
 
+func (x *Emission) GetEmittedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EmittedAt
+	}
+	return nil
+}
+
+func (x *Emission) GetRedeliveries() uint32 {
+	if x != nil {
+		return x.Redeliveries
+	}
+	return 0
+}
+
+func (x *Emission) GetDeadline() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Deadline
+	}
+	return nil
+}
+
 // JobState is the scheduler table's value, keyed "namespace/job_id".
 type JobState struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -343,8 +373,11 @@ type JobState struct {
 	LastFiredAt   *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=last_fired_at,json=lastFiredAt,proto3" json:"last_fired_at,omitempty"`
 	LastCommandId string                 `protobuf:"bytes,16,opt,name=last_command_id,json=lastCommandId,proto3" json:"last_command_id,omitempty"`
 	LastDetail    string                 `protobuf:"bytes,17,opt,name=last_detail,json=lastDetail,proto3" json:"last_detail,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Nominal time of the last occurrence fired or skipped: a replaced spec
+	// continues after it, so no occurrence is fired twice.
+	LastScheduledAt *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=last_scheduled_at,json=lastScheduledAt,proto3" json:"last_scheduled_at,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *JobState) Reset() {
@@ -494,6 +527,13 @@ func (x *JobState) GetLastDetail() string {
 		return x.LastDetail
 	}
 	return ""
+}
+
+func (x *JobState) GetLastScheduledAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastScheduledAt
+	}
+	return nil
 }
 
 // Tick is produced by the timer pump into the partition that owns the row.
@@ -986,13 +1026,17 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\n" +
 	"not_before\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tnotBefore\x12=\n" +
 	"\fscheduled_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\vscheduledAt\x12\x1c\n" +
-	"\tdeferrals\x18\x05 \x01(\rR\tdeferrals\"\xb7\x01\n" +
+	"\tdeferrals\x18\x05 \x01(\rR\tdeferrals\"\xce\x02\n" +
 	"\bEmission\x12\x19\n" +
 	"\bfire_seq\x18\x01 \x01(\x04R\afireSeq\x12\x19\n" +
 	"\bemit_seq\x18\x02 \x01(\x04R\aemitSeq\x12\x18\n" +
 	"\aattempt\x18\x03 \x01(\rR\aattempt\x12=\n" +
 	"\fscheduled_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\vscheduledAt\x12\x1c\n" +
-	"\tdeferrals\x18\x05 \x01(\rR\tdeferrals\"\x81\x06\n" +
+	"\tdeferrals\x18\x05 \x01(\rR\tdeferrals\x129\n" +
+	"\n" +
+	"emitted_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\temittedAt\x12\"\n" +
+	"\fredeliveries\x18\a \x01(\rR\fredeliveries\x126\n" +
+	"\bdeadline\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\"\xc9\x06\n" +
 	"\bJobState\x12%\n" +
 	"\x04spec\x18\x01 \x01(\v2\x11.chime.v1.JobSpecR\x04spec\x12+\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x13.chime.v1.JobStatusR\x06status\x12\x19\n" +
@@ -1015,7 +1059,8 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\rlast_fired_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\vlastFiredAt\x12&\n" +
 	"\x0flast_command_id\x18\x10 \x01(\tR\rlastCommandId\x12\x1f\n" +
 	"\vlast_detail\x18\x11 \x01(\tR\n" +
-	"lastDetail\"r\n" +
+	"lastDetail\x12F\n" +
+	"\x11last_scheduled_at\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\x0flastScheduledAt\"r\n" +
 	"\x04Tick\x125\n" +
 	"\btimer_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\atimerAt\x123\n" +
 	"\asent_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x06sentAt\"\xcd\x05\n" +
@@ -1075,7 +1120,7 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\x11JOB_STATUS_PAUSED\x10\x02\x12\x18\n" +
 	"\x14JOB_STATUS_COMPLETED\x10\x03\x12\x18\n" +
 	"\x14JOB_STATUS_CANCELLED\x10\x04\x12\x13\n" +
-	"\x0fJOB_STATUS_DEAD\x10\x05*\x85\x03\n" +
+	"\x0fJOB_STATUS_DEAD\x10\x05*\xa5\x03\n" +
 	"\fJobEventType\x12\x1e\n" +
 	"\x1aJOB_EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16JOB_EVENT_TYPE_CREATED\x10\x01\x12\x1a\n" +
@@ -1090,7 +1135,8 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\x1eJOB_EVENT_TYPE_RETRY_SCHEDULED\x10\n" +
 	"\x12\x1b\n" +
 	"\x17JOB_EVENT_TYPE_DEFERRED\x10\v\x12\x1a\n" +
-	"\x16JOB_EVENT_TYPE_EXPIRED\x10\fB5Z3github.com/chime-sched/chime/schema/chimev1;chimev1b\x06proto3"
+	"\x16JOB_EVENT_TYPE_EXPIRED\x10\f\x12\x1e\n" +
+	"\x1aJOB_EVENT_TYPE_REDELIVERED\x10\rB5Z3github.com/chime-sched/chime/schema/chimev1;chimev1b\x06proto3"
 
 var (
 	file_chime_v1_scheduler_proto_rawDescOnce sync.Once
@@ -1128,37 +1174,40 @@ var file_chime_v1_scheduler_proto_depIdxs = []int32{
 	10, // 0: chime.v1.Pending.not_before:type_name -> google.protobuf.Timestamp
 	10, // 1: chime.v1.Pending.scheduled_at:type_name -> google.protobuf.Timestamp
 	10, // 2: chime.v1.Emission.scheduled_at:type_name -> google.protobuf.Timestamp
-	11, // 3: chime.v1.JobState.spec:type_name -> chime.v1.JobSpec
-	0,  // 4: chime.v1.JobState.status:type_name -> chime.v1.JobStatus
-	10, // 5: chime.v1.JobState.next_scheduled_at:type_name -> google.protobuf.Timestamp
-	10, // 6: chime.v1.JobState.timer_at:type_name -> google.protobuf.Timestamp
-	2,  // 7: chime.v1.JobState.pending:type_name -> chime.v1.Pending
-	3,  // 8: chime.v1.JobState.open:type_name -> chime.v1.Emission
-	10, // 9: chime.v1.JobState.created_at:type_name -> google.protobuf.Timestamp
-	10, // 10: chime.v1.JobState.updated_at:type_name -> google.protobuf.Timestamp
-	10, // 11: chime.v1.JobState.anchor:type_name -> google.protobuf.Timestamp
-	12, // 12: chime.v1.JobState.last_result:type_name -> chime.v1.AckResult
-	10, // 13: chime.v1.JobState.last_fired_at:type_name -> google.protobuf.Timestamp
-	10, // 14: chime.v1.Tick.timer_at:type_name -> google.protobuf.Timestamp
-	10, // 15: chime.v1.Tick.sent_at:type_name -> google.protobuf.Timestamp
-	10, // 16: chime.v1.Due.scheduled_at:type_name -> google.protobuf.Timestamp
-	10, // 17: chime.v1.Due.fire_at:type_name -> google.protobuf.Timestamp
-	10, // 18: chime.v1.Due.emitted_at:type_name -> google.protobuf.Timestamp
-	10, // 19: chime.v1.Due.deadline:type_name -> google.protobuf.Timestamp
-	13, // 20: chime.v1.Due.callback:type_name -> chime.v1.HttpCallback
-	14, // 21: chime.v1.Due.retry:type_name -> chime.v1.RetryPolicy
-	9,  // 22: chime.v1.Due.labels:type_name -> chime.v1.Due.LabelsEntry
-	15, // 23: chime.v1.Due.relevancy_window:type_name -> google.protobuf.Duration
-	1,  // 24: chime.v1.JobEvent.type:type_name -> chime.v1.JobEventType
-	10, // 25: chime.v1.JobEvent.at:type_name -> google.protobuf.Timestamp
-	10, // 26: chime.v1.JobEvent.first_scheduled_at:type_name -> google.protobuf.Timestamp
-	10, // 27: chime.v1.JobEvent.last_scheduled_at:type_name -> google.protobuf.Timestamp
-	10, // 28: chime.v1.Rejection.at:type_name -> google.protobuf.Timestamp
-	29, // [29:29] is the sub-list for method output_type
-	29, // [29:29] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	10, // 3: chime.v1.Emission.emitted_at:type_name -> google.protobuf.Timestamp
+	10, // 4: chime.v1.Emission.deadline:type_name -> google.protobuf.Timestamp
+	11, // 5: chime.v1.JobState.spec:type_name -> chime.v1.JobSpec
+	0,  // 6: chime.v1.JobState.status:type_name -> chime.v1.JobStatus
+	10, // 7: chime.v1.JobState.next_scheduled_at:type_name -> google.protobuf.Timestamp
+	10, // 8: chime.v1.JobState.timer_at:type_name -> google.protobuf.Timestamp
+	2,  // 9: chime.v1.JobState.pending:type_name -> chime.v1.Pending
+	3,  // 10: chime.v1.JobState.open:type_name -> chime.v1.Emission
+	10, // 11: chime.v1.JobState.created_at:type_name -> google.protobuf.Timestamp
+	10, // 12: chime.v1.JobState.updated_at:type_name -> google.protobuf.Timestamp
+	10, // 13: chime.v1.JobState.anchor:type_name -> google.protobuf.Timestamp
+	12, // 14: chime.v1.JobState.last_result:type_name -> chime.v1.AckResult
+	10, // 15: chime.v1.JobState.last_fired_at:type_name -> google.protobuf.Timestamp
+	10, // 16: chime.v1.JobState.last_scheduled_at:type_name -> google.protobuf.Timestamp
+	10, // 17: chime.v1.Tick.timer_at:type_name -> google.protobuf.Timestamp
+	10, // 18: chime.v1.Tick.sent_at:type_name -> google.protobuf.Timestamp
+	10, // 19: chime.v1.Due.scheduled_at:type_name -> google.protobuf.Timestamp
+	10, // 20: chime.v1.Due.fire_at:type_name -> google.protobuf.Timestamp
+	10, // 21: chime.v1.Due.emitted_at:type_name -> google.protobuf.Timestamp
+	10, // 22: chime.v1.Due.deadline:type_name -> google.protobuf.Timestamp
+	13, // 23: chime.v1.Due.callback:type_name -> chime.v1.HttpCallback
+	14, // 24: chime.v1.Due.retry:type_name -> chime.v1.RetryPolicy
+	9,  // 25: chime.v1.Due.labels:type_name -> chime.v1.Due.LabelsEntry
+	15, // 26: chime.v1.Due.relevancy_window:type_name -> google.protobuf.Duration
+	1,  // 27: chime.v1.JobEvent.type:type_name -> chime.v1.JobEventType
+	10, // 28: chime.v1.JobEvent.at:type_name -> google.protobuf.Timestamp
+	10, // 29: chime.v1.JobEvent.first_scheduled_at:type_name -> google.protobuf.Timestamp
+	10, // 30: chime.v1.JobEvent.last_scheduled_at:type_name -> google.protobuf.Timestamp
+	10, // 31: chime.v1.Rejection.at:type_name -> google.protobuf.Timestamp
+	32, // [32:32] is the sub-list for method output_type
+	32, // [32:32] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_chime_v1_scheduler_proto_init() }

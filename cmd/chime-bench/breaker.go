@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/chime-sched/chime/infra/broker"
+	"github.com/chime-sched/chime/infra/topics"
+	"github.com/chime-sched/chime/processors/breaker"
+	"github.com/chime-sched/chime/producer"
+	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/views"
+)
+
+// benchBreaker measures one breaker processor instance: the outcomes per
+// second it sustains from a backlog spread over many namespaces (each one
+// a table read, a window update and a table write through Kafka), and the
+// reaction time from the outcome that crosses a namespace's threshold to a
+// breaker view (what a dispatcher reads) gating the namespace.
+func benchBreaker(ctx context.Context, log *slog.Logger, outcomes int, partitions int32) []result {
+	dir, err := os.MkdirTemp("", "chime-bench-breaker-")
+	if err != nil {
+		fail("%v", err)
+	}
+	defer os.RemoveAll(dir)
+	b, err := broker.Start(broker.Options{DataDir: dir})
+	if err != nil {
+		fail("broker: %v", err)
+	}
+	defer b.Close()
+	brokers := b.Addrs()
+	tp := schema.NewTopics("bench.")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerLinger(5*time.Millisecond),
+		kgo.RecordPartitioner(producer.GokaPartitioner()))
+	if err != nil {
+		fail("%v", err)
+	}
+	defer cl.Close()
+	if err := topics.Ensure(ctx, kadm.NewClient(cl), tp.All(), partitions, 1); err != nil {
+		fail("topics: %v", err)
+	}
+
+	// The backlog: 1000 namespaces, one failure in ten (under every
+	// threshold, so each outcome takes the full path and no breaker opens).
+	fmt.Fprintf(os.Stderr, "breaker: producing %d outcomes...\n", outcomes)
+	const namespaces = 1000
+	now := time.Now()
+	for i := range outcomes {
+		o := &chimev1.CallbackOutcome{
+			EventId: strconv.Itoa(i), Namespace: "ns" + strconv.Itoa(i%namespaces), JobId: "job" + strconv.Itoa(i),
+			Class: chimev1.OutcomeClass_OUTCOME_CLASS_SUCCESS, StatusCode: 200,
+			Latency: durationpb.New(time.Duration(20+i%200) * time.Millisecond), FinishedAt: timestamppb.New(now),
+		}
+		if i%10 == 0 {
+			o.Class, o.StatusCode = chimev1.OutcomeClass_OUTCOME_CLASS_RETRYABLE, 503
+		}
+		v, _ := proto.Marshal(o)
+		cl.Produce(ctx, &kgo.Record{Topic: tp.Outcomes(), Key: []byte(o.Namespace), Value: v}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				fail("produce outcome: %v", err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		fail("flush: %v", err)
+	}
+
+	p := breaker.New(breaker.Config{Brokers: brokers, Topics: tp, Logger: log})
+	pctx, pcancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = p.Run(pctx) })
+	defer func() { pcancel(); wg.Wait() }()
+	v, err := views.NewBreakers(brokers, tp, "bench-view", 1, log)
+	if err != nil {
+		fail("%v", err)
+	}
+	wg.Go(func() { _ = v.Run(pctx) })
+
+	fmt.Fprintf(os.Stderr, "breaker: processing the backlog...\n")
+	for p.OutcomesHandled() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	start, first := time.Now(), p.OutcomesHandled()
+	deadline := start.Add(5 * time.Minute)
+	for p.OutcomesHandled() < uint64(outcomes) {
+		if time.Now().After(deadline) {
+			fail("breaker: %d of %d outcomes after 5 minutes", p.OutcomesHandled(), outcomes)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	rate := float64(uint64(outcomes)-first) / time.Since(start).Seconds()
+
+	// Reaction: for fresh namespaces, the default minimum of failures in a
+	// row; the clock starts when the last one is acknowledged by the broker.
+	if err := v.WaitReady(ctx); err != nil {
+		fail("view: %v", err)
+	}
+	fmt.Fprintf(os.Stderr, "breaker: measuring reaction time...\n")
+	min := schema.NamespaceDefaults().GetBreaker().GetMinRequests()
+	var reactions []time.Duration
+	for i := range 50 {
+		ns := "react" + strconv.Itoa(i)
+		var recs []*kgo.Record
+		for range min {
+			raw, _ := proto.Marshal(&chimev1.CallbackOutcome{Namespace: ns, Class: chimev1.OutcomeClass_OUTCOME_CLASS_RETRYABLE, StatusCode: 500, FinishedAt: timestamppb.Now()})
+			recs = append(recs, &kgo.Record{Topic: tp.Outcomes(), Key: []byte(ns), Value: raw})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			fail("produce: %v", err)
+		}
+		crossed := time.Now()
+		for {
+			if allow, _, _ := breaker.Gate(v.Get(ns), time.Now(), 0); !allow {
+				break
+			}
+			if time.Since(crossed) > time.Minute {
+				fail("breaker: %s not gated after a minute", ns)
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+		reactions = append(reactions, time.Since(crossed))
+	}
+	slices.Sort(reactions)
+	p50, p99, _ := quantiles(reactions)
+	return []result{
+		{"breaker: outcomes/s, one instance, through Kafka", fmt.Sprintf("%.0f outcomes/s", rate), "≥ 50k/s", verdict(rate >= 50_000)},
+		{fmt.Sprintf("breaker reaction p50 (threshold outcome → view gating, %d trips)", len(reactions)), ms(p50), "", ""},
+		{fmt.Sprintf("breaker reaction p99 (threshold outcome → view gating, %d trips)", len(reactions)), ms(p99), "≤ 1 s", verdict(p99 <= time.Second)},
+	}
+}

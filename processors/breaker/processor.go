@@ -1,0 +1,332 @@
+// Package breaker owns chime's circuit breaker: one per client namespace,
+// decided once in the stream of callback outcomes and pushed to every
+// dispatcher through the breaker table.
+//
+//	outcomes ─────────┐
+//	breaker-timers ───┼──► [breaker] ──► table: BreakerStatus (key namespace) ──► views.Breakers ──► dispatchers (Gate)
+//	breaker-commands ─┘        │   lookup: namespace-config table (thresholds)
+//	                           ├──► breaker-transitions (every state change, with reason and window)
+//	                           └──► job-commands: the cool-off timer, a one-shot scheduler job
+//	                                whose Kafka target writes a BreakerTimer to breaker-timers
+//
+// window.go is the ring of event-time buckets, machine.go the state machine
+// (pure: status in, status and transitions out, clock injected), gate.go
+// the dispatcher's question, and this file the goka wiring.
+package breaker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/storage"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/chime-sched/chime/processors"
+	"github.com/chime-sched/chime/processors/memstore"
+	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/schema/chimev1"
+)
+
+// CoolOffJobID is the scheduler job that carries a namespace's cool-off
+// timer: one per namespace, re-armed (upserted) at every trip.
+const CoolOffJobID = "breaker-cooloff"
+
+// Config configures the processor.
+type Config struct {
+	Brokers     []string
+	Topics      schema.Topics
+	ClientID    string           // default "chime-breaker"
+	Replication int              // default 1
+	Storage     storage.Builder  // nil = in memory
+	Now         func() time.Time // default time.Now
+	Logger      *slog.Logger     // default slog.Default()
+
+	// extraOptions are appended to the goka options (unit tests).
+	extraOptions []goka.ProcessorOption
+}
+
+// Processor is the breaker processor.
+type Processor struct {
+	cfg Config
+
+	mu   sync.Mutex
+	proc *goka.Processor
+
+	cacheMu sync.Mutex
+	cache   map[string]cachedConfig
+
+	outcomes atomic.Uint64
+}
+
+// cachedConfig avoids resolving the defaults for every outcome; a change
+// of the namespace's configuration bumps its version.
+type cachedConfig struct {
+	version uint64
+	cfg     Thresholds
+}
+
+// New builds the processor. It does not connect until Run.
+func New(cfg Config) *Processor {
+	if cfg.Topics.Prefix == "" {
+		cfg.Topics = schema.NewTopics("")
+	}
+	if cfg.ClientID == "" {
+		cfg.ClientID = "chime-breaker"
+	}
+	if cfg.Replication <= 0 {
+		cfg.Replication = 1
+	}
+	if cfg.Storage == nil {
+		cfg.Storage = memstore.Builder()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Processor{cfg: cfg, cache: map[string]cachedConfig{}}
+}
+
+// Graph declares the processor. Inputs arrive as raw bytes and are decoded
+// in the callbacks: a record that does not decode is logged and skipped,
+// never a processor failure.
+func (p *Processor) Graph() *goka.GroupGraph {
+	t := p.cfg.Topics
+	return goka.DefineGroup(goka.Group(t.BreakerGroup()),
+		goka.Input(goka.Stream(t.Outcomes()), new(schema.BytesCodec), p.onOutcome),
+		goka.Input(goka.Stream(t.BreakerTimers()), new(schema.BytesCodec), p.onTimer),
+		goka.Input(goka.Stream(t.BreakerCommands()), new(schema.BytesCodec), p.onCommand),
+		goka.Lookup(goka.GroupTable(goka.Group(t.NamespaceGroup())), new(schema.NamespaceConfigCodec)),
+		goka.Persist(new(schema.BreakerStatusCodec)),
+		goka.Output(goka.Stream(t.BreakerTransitions()), new(schema.BreakerTransitionCodec)),
+		// The cool-off timer is a JobCommand, marshalled here; goka's
+		// hasher puts it on the partition of the scheduler row.
+		goka.Output(goka.Stream(t.JobCommands()), new(schema.BytesCodec)),
+		goka.Output(goka.Stream(t.Rejections()), new(schema.RejectionCodec)),
+	)
+}
+
+func (p *Processor) options() []goka.ProcessorOption {
+	opts := processors.ProcessorOptions(p.cfg.ClientID, p.cfg.Replication, p.cfg.Logger)
+	opts = append(opts, goka.WithStorageBuilder(p.cfg.Storage), goka.WithNilHandling(goka.NilProcess))
+	// After the storage: goka's tester replaces it.
+	return append(opts, p.cfg.extraOptions...)
+}
+
+// Run runs the processor until ctx is done, restarting it after failures.
+func (p *Processor) Run(ctx context.Context) error {
+	return processors.Supervise(ctx, "breaker", p.cfg.Logger, func(ctx context.Context) error {
+		proc, err := goka.NewProcessor(p.cfg.Brokers, p.Graph(), p.options()...)
+		if err != nil {
+			return fmt.Errorf("breaker: %w", err)
+		}
+		p.mu.Lock()
+		p.proc = proc
+		p.mu.Unlock()
+		return proc.Run(ctx)
+	})
+}
+
+// WaitReady blocks until the processor has recovered its partitions.
+func (p *Processor) WaitReady(ctx context.Context) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		p.mu.Lock()
+		proc := p.proc
+		p.mu.Unlock()
+		if proc != nil {
+			return proc.WaitForReadyContext(ctx)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// Get reads a namespace's status from this instance's local table (nil if
+// the namespace is not in a partition this instance owns).
+func (p *Processor) Get(ns string) (*chimev1.BreakerStatus, error) {
+	p.mu.Lock()
+	proc := p.proc
+	p.mu.Unlock()
+	if proc == nil {
+		return nil, errors.New("breaker: not running")
+	}
+	v, err := proc.Get(ns)
+	if err != nil || v == nil {
+		return nil, err
+	}
+	return v.(*chimev1.BreakerStatus), nil
+}
+
+// OutcomesHandled counts the outcome records this instance has processed
+// (including skipped ones), for benchmarks and metrics.
+func (p *Processor) OutcomesHandled() uint64 { return p.outcomes.Load() }
+
+func (p *Processor) onOutcome(ctx goka.Context, msg any) {
+	p.outcomes.Add(1)
+	raw, _ := msg.([]byte)
+	o := new(chimev1.CallbackOutcome)
+	if err := proto.Unmarshal(raw, o); err != nil {
+		p.skip(ctx, "outcome does not decode as chime.v1.CallbackOutcome", err)
+		return
+	}
+	if o.GetNamespace() != "" && o.GetNamespace() != ctx.Key() {
+		p.skip(ctx, fmt.Sprintf("outcome of namespace %q published under key %q", o.GetNamespace(), ctx.Key()), nil)
+		return
+	}
+	now := p.cfg.Now()
+	st := p.status(ctx)
+	p.apply(ctx, st, Observe(st, p.config(ctx), o, now), now)
+}
+
+func (p *Processor) onTimer(ctx goka.Context, msg any) {
+	raw, _ := msg.([]byte)
+	tm := new(chimev1.BreakerTimer)
+	if err := proto.Unmarshal(raw, tm); err != nil {
+		p.skip(ctx, "timer does not decode as chime.v1.BreakerTimer", err)
+		return
+	}
+	if tm.GetNamespace() != ctx.Key() {
+		p.skip(ctx, fmt.Sprintf("timer of namespace %q published under key %q", tm.GetNamespace(), ctx.Key()), nil)
+		return
+	}
+	now := p.cfg.Now()
+	st := p.status(ctx)
+	p.apply(ctx, st, OnTimer(st, p.config(ctx), tm, now), now)
+}
+
+func (p *Processor) onCommand(ctx goka.Context, msg any) {
+	raw, _ := msg.([]byte)
+	now := p.cfg.Now()
+	cmd := new(chimev1.BreakerCommand)
+	err := proto.Unmarshal(raw, cmd)
+	if err != nil {
+		err = fmt.Errorf("%w: does not decode as chime.v1.BreakerCommand: %v", ErrCommand, err)
+	} else {
+		err = ValidateCommand(ctx.Key(), cmd)
+	}
+	if err != nil {
+		ctx.Emit(goka.Stream(p.cfg.Topics.Rejections()), ctx.Key(), &chimev1.Rejection{
+			EventId:   "breaker-" + strconv.Itoa(int(ctx.Partition())) + "-" + strconv.FormatInt(ctx.Offset(), 10),
+			CommandId: cmd.GetCommandId(),
+			Namespace: cmd.GetNamespace(),
+			Reason:    err.Error(),
+			At:        timestamppb.New(now),
+			Topic:     string(ctx.Topic()),
+			Partition: ctx.Partition(),
+			Offset:    ctx.Offset(),
+			Command:   raw,
+		})
+		p.cfg.Logger.Info("breaker command rejected", "namespace", ctx.Key(), "reason", err)
+		return
+	}
+	st := p.status(ctx)
+	p.apply(ctx, st, OnCommand(st, p.config(ctx), cmd, now), now)
+}
+
+func (p *Processor) skip(ctx goka.Context, what string, err error) {
+	p.cfg.Logger.Warn("breaker: record skipped", "what", what, "err", err,
+		"topic", string(ctx.Topic()), "partition", ctx.Partition(), "offset", ctx.Offset(), "key", ctx.Key())
+}
+
+func (p *Processor) status(ctx goka.Context) *chimev1.BreakerStatus {
+	if st, ok := ctx.Value().(*chimev1.BreakerStatus); ok && st != nil {
+		if st.Namespace == "" {
+			st.Namespace = ctx.Key()
+		}
+		return st
+	}
+	return NewStatus(ctx.Key())
+}
+
+// config reads the namespace's thresholds from the namespace-config table.
+func (p *Processor) config(ctx goka.Context) Thresholds {
+	ns := ctx.Key()
+	stored, _ := ctx.Lookup(goka.GroupTable(goka.Group(p.cfg.Topics.NamespaceGroup())), ns).(*chimev1.NamespaceConfig)
+	version := stored.GetVersion()
+	p.cacheMu.Lock()
+	c, ok := p.cache[ns]
+	p.cacheMu.Unlock()
+	if ok && c.version == version {
+		return c.cfg
+	}
+	cfg := ThresholdsFor(ns, stored)
+	p.cacheMu.Lock()
+	p.cache[ns] = cachedConfig{version: version, cfg: cfg}
+	p.cacheMu.Unlock()
+	return cfg
+}
+
+// apply writes a result through the goka context: goka commits the input
+// only after the table write and every emit are acknowledged, so a crash
+// in between replays the input and decides again.
+func (p *Processor) apply(ctx goka.Context, st *chimev1.BreakerStatus, res Result, now time.Time) {
+	t := p.cfg.Topics
+	for _, tr := range res.Transitions {
+		ctx.Emit(goka.Stream(t.BreakerTransitions()), ctx.Key(), tr)
+		p.cfg.Logger.Info("breaker transition", "namespace", tr.GetNamespace(), "from", tr.GetFrom(), "to", tr.GetTo(), "reason", tr.GetReason())
+	}
+	if res.Timer != nil {
+		raw, err := CoolOffCommand(t, res.Timer, now)
+		if err != nil {
+			// Marshalling our own messages cannot fail; if it ever does
+			// the breaker would stay open, so say it loudly.
+			p.cfg.Logger.Error("breaker: cool-off timer not armed", "namespace", ctx.Key(), "err", err)
+		} else {
+			ctx.Emit(goka.Stream(t.JobCommands()), schema.JobKey(res.Timer.GetNamespace(), CoolOffJobID), raw)
+		}
+	}
+	if res.Changed {
+		ctx.SetValue(st)
+	} else if res.Ignored != "" {
+		p.cfg.Logger.Debug("breaker: input ignored", "namespace", ctx.Key(), "why", res.Ignored)
+	}
+}
+
+// CoolOffCommand is the scheduler command that arms tm: a one-shot job at
+// tm.fire_at whose Kafka target writes tm to the breaker-timers topic.
+func CoolOffCommand(t schema.Topics, tm *chimev1.BreakerTimer, now time.Time) ([]byte, error) {
+	payload, err := proto.Marshal(tm)
+	if err != nil {
+		return nil, fmt.Errorf("breaker: marshal timer: %w", err)
+	}
+	ns := tm.GetNamespace()
+	cmd := &chimev1.JobCommand{
+		// Unique per arming, even if the breaker table were ever rebuilt
+		// from scratch and its versions started again: the scheduler
+		// ignores an upsert whose id repeats the row's last command.
+		CommandId: "breaker-cooloff/" + ns + "/" + strconv.FormatUint(tm.GetVersion(), 10) + "/" + strconv.FormatInt(tm.GetFireAt().AsTime().UnixMilli(), 10),
+		IssuedAt:  timestamppb.New(now),
+		Namespace: ns,
+		JobId:     CoolOffJobID,
+		Command: &chimev1.JobCommand_Upsert{Upsert: &chimev1.Upsert{Spec: &chimev1.JobSpec{
+			Namespace: ns,
+			Id:        CoolOffJobID,
+			Schedule:  &chimev1.Schedule{Kind: &chimev1.Schedule_At{At: tm.GetFireAt()}},
+			Target: &chimev1.Target{Kind: &chimev1.Target_Kafka{Kafka: &chimev1.KafkaTarget{
+				Topic: t.BreakerTimers(),
+				Key:   []byte(ns),
+				Value: payload,
+			}}},
+			// A timer that fires late still ends the cool-off: without
+			// it the breaker would stay open.
+			RelevancyWindow: durationpb.New(schema.MaxRelevancyWindow),
+			Labels:          map[string]string{"chime.breaker": "cool-off"},
+		}}},
+	}
+	return proto.Marshal(cmd)
+}

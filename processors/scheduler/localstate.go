@@ -1,0 +1,66 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/lovoo/goka/storage"
+)
+
+// cleanMarker is present in a LevelDB state dir only while no process uses
+// it and the last one stopped cleanly.
+const cleanMarker = "CLEAN"
+
+// LocalState is the scheduler's LevelDB cache of its table.
+//
+// goka writes a row to local storage before Kafka has acknowledged the
+// row's table record and the events emitted with it. After a kill -9 the
+// local copy can be ahead of Kafka: a row says "fired" while its due event
+// never reached the broker, and the replayed tick then finds nothing due.
+// Kafka is the truth, so a dir that was not closed cleanly is wiped and the
+// table is recovered from Kafka. After a clean stop the cache is kept and
+// saves that recovery.
+type LocalState struct {
+	dir string
+}
+
+// OpenLocalState prepares dir for a run: it wipes it if the previous run
+// did not stop cleanly, and removes the clean marker until Close.
+func OpenLocalState(dir string, logger *slog.Logger) (*LocalState, error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("scheduler state dir %q: %w", dir, err)
+	case len(entries) > 0:
+		if _, err := os.Stat(filepath.Join(dir, cleanMarker)); err != nil {
+			logger.Warn("scheduler state was not closed cleanly; rebuilding it from Kafka", "dir", dir)
+			if err := os.RemoveAll(dir); err != nil {
+				return nil, fmt.Errorf("wiping scheduler state dir %q: %w", dir, err)
+			}
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("scheduler state dir %q: %w", dir, err)
+	}
+	if err := os.Remove(filepath.Join(dir, cleanMarker)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("scheduler state dir %q: %w", dir, err)
+	}
+	return &LocalState{dir: dir}, nil
+}
+
+// Builder is goka's LevelDB storage in the state dir.
+func (l *LocalState) Builder() storage.Builder { return storage.DefaultBuilder(l.dir) }
+
+// Close marks the state clean; call it after the scheduler's Run returned
+// (every storage is closed by then).
+func (l *LocalState) Close() error {
+	return os.WriteFile(filepath.Join(l.dir, cleanMarker), nil, 0o644)
+}
