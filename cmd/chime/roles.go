@@ -85,12 +85,23 @@ func (e *env) connect(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cannot reach Kafka at %s: %w", strings.Join(e.brokers, ","), err)
 	}
-	// goka insists that a table's replication equals its own setting, so
-	// every component uses the same capped value as provisioning.
-	e.replication = min(e.cfg.Replication, int16(len(meta.Brokers)))
-	if err := topics.Ensure(cctx, adm, e.cfg.Topics().All(), e.cfg.Partitions, e.replication,
+	if err := topics.Ensure(cctx, adm, e.cfg.Topics().All(), e.cfg.Partitions, min(e.cfg.Replication, int16(len(meta.Brokers))),
 		topics.WithWarnf(func(f string, a ...any) { e.log.Warn(fmt.Sprintf(f, a...)) })); err != nil {
 		return err
+	}
+	// goka insists that a table's replication equals its own setting, so
+	// every component uses what the table topic really has, not what the
+	// brokers up right now would allow.
+	td, err := adm.ListTopics(cctx, e.cfg.Topics().SchedulerTable())
+	if err != nil {
+		return fmt.Errorf("describing %s: %w", e.cfg.Topics().SchedulerTable(), err)
+	}
+	e.replication = 1
+	for _, t := range td {
+		for _, p := range t.Partitions {
+			e.replication = int16(max(1, len(p.Replicas)))
+			break
+		}
 	}
 	return nil
 }
@@ -103,11 +114,7 @@ func (e *env) close() {
 	}
 }
 
-func (e *env) schedulerConfig() scheduler.Config {
-	st := memstore.Builder()
-	if e.cfg.SchedulerStorage == config.StorageLevelDB {
-		st = storage.DefaultBuilder(filepath.Join(e.cfg.StateDir, "scheduler"))
-	}
+func (e *env) schedulerConfig(st storage.Builder) scheduler.Config {
 	return scheduler.Config{
 		Brokers:           e.brokers,
 		Topics:            e.cfg.Topics(),
@@ -127,7 +134,20 @@ func roleTopics(_ context.Context, e *env) error {
 }
 
 func roleScheduler(ctx context.Context, e *env) error {
-	s, err := scheduler.New(e.schedulerConfig())
+	st := memstore.Builder()
+	if e.cfg.SchedulerStorage == config.StorageLevelDB {
+		local, err := scheduler.OpenLocalState(filepath.Join(e.cfg.StateDir, "scheduler"), e.log)
+		if err != nil {
+			return err
+		}
+		st = local.Builder()
+		defer func() {
+			if err := local.Close(); err != nil {
+				e.log.Error("marking scheduler state clean", "err", err)
+			}
+		}()
+	}
+	s, err := scheduler.New(e.schedulerConfig(st))
 	if err != nil {
 		return err
 	}
@@ -149,8 +169,9 @@ func roleScheduler(ctx context.Context, e *env) error {
 func roleDev(ctx context.Context, e *env) error {
 	e.log.Info("chime dev: all roles in one process", "brokers", strings.Join(e.brokers, ","), "state_dir", e.cfg.StateDir)
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return roleNamespaces(ctx, e) })
+	g.Go(func() error { return roleBreaker(ctx, e) })
 	g.Go(func() error { return roleScheduler(ctx, e) })
+	g.Go(func() error { return runDispatcher(ctx, e, true) })
 	return g.Wait()
 }
 

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"context"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/chime-sched/chime/processors/breaker"
+)
+
+// roleBreaker runs the breaker processor and, beside it, the small
+// namespace-config processor whose table the breaker reads its thresholds
+// from.
+func roleBreaker(ctx context.Context, e *env) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return roleNamespaces(ctx, e) })
+	g.Go(func() error { return runBreaker(ctx, e) })
+	return g.Wait()
+}
+
+func runBreaker(ctx context.Context, e *env) error {
+	return breaker.New(breaker.Config{
+		Brokers:     e.brokers,
+		Topics:      e.cfg.Topics(),
+		ClientID:    e.cfg.ClientID + "-breaker",
+		Replication: int(e.replication),
+		Logger:      e.log.With("component", "breaker"),
+	}).Run(ctx)
+}

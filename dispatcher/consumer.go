@@ -1,0 +1,354 @@
+package dispatcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/chime-sched/chime/schema"
+)
+
+// GroupName is the dispatchers' consumer group: "<prefix>dispatcher".
+func GroupName(t schema.Topics) string { return t.Prefix + "dispatcher" }
+
+// The consumer hands every due event to its own goroutine at once (lanes.go
+// decides when it may be called), so offsets complete out of order. Per
+// partition it keeps the offsets taken and not yet committed, in order;
+// the committable offset is one past the longest completed prefix. A due
+// whose results never reached Kafka stays uncompleted, so its offset, and
+// everything after it, is redelivered to whoever owns the partition next.
+//
+// Rebalances: BlockRebalanceOnPoll makes revocations happen only between
+// polls, so a poll never returns records of a partition already revoked.
+// On revoke the partition's calls get RevokeWait to finish, the completed
+// prefix is committed, and the partition is forgotten: calls still running
+// publish their results but no longer commit (the new owner replays them,
+// and the Idempotency-Key lets the endpoint see it is a repeat).
+//
+// Lock order: consumer.commitMu, then consumer.mu.
+
+type entry struct {
+	offset int64
+	epoch  int32
+	done   bool
+}
+
+type partState struct {
+	// owned ends when the partition is revoked or lost.
+	owned     context.Context
+	disown    context.CancelFunc
+	entries   []*entry // taken and not committable yet, in offset order
+	inflight  int
+	next      int64 // one past the completed prefix; -1 none yet
+	nextEpoch int32
+	committed int64
+}
+
+type consumer struct {
+	d     *Dispatcher
+	cl    *kgo.Client
+	topic string
+
+	// commitMu makes each commit (snapshot of the prefixes, then the
+	// request) one step, so a periodic commit cannot land after a
+	// revoke's commit with older offsets.
+	commitMu sync.Mutex
+
+	mu    sync.Mutex
+	cond  *sync.Cond // broadcast when a partition's inflight drops
+	parts map[int32]*partState
+	// buffered counts dues taken and not finished, over all partitions
+	// (revoked ones too: their calls still hold resources).
+	buffered int
+	paused   bool
+
+	handlers sync.WaitGroup
+}
+
+// Run consumes due events until ctx ends, then lets calls in flight finish
+// (up to RevokeWait), commits what completed, leaves the group and returns.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	c := &consumer{d: d, topic: d.cfg.Topics.Due(), parts: map[int32]*partState{}}
+	c.cond = sync.NewCond(&c.mu)
+	defer d.closeProducers()
+	cl, err := kgo.NewClient(append(append([]kgo.Opt{
+		kgo.SeedBrokers(d.cfg.Brokers...),
+		kgo.ClientID(d.cfg.ClientID + "-consumer"),
+		kgo.FetchMaxWait(100 * time.Millisecond),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	}, d.cfg.KgoOptions...),
+		kgo.ConsumerGroup(GroupName(d.cfg.Topics)),
+		kgo.ConsumeTopics(c.topic),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsRevoked(c.onRevoked),
+		kgo.OnPartitionsLost(c.onLost),
+	)...)
+	if err != nil {
+		return fmt.Errorf("dispatcher: kafka consumer: %w", err)
+	}
+	c.cl = cl
+
+	commitCtx, stopCommits := context.WithCancel(context.Background())
+	committerDone := make(chan struct{})
+	go func() {
+		defer close(committerDone)
+		t := time.NewTicker(d.cfg.CommitInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-commitCtx.Done():
+				return
+			case <-t.C:
+				c.commit(commitCtx, nil)
+			}
+		}
+	}()
+
+	d.log.Info("dispatcher consuming", "topic", c.topic, "group", GroupName(d.cfg.Topics), "id", d.cfg.ID)
+	for {
+		fs := cl.PollRecords(ctx, 4096)
+		if ctx.Err() != nil || fs.IsClientClosed() {
+			cl.AllowRebalance()
+			break
+		}
+		fs.EachError(func(t string, p int32, err error) {
+			if !errors.Is(err, context.Canceled) {
+				d.log.Warn("fetch error", "topic", t, "partition", p, "err", err)
+			}
+		})
+		consumed := time.Now()
+		fs.EachRecord(func(r *kgo.Record) { c.start(r, consumed) })
+		cl.AllowRebalance()
+	}
+
+	// Shutdown: stop taking work, let calls finish, commit, leave.
+	c.waitHandlers(d.cfg.RevokeWait)
+	stopCommits()
+	<-committerDone
+	fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	c.commit(fctx, nil)
+	cancel()
+	c.mu.Lock()
+	for _, st := range c.parts {
+		st.disown()
+	}
+	c.parts = map[int32]*partState{} // the final revoke has nothing left to do
+	c.cond.Broadcast()
+	c.mu.Unlock()
+	cl.CloseAllowingRebalance()
+	return nil
+}
+
+func (d *Dispatcher) closeProducers() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = d.out.Flush(ctx)
+	_ = d.cmds.Flush(ctx)
+	d.out.Close()
+	d.cmds.Close()
+	d.cancelCall()
+}
+
+// start tracks r and hands it to its goroutine.
+func (c *consumer) start(r *kgo.Record, consumed time.Time) {
+	c.d.stats.consumed.Add(1)
+	e := &entry{offset: r.Offset, epoch: r.LeaderEpoch}
+	c.mu.Lock()
+	ps := c.parts[r.Partition]
+	if ps == nil {
+		ps = &partState{next: -1, committed: -1}
+		ps.owned, ps.disown = context.WithCancel(c.d.callCtx)
+		c.parts[r.Partition] = ps
+	}
+	ps.entries = append(ps.entries, e)
+	ps.inflight++
+	c.buffered++
+	if !c.paused && c.buffered >= c.d.cfg.MaxBuffered {
+		c.paused = true
+		c.cl.PauseFetchTopics(c.topic)
+	}
+	c.mu.Unlock()
+
+	c.handlers.Add(1)
+	go func() {
+		defer c.handlers.Done()
+		ok := c.d.handle(ps.owned, r.Value, consumed)
+		c.complete(r.Partition, ps, e, ok)
+	}()
+}
+
+// complete records that e finished; ok says its results are in Kafka.
+func (c *consumer) complete(p int32, ps *partState, e *entry, ok bool) {
+	if ok {
+		c.d.stats.completed.Add(1)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ps.inflight--
+	c.buffered--
+	if c.paused && c.buffered <= c.d.cfg.MaxBuffered/2 {
+		c.paused = false
+		c.cl.ResumeFetchTopics(c.topic)
+	}
+	c.cond.Broadcast()
+	if c.parts[p] != ps {
+		return // revoked meanwhile: the next owner replays it
+	}
+	if !ok {
+		return // stays in entries, undone: nothing past it is committed
+	}
+	e.done = true
+	i := 0
+	for i < len(ps.entries) && ps.entries[i].done {
+		ps.next, ps.nextEpoch = ps.entries[i].offset+1, ps.entries[i].epoch
+		i++
+	}
+	if i > 0 {
+		clear(ps.entries[:i])
+		ps.entries = ps.entries[i:]
+	}
+}
+
+// commit commits the completed prefix of the partitions in only (nil: all).
+func (c *consumer) commit(ctx context.Context, only []int32) {
+	c.commitMu.Lock()
+	defer c.commitMu.Unlock()
+	offsets := map[int32]kgo.EpochOffset{}
+	c.mu.Lock()
+	for p, ps := range c.parts {
+		if only != nil && !containsPartition(only, p) {
+			continue
+		}
+		if ps.next > ps.committed {
+			offsets[p] = kgo.EpochOffset{Epoch: ps.nextEpoch, Offset: ps.next}
+		}
+	}
+	c.mu.Unlock()
+	if len(offsets) == 0 {
+		return
+	}
+	var commitErr error
+	c.cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{c.topic: offsets}, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		commitErr = err
+		if err == nil {
+			commitErr = commitResponseErr(resp)
+		}
+	})
+	if commitErr != nil {
+		if ctx.Err() == nil {
+			c.d.log.Warn("committing offsets failed; will retry", "err", commitErr)
+		}
+		return
+	}
+	c.mu.Lock()
+	for p, eo := range offsets {
+		if ps := c.parts[p]; ps != nil && eo.Offset > ps.committed {
+			ps.committed = eo.Offset
+		}
+	}
+	c.mu.Unlock()
+}
+
+func containsPartition(ps []int32, p int32) bool {
+	for _, q := range ps {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// onRevoked gives the revoked partitions' calls RevokeWait to finish,
+// commits their completed prefix and forgets them.
+func (c *consumer) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	ps := revoked[c.topic]
+	if len(ps) == 0 {
+		return
+	}
+	c.waitPartitions(ps, c.d.cfg.RevokeWait)
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	c.commit(cctx, ps)
+	cancel()
+	c.commitMu.Lock() // no periodic commit between the last one and forgetting
+	c.forget(ps)
+	c.commitMu.Unlock()
+	c.d.log.Info("partitions revoked", "partitions", ps)
+}
+
+// onLost forgets the partitions: committing is pointless, the group has
+// moved on without this member.
+func (c *consumer) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	if ps := lost[c.topic]; len(ps) > 0 {
+		c.forget(ps)
+		c.d.log.Warn("partitions lost", "partitions", ps)
+	}
+}
+
+func (c *consumer) forget(ps []int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range ps {
+		if st := c.parts[p]; st != nil {
+			st.disown()
+		}
+		delete(c.parts, p)
+	}
+}
+
+// waitPartitions waits until none of ps has calls in flight, or for d.
+func (c *consumer) waitPartitions(ps []int32, d time.Duration) {
+	timedOut := false
+	t := time.AfterFunc(d, func() {
+		c.mu.Lock()
+		timedOut = true
+		c.cond.Broadcast()
+		c.mu.Unlock()
+	})
+	defer t.Stop()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for !timedOut {
+		busy := false
+		for _, p := range ps {
+			if st := c.parts[p]; st != nil && st.inflight > 0 {
+				busy = true
+			}
+		}
+		if !busy {
+			return
+		}
+		c.cond.Wait()
+	}
+}
+
+// waitHandlers waits for every call to finish; after d it cuts the calls
+// short (their dues stay uncommitted) and waits for them to return.
+func (c *consumer) waitHandlers(d time.Duration) {
+	done := make(chan struct{})
+	go func() { c.handlers.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		c.d.log.Warn("calls still running at shutdown; cutting them short, their dues are redelivered", "waited", d)
+		c.d.cancelCall()
+		<-done
+	}
+}
+
+func commitResponseErr(resp *kmsg.OffsetCommitResponse) error {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return fmt.Errorf("partition %d: %w", p.Partition, err)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,430 @@
+// Package dispatcher owns chime's dispatcher: it consumes due events,
+// makes the HTTP callbacks, decides what follows each attempt (ack, retry,
+// defer, dead letter) and reports every attempt as an outcome.
+//
+// Flow, per due event:
+//
+//	due (key ns) ──► consumer.go ──► lanes.go (namespace slots, rate limit)
+//	                    │               │ admitted          │ held back too long
+//	                    │            call.go ──► classify.go ▼
+//	                    │               │        retry.go   Defer
+//	                    │               ▼
+//	                    │   outcomes (key ns), dead-letters, job-commands (Retry/Defer/Ack)
+//	                    └── offset committed once all of those are acknowledged
+//
+// A retry is a command back to the scheduler, never a sleep here: the
+// scheduler re-emits the due at not_before with the next attempt number.
+package dispatcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/chime-sched/chime/producer"
+	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/schema/chimev1"
+)
+
+// Dispatcher is one dispatcher instance; several with the same topics share
+// the due partitions through the consumer group.
+type Dispatcher struct {
+	cfg    Config
+	log    *slog.Logger
+	client *http.Client
+	// transport is the default client's, called directly; nil when
+	// Config.HTTPClient replaced the client.
+	transport *http.Transport
+	lanes     *lanes
+	dedup     *dedup
+	out       *kgo.Client // outcomes and dead letters
+	cmds      *producer.Producer
+
+	// callCtx is cancelled only when a shutdown gives up waiting for calls.
+	callCtx    context.Context
+	cancelCall context.CancelFunc
+
+	stats struct {
+		consumed, completed, calls, duplicates atomic.Int64
+		byClass                                [7]atomic.Int64
+	}
+}
+
+// Stats are counters since start.
+type Stats struct {
+	// Consumed due events, Completed ones (results acknowledged by Kafka),
+	// Calls made, Duplicates skipped.
+	Consumed, Completed, Calls, Duplicates int64
+	// ByClass counts outcomes by class.
+	ByClass map[chimev1.OutcomeClass]int64
+}
+
+// New returns a dispatcher; Run starts it.
+func New(cfg Config) (*Dispatcher, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	d := &Dispatcher{
+		cfg:    cfg,
+		log:    cfg.Logger,
+		client: cfg.HTTPClient,
+		lanes:  newLanes(cfg.MaxInFlight, cfg.DefaultMaxConcurrency, cfg.MaxQueued),
+		dedup:  newDedup(cfg.DedupSize),
+	}
+	if d.client == nil {
+		d.client, d.transport = newHTTPClient(&d.cfg.Guard, cfg.MaxInFlight)
+	}
+	out, err := kgo.NewClient(append(append([]kgo.Opt{
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.ClientID(cfg.ClientID),
+		kgo.ProducerLinger(2 * time.Millisecond),
+	}, cfg.KgoOptions...),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		// Outcomes are keyed by namespace and read by goka (the breaker):
+		// sarama's partitioning, or a namespace's outcomes split.
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(kgo.SaramaCompatHasher(fnv32a))),
+	)...)
+	if err != nil {
+		return nil, fmt.Errorf("dispatcher: kafka client: %w", err)
+	}
+	d.out = out
+	d.cmds, err = producer.New(
+		producer.Brokers(cfg.Brokers),
+		producer.TopicPrefix(cfg.Topics.Prefix),
+		producer.ClientID(cfg.ClientID+"-commands"),
+		producer.Clock(cfg.Now),
+		producer.KgoOptions(append([]kgo.Opt{kgo.ProducerLinger(2 * time.Millisecond)}, cfg.KgoOptions...)...),
+	)
+	if err != nil {
+		out.Close()
+		return nil, fmt.Errorf("dispatcher: command producer: %w", err)
+	}
+	d.callCtx, d.cancelCall = context.WithCancel(context.Background())
+	return d, nil
+}
+
+// ID is the dispatcher_id this instance reports in outcomes.
+func (d *Dispatcher) ID() string { return d.cfg.ID }
+
+// Stats returns the counters.
+func (d *Dispatcher) Stats() Stats {
+	s := Stats{
+		Consumed:   d.stats.consumed.Load(),
+		Completed:  d.stats.completed.Load(),
+		Calls:      d.stats.calls.Load(),
+		Duplicates: d.stats.duplicates.Load(),
+		ByClass:    map[chimev1.OutcomeClass]int64{},
+	}
+	for i := range d.stats.byClass {
+		if n := d.stats.byClass[i].Load(); n > 0 {
+			s.ByClass[chimev1.OutcomeClass(i)] = n
+		}
+	}
+	return s
+}
+
+func fnv32a(key []byte) uint32 {
+	h := fnv.New32a()
+	_, _ = h.Write(key)
+	return h.Sum32()
+}
+
+// result is everything one due produces, published together.
+type result struct {
+	outcome *chimev1.CallbackOutcome
+	dead    *chimev1.DeadLetter
+	cmds    []*chimev1.JobCommand
+}
+
+// handle takes one due event from decoding to its results acknowledged by
+// Kafka. It returns false when the results may not be in Kafka: the offset
+// must then not be committed. owned ends when the due's partition is
+// revoked: a due still waiting for admission is then abandoned to the new
+// owner rather than called twice.
+func (d *Dispatcher) handle(owned context.Context, raw []byte, consumed time.Time) bool {
+	due := new(chimev1.Due)
+	if err := proto.Unmarshal(raw, due); err != nil {
+		// Nothing can be answered for a record that does not decode (no
+		// namespace, no job): log it loudly and move on rather than stall
+		// the partition behind it.
+		d.log.Error("due event does not decode; skipped", "err", err, "bytes", len(raw))
+		return true
+	}
+	key := emissionKey(due.GetIdempotencyKey(), due.GetEmitSeq())
+	for {
+		f, mine, seen := d.dedup.begin(key)
+		if seen {
+			d.stats.duplicates.Add(1)
+			return true
+		}
+		if mine {
+			ok := d.process(owned, due, consumed)
+			d.dedup.finish(key, f, ok)
+			return ok
+		}
+		select {
+		case <-f.done:
+			if f.ok {
+				d.stats.duplicates.Add(1)
+				return true
+			}
+		case <-owned.Done():
+			return false
+		}
+	}
+}
+
+// process decides, calls and publishes. The call and the publishing run
+// on callCtx: once started they finish even if the partition moves, so
+// their results are not lost (the new owner may repeat the call; the
+// Idempotency-Key says so).
+func (d *Dispatcher) process(owned context.Context, due *chimev1.Due, consumed time.Time) bool {
+	ctx := d.callCtx
+	ns := d.cfg.Namespaces.Namespace(due.GetNamespace())
+	if res, expired := d.expired(due, ns); expired {
+		return d.publish(ctx, res)
+	}
+	ln := d.lanes.get(due.GetNamespace(), ns)
+	adm, kind, ok := d.lanes.acquire(owned, ln, time.Now().Add(d.cfg.AdmissionWait))
+	if !ok {
+		if owned.Err() != nil {
+			return false
+		}
+		return d.publish(ctx, d.deferred(due, kind))
+	}
+	if owned.Err() != nil {
+		adm.release()
+		return false
+	}
+	if res, expired := d.expired(due, ns); expired {
+		adm.release()
+		return d.publish(ctx, res)
+	}
+	d.stats.calls.Add(1)
+	cr := d.call(ctx, due, ns, consumed)
+	adm.release()
+	if ctx.Err() != nil {
+		return false // shutdown cut the call short: the next owner makes it
+	}
+	return d.publish(ctx, d.decide(due, ns, cr))
+}
+
+// expired answers a due whose relevancy deadline has passed. The deadline
+// is the due's own (the scheduler sets it from the job's window); a due
+// without one takes the namespace's relevancy_window, which only the
+// dispatcher knows.
+func (d *Dispatcher) expired(due *chimev1.Due, ns *chimev1.NamespaceConfig) (result, bool) {
+	now := d.cfg.Now()
+	var deadline time.Time
+	switch {
+	case due.GetDeadline() != nil:
+		deadline = due.GetDeadline().AsTime()
+	case ns.GetRelevancyWindow().AsDuration() > 0 && due.GetScheduledAt() != nil:
+		deadline = due.GetScheduledAt().AsTime().Add(ns.GetRelevancyWindow().AsDuration())
+	default:
+		return result{}, false
+	}
+	if !now.After(deadline) {
+		return result{}, false
+	}
+	o := d.outcome(due, chimev1.OutcomeClass_OUTCOME_CLASS_EXPIRED)
+	o.ErrorKind = kindExpired
+	o.Error = fmt.Sprintf("relevancy deadline %s passed; not sent", deadline.UTC().Format(time.RFC3339Nano))
+	o.StartedAt, o.FinishedAt = timestamppb.New(now), timestamppb.New(now)
+	return result{outcome: o, cmds: []*chimev1.JobCommand{d.ack(due, chimev1.AckResult_ACK_RESULT_EXPIRED, o.Error)}}, true
+}
+
+// deferred hands a due held back by its namespace's limits back to the
+// scheduler without charging an attempt.
+func (d *Dispatcher) deferred(due *chimev1.Due, kind string) result {
+	now := d.cfg.Now()
+	next := now.Add(deferSpread(d.cfg.DeferDelay))
+	o := d.outcome(due, chimev1.OutcomeClass_OUTCOME_CLASS_DEFERRED)
+	o.ErrorKind = kind
+	o.Error = fmt.Sprintf("namespace %s: waited %s for its %s; deferred", due.GetNamespace(), d.cfg.AdmissionWait, map[string]string{kindRateLimit: "rate limit", kindConcurrency: "concurrency cap"}[kind])
+	o.StartedAt, o.FinishedAt = timestamppb.New(now), timestamppb.New(now)
+	o.WillRetry, o.NextAttemptAt = true, timestamppb.New(next)
+	cmd := &chimev1.JobCommand{
+		Namespace: due.GetNamespace(), JobId: due.GetJobId(),
+		Command: &chimev1.JobCommand_Defer{Defer: &chimev1.Defer{
+			FireSeq: due.GetFireSeq(), EmitSeq: due.GetEmitSeq(), NotBefore: timestamppb.New(next), Reason: o.Error,
+		}},
+	}
+	return result{outcome: o, cmds: []*chimev1.JobCommand{cmd}}
+}
+
+// decide turns a call's result into the outcome and what follows it.
+func (d *Dispatcher) decide(due *chimev1.Due, ns *chimev1.NamespaceConfig, cr callResult) result {
+	now := d.cfg.Now()
+	o := d.outcome(due, cr.class)
+	o.StatusCode = int32(cr.status)
+	o.Latency = durationpb.New(cr.latency)
+	o.ErrorKind, o.Error = cr.errKind, cr.err
+	o.BodySnippet = cr.body
+	o.StartedAt, o.FinishedAt = timestamppb.New(cr.started), timestamppb.New(now)
+	o.Url, o.Method = cr.url, cr.method
+	attempt := max(due.GetAttempt(), 1)
+	res := result{outcome: o}
+
+	switch cr.class {
+	case chimev1.OutcomeClass_OUTCOME_CLASS_SUCCESS:
+		res.cmds = append(res.cmds, d.ack(due, chimev1.AckResult_ACK_RESULT_SUCCEEDED, ""))
+		return res
+	case chimev1.OutcomeClass_OUTCOME_CLASS_RETRYABLE:
+		p := resolvePolicy(due.GetRetry(), ns.GetRetry())
+		if attempt >= p.MaxAttempts {
+			return d.dead(due, res, chimev1.AckResult_ACK_RESULT_DEAD,
+				fmt.Sprintf("retries exhausted: attempt %d of %d failed (%s)", attempt, p.MaxAttempts, describe(cr)))
+		}
+		delay, fromHeader := retryDelay(p, attempt, cr.retryAfter, now)
+		next := now.Add(delay)
+		if p.MaxElapsed > 0 && due.GetScheduledAt() != nil && next.Sub(due.GetScheduledAt().AsTime()) > p.MaxElapsed {
+			return d.dead(due, res, chimev1.AckResult_ACK_RESULT_DEAD,
+				fmt.Sprintf("retries exhausted: the next attempt at %s would exceed max_elapsed %s after the scheduled time (%s)", next.UTC().Format(time.RFC3339), p.MaxElapsed, describe(cr)))
+		}
+		reason := describe(cr)
+		if fromHeader {
+			reason += "; Retry-After " + cr.retryAfter
+		}
+		o.WillRetry, o.NextAttemptAt = true, timestamppb.New(next)
+		res.cmds = append(res.cmds, &chimev1.JobCommand{
+			Namespace: due.GetNamespace(), JobId: due.GetJobId(),
+			Command: &chimev1.JobCommand_Retry{Retry: &chimev1.Retry{
+				FireSeq: due.GetFireSeq(), EmitSeq: due.GetEmitSeq(), Attempt: attempt + 1,
+				NotBefore: timestamppb.New(next), Reason: reason,
+			}},
+		})
+		return res
+	case chimev1.OutcomeClass_OUTCOME_CLASS_REFUSED:
+		return d.dead(due, res, chimev1.AckResult_ACK_RESULT_FAILED, "refused: "+cr.err)
+	default: // permanent
+		return d.dead(due, res, chimev1.AckResult_ACK_RESULT_FAILED, "permanent: "+describe(cr))
+	}
+}
+
+func describe(cr callResult) string {
+	if cr.status != 0 {
+		return "HTTP " + strconv.Itoa(cr.status)
+	}
+	return cr.errKind + ": " + cr.err
+}
+
+// dead adds the dead letter and the closing ack. The dead letter carries
+// the due (callback, retry policy, labels) and this attempt's outcome; the
+// earlier attempts are on the outcomes topic under the same fire_seq.
+func (d *Dispatcher) dead(due *chimev1.Due, res result, ack chimev1.AckResult, reason string) result {
+	res.dead = &chimev1.DeadLetter{
+		EventId:  "dl-" + emissionKey(due.GetIdempotencyKey(), due.GetEmitSeq()),
+		Due:      due,
+		Attempts: []*chimev1.CallbackOutcome{res.outcome},
+		Reason:   reason,
+		At:       timestamppb.New(d.cfg.Now()),
+	}
+	res.cmds = append(res.cmds, d.ack(due, ack, reason))
+	return res
+}
+
+func (d *Dispatcher) ack(due *chimev1.Due, r chimev1.AckResult, detail string) *chimev1.JobCommand {
+	return &chimev1.JobCommand{
+		Namespace: due.GetNamespace(), JobId: due.GetJobId(),
+		Command: &chimev1.JobCommand_Ack{Ack: &chimev1.Ack{
+			FireSeq: due.GetFireSeq(), EmitSeq: due.GetEmitSeq(), Attempt: max(due.GetAttempt(), 1), Result: r, Detail: detail,
+		}},
+	}
+}
+
+// outcome starts the outcome of due. Its event_id derives from the
+// emission, so a replayed due produces the same ID and consumers
+// deduplicate it.
+func (d *Dispatcher) outcome(due *chimev1.Due, class chimev1.OutcomeClass) *chimev1.CallbackOutcome {
+	return &chimev1.CallbackOutcome{
+		EventId:      "out-" + emissionKey(due.GetIdempotencyKey(), due.GetEmitSeq()),
+		Namespace:    due.GetNamespace(),
+		JobId:        due.GetJobId(),
+		FireSeq:      due.GetFireSeq(),
+		Attempt:      max(due.GetAttempt(), 1),
+		Class:        class,
+		ScheduledAt:  due.GetScheduledAt(),
+		DispatcherId: d.cfg.ID,
+		Url:          due.GetCallback().GetUrl(),
+		Method:       due.GetCallback().GetMethod(),
+	}
+}
+
+// publish writes the outcome, dead letter and commands, and waits for
+// Kafka to acknowledge all of them.
+func (d *Dispatcher) publish(ctx context.Context, res result) bool {
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		mu.Unlock()
+	}
+	produce := func(topic, key string, m proto.Message) {
+		v, err := proto.Marshal(m)
+		if err != nil {
+			fail(err)
+			return
+		}
+		wg.Add(1)
+		d.out.Produce(ctx, &kgo.Record{Topic: topic, Key: []byte(key), Value: v}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				fail(fmt.Errorf("produce to %s: %w", topic, err))
+			}
+			wg.Done()
+		})
+	}
+	ns := res.outcome.GetNamespace()
+	if res.outcome.GetMethod() == "" {
+		res.outcome.Method = http.MethodPost
+	}
+	produce(d.cfg.Topics.Outcomes(), ns, res.outcome)
+	if res.dead != nil {
+		produce(d.cfg.Topics.DeadLetters(), ns, res.dead)
+	}
+	for _, c := range res.cmds {
+		wg.Add(1)
+		d.cmds.PublishAsync(ctx, c, func(_ producer.Receipt, err error) {
+			var ve *schema.ValidationError
+			if errors.As(err, &ve) {
+				// The due carried something the scheduler would reject
+				// (fire_seq 0, say): it could never be applied; say so
+				// and do not hold the partition for it.
+				d.log.Error("command for due is invalid; not sent", "namespace", c.GetNamespace(), "job", c.GetJobId(), "err", err)
+				err = nil
+			}
+			if err != nil {
+				fail(err)
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		if ctx.Err() == nil {
+			d.log.Error("publishing results failed; the due stays uncommitted and is redelivered after a restart or rebalance",
+				"namespace", ns, "job", res.outcome.GetJobId(), "fire_seq", res.outcome.GetFireSeq(), "err", firstErr)
+		}
+		return false
+	}
+	d.stats.byClass[res.outcome.GetClass()].Add(1)
+	return true
+}

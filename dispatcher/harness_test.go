@@ -1,0 +1,319 @@
+package dispatcher
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/chime-sched/chime/infra/kafkatest"
+	"github.com/chime-sched/chime/processors/scheduler"
+	"github.com/chime-sched/chime/producer"
+	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/schema/chimev1"
+)
+
+// Integration tests: a real broker (kfake via kafkatest, one per test),
+// httptest receivers on 127.0.0.1 (the test guard allows loopback), the
+// real dispatcher, and where retries must come back as dues, the real
+// scheduler.
+
+type bundle struct {
+	t        *testing.T
+	cluster  *kafkatest.Cluster
+	topics   schema.Topics
+	in       *kgo.Client // produces due events
+	outcomes *collector[*chimev1.CallbackOutcome]
+	commands *collector[*chimev1.JobCommand]
+	dead     *collector[*chimev1.DeadLetter]
+}
+
+func setup(t *testing.T, partitions int32) *bundle {
+	t.Helper()
+	c := kafkatest.New(t)
+	tp := c.Topics()
+	c.Provision(t, tp, partitions)
+	b := &bundle{t: t, cluster: c, topics: tp}
+	b.in = c.Client(t, kgo.RecordPartitioner(kgo.StickyKeyPartitioner(kgo.SaramaCompatHasher(fnv32a))))
+	b.outcomes = collect[*chimev1.CallbackOutcome](t, c.Brokers(), tp.Outcomes(), func(m *chimev1.CallbackOutcome) string { return m.GetNamespace() + "/" + m.GetJobId() })
+	b.commands = collect[*chimev1.JobCommand](t, c.Brokers(), tp.JobCommands(), func(m *chimev1.JobCommand) string { return m.GetNamespace() + "/" + m.GetJobId() })
+	b.dead = collect[*chimev1.DeadLetter](t, c.Brokers(), tp.DeadLetters(), func(m *chimev1.DeadLetter) string {
+		return m.GetDue().GetNamespace() + "/" + m.GetDue().GetJobId()
+	})
+	return b
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("CHIME_TEST_VERBOSE") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func (b *bundle) config(mutate ...func(*Config)) Config {
+	cfg := Config{
+		Brokers:        b.cluster.Brokers(),
+		Topics:         b.topics,
+		Logger:         testLogger(),
+		Guard:          Guard{AllowLoopback: true}, // the receivers are httptest servers on 127.0.0.1
+		CommitInterval: 100 * time.Millisecond,
+	}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	return cfg
+}
+
+// start runs a dispatcher until the test ends.
+func (b *bundle) start(mutate ...func(*Config)) *Dispatcher {
+	b.t.Helper()
+	d, err := New(b.config(mutate...))
+	require.NoError(b.t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	b.t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(b.t, err)
+		case <-time.After(60 * time.Second):
+			b.t.Error("dispatcher did not stop within 60s")
+		}
+	})
+	return d
+}
+
+// startScheduler runs the real scheduler, so that Retry commands come back
+// as dues.
+func (b *bundle) startScheduler() {
+	b.t.Helper()
+	s, err := scheduler.New(scheduler.Config{
+		Brokers: b.cluster.Brokers(), Topics: b.topics, Logger: testLogger(),
+		TickResend: 2 * time.Second, PumpIdle: 100 * time.Millisecond,
+	})
+	require.NoError(b.t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	b.t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			b.t.Error("scheduler did not stop within 60s")
+		}
+	})
+	rctx, rcancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer rcancel()
+	require.NoError(b.t, s.WaitReady(rctx))
+}
+
+func (b *bundle) producer() *producer.Producer {
+	p, err := producer.New(producer.Brokers(b.cluster.Brokers()), producer.TopicPrefix(b.topics.Prefix))
+	require.NoError(b.t, err)
+	b.t.Cleanup(p.Close)
+	return p
+}
+
+// newDue is a due event for ns/job calling url, first attempt.
+func newDue(ns, job, url string) *chimev1.Due {
+	now := time.Now()
+	return &chimev1.Due{
+		Namespace: ns, JobId: job, FireSeq: 1, EmitSeq: 1, Attempt: 1,
+		ScheduledAt: timestamppb.New(now), FireAt: timestamppb.New(now), EmittedAt: timestamppb.New(now),
+		Callback:       &chimev1.HttpCallback{Url: url, Body: []byte(`{"hello":"` + job + `"}`)},
+		IdempotencyKey: schema.JobKey(ns, job) + "/1",
+	}
+}
+
+// produce publishes dues keyed by namespace, as the scheduler does.
+func (b *bundle) produce(dues ...*chimev1.Due) {
+	b.t.Helper()
+	var recs []*kgo.Record
+	for _, d := range dues {
+		v, err := proto.Marshal(d)
+		require.NoError(b.t, err)
+		recs = append(recs, &kgo.Record{Topic: b.topics.Due(), Key: []byte(d.GetNamespace()), Value: v})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(b.t, b.in.ProduceSync(ctx, recs...).FirstErr())
+}
+
+// committedAll reports whether the group committed up to the end of every
+// due partition.
+func (b *bundle) committedAll() bool {
+	adm := kadm.NewClient(b.in)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ends, err := adm.ListEndOffsets(ctx, b.topics.Due())
+	if err != nil {
+		return false
+	}
+	committed, err := adm.FetchOffsets(ctx, GroupName(b.topics))
+	if err != nil {
+		return false
+	}
+	all := true
+	ends.Each(func(o kadm.ListedOffset) {
+		c, ok := committed.Lookup(o.Topic, o.Partition)
+		if o.Offset > 0 && (!ok || c.At < o.Offset) {
+			all = false
+		}
+	})
+	return all
+}
+
+// collector consumes a topic from the start and keeps every message by key.
+type collector[M proto.Message] struct {
+	mu    sync.Mutex
+	byKey map[string][]M
+	all   []M
+}
+
+func collect[M proto.Message](t *testing.T, brokers []string, topic string, key func(M) string) *collector[M] {
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(brokers...),
+		kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(50*time.Millisecond),
+	)
+	require.NoError(t, err)
+	c := &collector[M]{byKey: map[string][]M{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			fs := cl.PollFetches(ctx)
+			fs.EachRecord(func(r *kgo.Record) {
+				var zero M
+				m := zero.ProtoReflect().New().Interface().(M)
+				if err := proto.Unmarshal(r.Value, m); err != nil {
+					t.Errorf("collector %s: %v", topic, err)
+					return
+				}
+				c.mu.Lock()
+				c.byKey[key(m)] = append(c.byKey[key(m)], m)
+				c.all = append(c.all, m)
+				c.mu.Unlock()
+			})
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		cl.Close()
+	})
+	return c
+}
+
+func (c *collector[M]) get(key string) []M {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]M(nil), c.byKey[key]...)
+}
+
+func (c *collector[M]) count(match func(M) bool) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, m := range c.all {
+		if match == nil || match(m) {
+			n++
+		}
+	}
+	return n
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// receiver is an httptest server that records requests and answers with
+// a scripted sequence of handlers (the last repeats).
+type receiver struct {
+	*httptest.Server
+	mu       sync.Mutex
+	requests []recorded
+	script   []http.HandlerFunc
+}
+
+type recorded struct {
+	header http.Header
+	body   []byte
+	method string
+	path   string
+	at     time.Time
+}
+
+func newReceiver(t *testing.T, script ...http.HandlerFunc) *receiver {
+	r := &receiver{script: script}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body := make([]byte, 0, 64)
+		buf := make([]byte, 4096)
+		for {
+			n, err := req.Body.Read(buf)
+			body = append(body, buf[:n]...)
+			if err != nil {
+				break
+			}
+		}
+		r.mu.Lock()
+		i := len(r.requests)
+		r.requests = append(r.requests, recorded{header: req.Header.Clone(), body: body, method: req.Method, path: req.URL.Path, at: time.Now()})
+		h := r.script[min(i, len(r.script)-1)]
+		r.mu.Unlock()
+		h(w, req)
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+func (r *receiver) calls() []recorded {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]recorded(nil), r.requests...)
+}
+
+func status(code int) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(code) }
+}
+
+func ackOf(cmds []*chimev1.JobCommand) *chimev1.Ack {
+	for _, c := range cmds {
+		if a := c.GetAck(); a != nil {
+			return a
+		}
+	}
+	return nil
+}
+
+func retriesOf(cmds []*chimev1.JobCommand) []*chimev1.Retry {
+	var out []*chimev1.Retry
+	for _, c := range cmds {
+		if r := c.GetRetry(); r != nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -1,0 +1,225 @@
+package dispatcher
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/schema/chimev1"
+)
+
+// TestHangingNamespaceDoesNotSlowOthers: on one partition, a namespace
+// whose endpoint hangs and a healthy one. Every healthy due completes
+// while the hanging calls are all still open, and the committed offset
+// stays behind the first hanging due (contiguous prefix).
+func TestHangingNamespaceDoesNotSlowOthers(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1)
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+	slow := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	healthy := newReceiver(t, status(200))
+	d := b.start(func(c *Config) { c.AdmissionWait = time.Minute })
+
+	const nSlow, nHealthy = 100, 1000
+	var dues []*chimev1.Due
+	for i := range nHealthy {
+		if i < nSlow {
+			s := newDue("hanging", fmt.Sprintf("s%03d", i), slow.URL)
+			s.Callback.Timeout = durationpb.New(time.Minute)
+			dues = append(dues, s)
+		}
+		dues = append(dues, newDue("healthy", fmt.Sprintf("h%04d", i), healthy.URL))
+	}
+	b.produce(dues...)
+
+	isHealthy := func(o *chimev1.CallbackOutcome) bool {
+		return o.Namespace == "healthy" && o.Class == chimev1.OutcomeClass_OUTCOME_CLASS_SUCCESS
+	}
+	waitFor(t, 60*time.Second, "every healthy callback", func() bool { return b.outcomes.count(isHealthy) == nHealthy })
+	require.Len(t, healthy.calls(), nHealthy)
+	require.Len(t, slow.calls(), 32, "the hanging namespace holds exactly its 32 slots")
+	require.Zero(t, b.outcomes.count(func(o *chimev1.CallbackOutcome) bool { return o.Namespace == "hanging" }),
+		"no hanging call has finished: the healthy namespace did not wait for them")
+	require.False(t, b.committedAll(), "the commit stays behind the first open due")
+
+	releaseOnce.Do(func() { close(release) })
+	waitFor(t, 60*time.Second, "every hanging due", func() bool {
+		return b.outcomes.count(func(o *chimev1.CallbackOutcome) bool { return o.Namespace == "hanging" }) == nSlow
+	})
+	waitFor(t, 10*time.Second, "offsets committed", b.committedAll)
+	require.EqualValues(t, nSlow+nHealthy, d.Stats().Completed)
+}
+
+// TestDispatcherProcessHelper is not a test: it is the dispatcher process
+// that TestKilledDispatcherLosesNothing starts and kills with SIGKILL.
+func TestDispatcherProcessHelper(t *testing.T) {
+	if os.Getenv("CHIME_DISPATCHER_HELPER") != "1" {
+		t.Skip("helper process for TestKilledDispatcherLosesNothing")
+	}
+	conc, _ := strconv.Atoi(os.Getenv("CHIME_MAX_CONCURRENCY"))
+	d, err := New(Config{
+		Brokers:               strings.Split(os.Getenv("CHIME_BROKERS"), ","),
+		Topics:                schema.NewTopics(os.Getenv("CHIME_TOPIC_PREFIX")),
+		Logger:                testLogger(),
+		Guard:                 Guard{AllowLoopback: true},
+		DefaultMaxConcurrency: conc,
+		AdmissionWait:         time.Minute,
+		CommitInterval:        100 * time.Millisecond,
+		// The killed member's partitions move once its session expires.
+		KgoOptions: []kgo.Opt{kgo.SessionTimeout(6 * time.Second), kgo.HeartbeatInterval(500 * time.Millisecond)},
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	fmt.Println("dispatcher-ready")
+	require.NoError(t, d.Run(ctx))
+}
+
+func startDispatcherProcess(t *testing.T, b *bundle) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDispatcherProcessHelper$", "-test.v")
+	cmd.Env = append(os.Environ(),
+		"CHIME_DISPATCHER_HELPER=1",
+		"CHIME_BROKERS="+strings.Join(b.cluster.Brokers(), ","),
+		"CHIME_TOPIC_PREFIX="+b.topics.Prefix,
+		"CHIME_MAX_CONCURRENCY=4",
+	)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if sc.Text() == "dispatcher-ready" {
+				close(ready)
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(60 * time.Second):
+		t.Fatal("dispatcher process did not start")
+	}
+	return cmd
+}
+
+// TestKilledDispatcherLosesNothing kills the dispatcher process with
+// SIGKILL in the middle of a load and starts another: every due gets an
+// outcome, and calls repeated across the kill carry the same
+// Idempotency-Key.
+func TestKilledDispatcherLosesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 4)
+	rcv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) {
+		time.Sleep(20 * time.Millisecond) // the endpoint's work, so the kill lands mid-load
+		w.WriteHeader(200)
+	})
+	const n = 2000
+	var dues []*chimev1.Due
+	for i := range n {
+		dues = append(dues, newDue(fmt.Sprintf("ns%d", i%8), fmt.Sprintf("j%04d", i), rcv.URL))
+	}
+	b.produce(dues...)
+
+	proc := startDispatcherProcess(t, b)
+	waitFor(t, 60*time.Second, "calls before the kill", func() bool { return len(rcv.calls()) >= 200 })
+	require.NoError(t, proc.Process.Signal(syscall.SIGKILL))
+	_ = proc.Wait()
+	before := b.outcomes.count(nil)
+
+	startDispatcherProcess(t, b)
+	keys := func() int {
+		seen := map[string]bool{}
+		b.outcomes.count(func(o *chimev1.CallbackOutcome) bool {
+			seen[o.EventId] = true
+			return false
+		})
+		return len(seen)
+	}
+	waitFor(t, 120*time.Second, "an outcome for every due", func() bool { return keys() == n })
+	waitFor(t, 30*time.Second, "offsets committed", b.committedAll)
+	calls := rcv.calls()
+	t.Logf("outcomes before the kill: %d of %d; calls: %d (repeats: %d)", before, n, len(calls), len(calls)-n)
+	require.Less(t, before, n, "the kill landed mid-load")
+	byKey := map[string]int{}
+	for _, c := range calls {
+		byKey[c.header.Get("Idempotency-Key")]++
+	}
+	require.Len(t, byKey, n, "every due was called")
+	require.Zero(t, b.outcomes.count(func(o *chimev1.CallbackOutcome) bool {
+		return o.Class != chimev1.OutcomeClass_OUTCOME_CLASS_SUCCESS
+	}))
+}
+
+// TestRebalanceHandsOverCleanly: a second dispatcher joins mid-load and the
+// first one stops; revoked partitions commit what completed, and every due
+// gets an outcome.
+func TestRebalanceHandsOverCleanly(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 4)
+	rcv := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) {
+		time.Sleep(20 * time.Millisecond) // the endpoint's work, so the handover lands mid-load
+		w.WriteHeader(200)
+	})
+	const n = 3000
+	var dues []*chimev1.Due
+	for i := range n {
+		dues = append(dues, newDue(fmt.Sprintf("ns%d", i%16), fmt.Sprintf("j%04d", i), rcv.URL))
+	}
+	b.produce(dues...)
+	fast := func(c *Config) {
+		c.DefaultMaxConcurrency = 2
+		c.AdmissionWait = time.Minute // no deferrals: every outcome is a call's
+		c.KgoOptions = []kgo.Opt{kgo.SessionTimeout(6 * time.Second), kgo.HeartbeatInterval(500 * time.Millisecond)}
+		// Short, so the handover leaves calls unfinished for the new owner.
+		c.RevokeWait = 200 * time.Millisecond
+	}
+	first, err := New(b.config(fast))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- first.Run(ctx) }()
+	waitFor(t, 30*time.Second, "first calls", func() bool { return len(rcv.calls()) >= 300 })
+	second := b.start(fast)
+	waitFor(t, 30*time.Second, "the second member to take work", func() bool { return second.Stats().Consumed > 0 })
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("first dispatcher did not stop")
+	}
+	waitFor(t, 120*time.Second, "an outcome for every due", func() bool {
+		seen := map[string]bool{}
+		b.outcomes.count(func(o *chimev1.CallbackOutcome) bool { seen[o.EventId] = true; return false })
+		return len(seen) == n
+	})
+	waitFor(t, 30*time.Second, "offsets committed", b.committedAll)
+	t.Logf("first completed %d, second %d, calls %d for %d dues", first.Stats().Completed, second.Stats().Completed, len(rcv.calls()), n)
+	require.Zero(t, b.outcomes.count(func(o *chimev1.CallbackOutcome) bool {
+		return o.Class != chimev1.OutcomeClass_OUTCOME_CLASS_SUCCESS
+	}))
+}
