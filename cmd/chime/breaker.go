@@ -23,7 +23,7 @@ func runBreaker(ctx context.Context, e *env) error {
 		Brokers:     e.brokers,
 		Topics:      e.cfg.Topics(),
 		ClientID:    e.cfg.ClientID + "-breaker",
-		Replication: int(e.replication),
+		Replication: e.replicationOf(e.cfg.Topics().BreakerTable()),
 		Logger:      e.log.With("component", "breaker"),
 	}).Run(ctx)
 }

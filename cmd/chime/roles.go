@@ -30,7 +30,8 @@ type env struct {
 	log         *slog.Logger
 	out         io.Writer
 	brokers     []string
-	replication int16
+	replication int16          // of the scheduler table
+	replicas    map[string]int // per table topic
 	embedded    *broker.Broker
 }
 
@@ -90,20 +91,31 @@ func (e *env) connect(ctx context.Context) error {
 		return err
 	}
 	// goka insists that a table's replication equals its own setting, so
-	// every component uses what the table topic really has, not what the
+	// each component uses what its table topic really has, not what the
 	// brokers up right now would allow.
-	td, err := adm.ListTopics(cctx, e.cfg.Topics().SchedulerTable())
+	t := e.cfg.Topics()
+	td, err := adm.ListTopics(cctx, t.SchedulerTable(), t.BreakerTable(), t.NamespaceTable())
 	if err != nil {
-		return fmt.Errorf("describing %s: %w", e.cfg.Topics().SchedulerTable(), err)
+		return fmt.Errorf("describing the table topics: %w", err)
 	}
-	e.replication = 1
-	for _, t := range td {
-		for _, p := range t.Partitions {
-			e.replication = int16(max(1, len(p.Replicas)))
+	e.replicas = map[string]int{}
+	for name, d := range td {
+		for _, p := range d.Partitions {
+			e.replicas[name] = max(1, len(p.Replicas))
 			break
 		}
 	}
+	e.replication = int16(e.replicationOf(t.SchedulerTable()))
 	return nil
+}
+
+// replicationOf is the replication factor of a table topic, as goka must
+// be told it.
+func (e *env) replicationOf(topic string) int {
+	if r, ok := e.replicas[topic]; ok {
+		return r
+	}
+	return max(1, int(e.replication))
 }
 
 func (e *env) close() {
@@ -134,20 +146,20 @@ func roleTopics(_ context.Context, e *env) error {
 }
 
 func roleScheduler(ctx context.Context, e *env) error {
-	st := memstore.Builder()
+	cfg := e.schedulerConfig(memstore.Builder())
 	if e.cfg.SchedulerStorage == config.StorageLevelDB {
 		local, err := scheduler.OpenLocalState(filepath.Join(e.cfg.StateDir, "scheduler"), e.log)
 		if err != nil {
 			return err
 		}
-		st = local.Builder()
 		defer func() {
 			if err := local.Close(); err != nil {
 				e.log.Error("marking scheduler state clean", "err", err)
 			}
 		}()
+		cfg.Storage, cfg.LocalState = nil, local
 	}
-	s, err := scheduler.New(e.schedulerConfig(st))
+	s, err := scheduler.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -181,7 +193,7 @@ func roleNamespaces(ctx context.Context, e *env) error {
 		Brokers:     e.brokers,
 		Topics:      e.cfg.Topics(),
 		ClientID:    e.cfg.ClientID + "-namespaces",
-		Replication: int(e.replication),
+		Replication: e.replicationOf(e.cfg.Topics().NamespaceTable()),
 		Logger:      e.log.With("component", "namespaces"),
 	}).Run(ctx)
 }

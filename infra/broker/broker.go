@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/chime-sched/chime/infra/dirlock"
 )
 
 // DefaultCleanerBackoff is how often compaction runs when Options does not
@@ -45,7 +47,7 @@ type Options struct {
 // Broker is a running embedded broker.
 type Broker struct {
 	cluster *kfake.Cluster
-	lock    *dirLock
+	lock    *dirlock.Lock
 	dir     string
 	addrs   []string
 
@@ -105,7 +107,7 @@ func Start(opts Options) (*Broker, error) {
 	}
 	cluster, err := kfake.NewCluster(kopts...)
 	if err != nil {
-		_ = lock.release()
+		_ = lock.Release()
 		return nil, fmt.Errorf("broker: start on data dir %q: %w", opts.DataDir, err)
 	}
 
@@ -158,7 +160,7 @@ func (b *Broker) Close() error {
 		// kfake's Close saves its state synchronously; the lock must
 		// outlive that write.
 		b.cluster.Close()
-		b.closeErr = b.lock.release()
+		b.closeErr = b.lock.Release()
 	})
 	return b.closeErr
 }

@@ -452,8 +452,11 @@ func (d *decider) onTick(in *input, cur *chimev1.JobState, now time.Time) decisi
 	// acknowledging the event. Emit it again, same fire_seq and emit_seq,
 	// so a dispatcher that did handle it can tell.
 	for _, em := range st.GetOpen() {
-		if d.cfg.AckTimeout <= 0 || em.GetEmittedAt() == nil {
+		if d.cfg.AckTimeout <= 0 {
 			break
+		}
+		if em.GetEmittedAt() == nil {
+			continue // written by a version without redelivery
 		}
 		if slices.ContainsFunc(st.GetPending(), func(p *chimev1.Pending) bool { return p.GetFireSeq() == em.GetFireSeq() }) {
 			continue

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 
 	"github.com/lovoo/goka/storage"
+
+	"github.com/chime-sched/chime/infra/dirlock"
 )
 
 // cleanMarker is present in a LevelDB state dir only while no process uses
@@ -24,16 +26,37 @@ const cleanMarker = "CLEAN"
 // Kafka is the truth, so a dir that was not closed cleanly is wiped and the
 // table is recovered from Kafka. After a clean stop the cache is kept and
 // saves that recovery.
+//
+// The same holds when the processor is restarted inside the process after
+// an error (Scheduler.Run does that): Reset wipes the cache before it.
 type LocalState struct {
-	dir string
+	dir    string
+	lock   *dirlock.Lock
+	logger *slog.Logger
 }
 
-// OpenLocalState prepares dir for a run: it wipes it if the previous run
-// did not stop cleanly, and removes the clean marker until Close.
+// OpenLocalState locks dir for this process (a lock file beside it, since
+// the dir itself may be wiped), wipes it if the previous run did not stop
+// cleanly, and removes the clean marker until Close.
 func OpenLocalState(dir string, logger *slog.Logger) (*LocalState, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
+	dir = filepath.Clean(dir)
+	lock, err := dirlock.Acquire(filepath.Dir(dir), filepath.Base(dir)+".lock", "scheduler state dir")
+	if err != nil {
+		return nil, err
+	}
+	l, err := openLocked(dir, logger)
+	if err != nil {
+		_ = lock.Release()
+		return nil, err
+	}
+	l.lock = lock
+	return l, nil
+}
+
+func openLocked(dir string, logger *slog.Logger) (*LocalState, error) {
 	entries, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -53,14 +76,24 @@ func OpenLocalState(dir string, logger *slog.Logger) (*LocalState, error) {
 	if err := os.Remove(filepath.Join(dir, cleanMarker)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("scheduler state dir %q: %w", dir, err)
 	}
-	return &LocalState{dir: dir}, nil
+	return &LocalState{dir: dir, logger: logger}, nil
+}
+
+// Reset wipes the cache; every storage in it must be closed.
+func (l *LocalState) Reset() error {
+	l.logger.Warn("scheduler restarting after an error; rebuilding its local state from Kafka", "dir", l.dir)
+	if err := os.RemoveAll(l.dir); err != nil {
+		return fmt.Errorf("wiping scheduler state dir %q: %w", l.dir, err)
+	}
+	return os.MkdirAll(l.dir, 0o755)
 }
 
 // Builder is goka's LevelDB storage in the state dir.
 func (l *LocalState) Builder() storage.Builder { return storage.DefaultBuilder(l.dir) }
 
-// Close marks the state clean; call it after the scheduler's Run returned
-// (every storage is closed by then).
+// Close marks the state clean and unlocks it; call it after the
+// scheduler's Run returned (every storage is closed by then).
 func (l *LocalState) Close() error {
-	return os.WriteFile(filepath.Join(l.dir, cleanMarker), nil, 0o644)
+	err := os.WriteFile(filepath.Join(l.dir, cleanMarker), nil, 0o644)
+	return errors.Join(err, l.lock.Release())
 }

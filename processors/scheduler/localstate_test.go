@@ -23,9 +23,23 @@ func TestLocalStateIsWipedAfterAnUncleanStop(t *testing.T) {
 	l, err = OpenLocalState(dir, nil)
 	require.NoError(t, err)
 	require.FileExists(t, row)
-	// No Close: as if killed. The next start wipes it.
+
+	// A second process cannot open (or wipe) it meanwhile.
 	_, err = OpenLocalState(dir, nil)
+	require.ErrorContains(t, err, "in use")
+	require.FileExists(t, row)
+
+	// No Close: as if killed (the lock goes with the process). The next
+	// start wipes it.
+	require.NoError(t, l.lock.Release())
+	l, err = OpenLocalState(dir, nil)
 	require.NoError(t, err)
 	require.NoFileExists(t, row)
-	_ = l
+
+	// An in-process restart after an error wipes it too.
+	require.NoError(t, os.MkdirAll(filepath.Dir(row), 0o755))
+	require.NoError(t, os.WriteFile(row, []byte("x"), 0o644))
+	require.NoError(t, l.Reset())
+	require.NoFileExists(t, row)
+	require.NoError(t, l.Close())
 }

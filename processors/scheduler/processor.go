@@ -37,9 +37,13 @@ type Config struct {
 	Topics      schema.Topics
 	ClientID    string // default "chime-scheduler"
 	Replication int    // default 1
-	// Storage builds the table's local storage; nil means in memory (the
-	// table is then recovered from Kafka at every start).
+	// Storage builds the table's local storage; nil means LocalState's
+	// LevelDB if that is set, else in memory (the table is then recovered
+	// from Kafka at every start).
 	Storage storage.Builder
+	// LocalState, if set, is wiped before the processor is restarted after
+	// an error (see LocalState). The caller opens and closes it.
+	LocalState *LocalState
 	Now     func() time.Time // default time.Now
 	Logger  *slog.Logger     // default slog.Default()
 
@@ -89,6 +93,9 @@ func (c *Config) defaults() {
 	}
 	if c.Replication <= 0 {
 		c.Replication = 1
+	}
+	if c.Storage == nil && c.LocalState != nil {
+		c.Storage = c.LocalState.Builder()
 	}
 	if c.Storage == nil {
 		c.Storage = memstore.Builder()
@@ -212,7 +219,14 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			s.tickCl.Close()
 		}
 	}()
+	restart := false
 	return processors.Supervise(ctx, "scheduler", s.cfg.Logger, func(ctx context.Context) error {
+		if restart && s.cfg.LocalState != nil {
+			if err := s.cfg.LocalState.Reset(); err != nil {
+				return err
+			}
+		}
+		restart = true
 		p, err := s.newProcessor()
 		if err != nil {
 			return err
