@@ -56,10 +56,9 @@ func roleDispatcher(ctx context.Context, e *env) error { return runDispatcher(ct
 // runDispatcher runs the dispatcher role; dev allows loopback callbacks
 // unless CHIME_DISPATCHER_ALLOW_LOOPBACK=false. Namespace configuration
 // (limits, retry policy, signing secret, allowed hosts) comes from the
-// namespace-config table through a view, and every namespace's breaker
-// state from the breaker table through another; the dispatcher starts only
-// once both views have caught up, so no callback goes out unsigned,
-// unlimited or past an open breaker because a table was not read yet.
+// namespace-config table through a view; the dispatcher starts only once
+// the view has caught up, so no callback goes out unsigned or unlimited
+// because its namespace's config was not read yet.
 func runDispatcher(ctx context.Context, e *env, dev bool) error {
 	guard, err := dispatcherGuard(os.Getenv, dev)
 	if err != nil {
@@ -70,10 +69,6 @@ func runDispatcher(ctx context.Context, e *env, dev bool) error {
 		log.Warn("dispatcher: callbacks to loopback addresses (127.0.0.0/8, ::1) are allowed; set " + envAllowLoopback + "=false to refuse them")
 	}
 	nsView, err := views.NewNamespaces(e.brokers, e.cfg.Topics(), e.cfg.ClientID+"-dispatcher-namespaces", e.replicationOf(e.cfg.Topics().NamespaceTable()), log)
-	if err != nil {
-		return err
-	}
-	brkView, err := views.NewBreakers(e.brokers, e.cfg.Topics(), e.cfg.ClientID+"-dispatcher-breakers", e.replicationOf(e.cfg.Topics().BreakerTable()), log)
 	if err != nil {
 		return err
 	}
@@ -90,17 +85,15 @@ func runDispatcher(ctx context.Context, e *env, dev bool) error {
 			}
 			return cfg
 		}),
-		Breakers: brkView,
 	})
 	if err != nil {
 		return err
 	}
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return nsView.Run(ctx) })
-	g.Go(func() error { return brkView.Run(ctx) })
 	g.Go(func() error {
-		if nsView.WaitReady(ctx) != nil || brkView.WaitReady(ctx) != nil {
-			return nil // stopping before the views caught up
+		if err := nsView.WaitReady(ctx); err != nil {
+			return nil // stopping before the view caught up
 		}
 		log.Info("dispatcher starting", "id", d.ID(), "group", dispatcher.GroupName(e.cfg.Topics()), "allow", fmt.Sprint(guard.Allow))
 		return d.Run(ctx)
