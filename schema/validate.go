@@ -37,6 +37,9 @@ func invalid(field, format string, args ...any) *ValidationError {
 
 // ValidateOptions tunes ValidateCommand.
 type ValidateOptions struct {
+	// AllowReserved accepts job ids under ReservedJobIDPrefix; only the
+	// scheduler sets it, and it checks such jobs itself.
+	AllowReserved bool
 	// Now enables checks that depend on the time (an "at" already past its
 	// relevancy window). Zero skips them.
 	Now time.Time
@@ -99,12 +102,28 @@ func checkNamespace(field, ns string) *ValidationError {
 	return nil
 }
 
+// ReservedJobIDPrefix starts the ids of chime's own jobs (the breaker's
+// cool-off timers). Clients cannot use it, so they cannot cancel or replace
+// those jobs.
+const ReservedJobIDPrefix = "_chime."
+
 // ValidateJobID checks a job id: 1 to 128 characters of A-Z, a-z, 0-9 and
-// _ . : @ -. A '/' is refused because commands are keyed "namespace/job_id".
-// It returns a *ValidationError for the field "job_id".
+// _ . : @ -, not starting with ReservedJobIDPrefix. A '/' is refused because
+// commands are keyed "namespace/job_id". It returns a *ValidationError for
+// the field "job_id".
 func ValidateJobID(id string) error {
 	if err := checkJobID("job_id", id); err != nil {
 		return err
+	}
+	if err := checkNotReserved("job_id", id); err != nil {
+		return err
+	}
+	return nil
+}
+
+func checkNotReserved(field, id string) *ValidationError {
+	if strings.HasPrefix(id, ReservedJobIDPrefix) {
+		return invalid(field, "%q starts with %q, which is reserved for chime's own jobs; choose another id", id, ReservedJobIDPrefix)
 	}
 	return nil
 }
@@ -156,6 +175,11 @@ func validateCommand(cmd *chimev1.JobCommand, opts ValidateOptions) *ValidationE
 	}
 	if err := checkNamespace("namespace", cmd.GetNamespace()); err != nil {
 		return err
+	}
+	if !opts.AllowReserved {
+		if err := checkNotReserved("job_id", cmd.GetJobId()); err != nil {
+			return err
+		}
 	}
 	if err := checkJobID("job_id", cmd.GetJobId()); err != nil {
 		return err

@@ -476,7 +476,7 @@ func TestCoolOffCommandIsAValidSchedulerCommand(t *testing.T) {
 	require.NoError(t, err)
 	cmd := new(chimev1.JobCommand)
 	require.NoError(t, proto.Unmarshal(raw, cmd))
-	require.NoError(t, schema.ValidateCommand(cmd, schema.ValidateOptions{Now: t0}))
+	require.NoError(t, schema.ValidateCommand(cmd, schema.ValidateOptions{Now: t0, AllowReserved: true}))
 	spec := cmd.GetUpsert().GetSpec()
 	require.Equal(t, t0.Add(10*time.Second), spec.GetSchedule().GetAt().AsTime())
 	k := spec.GetTarget().GetKafka()

@@ -38,7 +38,7 @@ import (
 
 // CoolOffJobID is the scheduler job that carries a namespace's cool-off
 // timer: one per namespace, re-armed (upserted) at every trip.
-const CoolOffJobID = "breaker-cooloff"
+const CoolOffJobID = schema.ReservedJobIDPrefix + "breaker-cooloff"
 
 // Config configures the processor.
 type Config struct {

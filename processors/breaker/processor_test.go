@@ -139,7 +139,7 @@ func TestProcessorWithGokaTester(t *testing.T) {
 	key, cmd, timer := b.timerJob(t)
 	require.Equal(t, schema.JobKey("acme", CoolOffJobID), key, "keyed like every job command, so goka's hasher finds the scheduler row")
 	require.Equal(t, t0.Add(2*time.Second), cmd.GetUpsert().GetSpec().GetSchedule().GetAt().AsTime())
-	require.NoError(t, schema.ValidateCommand(cmd, schema.ValidateOptions{Now: t0}))
+	require.NoError(t, schema.ValidateCommand(cmd, schema.ValidateOptions{Now: t0, AllowReserved: true}))
 
 	// Garbage is skipped, not a crash, and changes nothing.
 	b.tt.Consume(b.topics.Outcomes(), "acme", []byte("not a protobuf \xff"))

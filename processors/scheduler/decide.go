@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -77,12 +78,19 @@ func (d *decider) onCommand(in *input, cur *chimev1.JobState, now time.Time) dec
 		return d.reject(in, cmd, "", fmt.Sprintf("command does not decode as chime.v1.JobCommand: %v", err), now)
 	}
 	in.commandID = cmd.GetCommandId()
-	if err := schema.ValidateCommand(cmd, schema.ValidateOptions{}); err != nil {
+	if err := schema.ValidateCommand(cmd, schema.ValidateOptions{AllowReserved: true}); err != nil {
 		field := ""
 		if ve, ok := err.(*schema.ValidationError); ok {
 			field = ve.Field
 		}
 		return d.reject(in, cmd, field, err.Error(), now)
+	}
+	if strings.HasPrefix(cmd.GetJobId(), schema.ReservedJobIDPrefix) {
+		// chime's own jobs: only timers into chime's own topics.
+		k := cmd.GetUpsert().GetSpec().GetTarget().GetKafka()
+		if k == nil || k.GetTopic() != d.cfg.Topics.BreakerTimers() {
+			return d.reject(in, cmd, "job_id", fmt.Sprintf("job id %q is reserved for chime's own timers (prefix %q)", cmd.GetJobId(), schema.ReservedJobIDPrefix), now)
+		}
 	}
 	if want := schema.JobKey(cmd.GetNamespace(), cmd.GetJobId()); want != in.key {
 		return d.reject(in, cmd, "", fmt.Sprintf("record key %q does not match the command's job %q; publish with key namespace/job_id", in.key, want), now)

@@ -428,3 +428,28 @@ func TestKafkaTargetOffTheAllowlistIsNotEmitted(t *testing.T) {
 	require.Equal(t, chimev1.JobStatus_JOB_STATUS_DEAD, r.st.Status)
 	require.Contains(t, r.st.LastDetail, "allowlist")
 }
+
+func TestReservedJobIDs(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.key = "ns1/" + schema.ReservedJobIDPrefix + "x"
+	cmd := upsert(httpSpec(at(t0)), t0)
+	cmd.Namespace, cmd.JobId = "ns1", schema.ReservedJobIDPrefix+"x"
+	cmd.GetUpsert().Spec.Id = cmd.JobId
+	r.command(cmd, t0)
+	require.Len(t, r.rejects, 1)
+	require.Contains(t, r.rejects[0].Reason, "reserved")
+
+	// chime's own timer into its own topic is accepted.
+	ok := upsert(httpSpec(at(t0)), t0)
+	ok.Namespace, ok.JobId = "ns1", schema.ReservedJobIDPrefix+"x"
+	ok.GetUpsert().Spec.Id = ok.JobId
+	ok.GetUpsert().Spec.Target = &chimev1.Target{Kind: &chimev1.Target_Kafka{Kafka: &chimev1.KafkaTarget{Topic: r.d.cfg.Topics.BreakerTimers(), Value: []byte("t")}}}
+	r.command(ok, t0)
+	require.Len(t, r.rejects, 1)
+	require.NotNil(t, r.st)
+
+	// Clients are refused before publishing.
+	require.ErrorContains(t, schema.ValidateJobID(schema.ReservedJobIDPrefix+"x"), "reserved")
+	require.ErrorContains(t, schema.ValidateCommand(ok, schema.ValidateOptions{}), "reserved")
+}
