@@ -282,17 +282,40 @@ func TransitionID(ns string, version uint64) string {
 	return "breaker/" + ns + "/" + strconv.FormatUint(version, 10)
 }
 
-// OnTimer handles the cool-off timer: an open breaker armed at this
-// version goes half-open and grants its probes; any other timer is stale.
+// OnTimer handles the breaker's timer. An open breaker armed at this
+// version goes half-open and grants its probes. A half-open breaker whose
+// probes have not all answered by the timer starts a new half-open episode:
+// probes whose outcomes never count (deferred, expired, refused, lost with a
+// dispatcher) must not keep it half-open forever, and an idle namespace must
+// not be tripped for having no traffic. Any other timer is stale.
 func OnTimer(st *chimev1.BreakerStatus, cfg Thresholds, tm *chimev1.BreakerTimer, now time.Time) Result {
-	if StateOf(st) != chimev1.BreakerState_BREAKER_STATE_OPEN || tm.GetVersion() != st.GetVersion() {
-		return Result{Ignored: fmt.Sprintf("stale cool-off timer for version %d: breaker is %s at version %d", tm.GetVersion(), StateOf(st), st.GetVersion())}
+	state := StateOf(st)
+	if (state != chimev1.BreakerState_BREAKER_STATE_OPEN && state != chimev1.BreakerState_BREAKER_STATE_HALF_OPEN) || tm.GetVersion() != st.GetVersion() {
+		return Result{Ignored: fmt.Sprintf("stale breaker timer for version %d: breaker is %s at version %d", tm.GetVersion(), state, st.GetVersion())}
 	}
-	st.ProbesGranted = max(cfg.HalfOpenProbes, 1)
+	wait := HalfOpenTimeout(cfg)
+	var reason string
+	if state == chimev1.BreakerState_BREAKER_STATE_OPEN {
+		st.ProbesGranted = max(cfg.HalfOpenProbes, 1)
+		reason = fmt.Sprintf("cool-off of %s ended; %d probes granted", st.GetCoolOff().AsDuration(), st.ProbesGranted)
+	} else {
+		reason = fmt.Sprintf("%d of %d probes answered within %s; probes granted again", st.GetProbesSucceeded(), st.GetProbesGranted(), wait)
+	}
 	st.ProbesSucceeded = 0
-	st.NextCheckAt = nil
-	reason := fmt.Sprintf("cool-off of %s ended; %d probes granted", st.GetCoolOff().AsDuration(), st.ProbesGranted)
-	return Result{Changed: true, Transitions: []*chimev1.BreakerTransition{transition(st, chimev1.BreakerState_BREAKER_STATE_HALF_OPEN, reason, now)}}
+	at := now.Add(wait)
+	st.NextCheckAt = timestamppb.New(at)
+	tr := transition(st, chimev1.BreakerState_BREAKER_STATE_HALF_OPEN, reason, now)
+	return Result{
+		Changed:     true,
+		Transitions: []*chimev1.BreakerTransition{tr},
+		Timer:       &chimev1.BreakerTimer{Namespace: st.GetNamespace(), Version: st.GetVersion(), FireAt: timestamppb.New(at)},
+	}
+}
+
+// HalfOpenTimeout is how long a half-open episode waits for its probes'
+// outcomes before granting them again.
+func HalfOpenTimeout(cfg Thresholds) time.Duration {
+	return max(cfg.CoolOff, 10*time.Second)
 }
 
 // ErrCommand wraps every reason a command is refused.

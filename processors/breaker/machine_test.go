@@ -505,3 +505,28 @@ func BenchmarkBreakerOutcomes(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "outcomes/s")
 }
+
+func TestHalfOpenWithoutProbeResultsIsGrantedAgain(t *testing.T) {
+	t.Parallel()
+	cfg := Thresholds{Window: 10 * time.Second, MinRequests: 1, FailureRateThreshold: 50, CoolOff: time.Second, MaxCoolOff: time.Minute, HalfOpenProbes: 2, TripsToDisable: 3}
+	st := NewStatus("acme")
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	res := Observe(st, cfg, &chimev1.CallbackOutcome{Namespace: "acme", Class: chimev1.OutcomeClass_OUTCOME_CLASS_RETRYABLE, StatusCode: 500, FinishedAt: timestamppb.New(now)}, now)
+	require.Equal(t, chimev1.BreakerState_BREAKER_STATE_OPEN, StateOf(st))
+	res = OnTimer(st, cfg, res.Timer, now.Add(time.Second))
+	require.Equal(t, chimev1.BreakerState_BREAKER_STATE_HALF_OPEN, StateOf(st))
+	require.NotNil(t, res.Timer, "half-open arms its own timeout")
+	v := st.GetVersion()
+	// The probes' outcomes never arrive (deferred, lost): the timeout starts
+	// a new episode instead of leaving the breaker half-open for ever, and
+	// does not count as a trip.
+	res = OnTimer(st, cfg, res.Timer, now.Add(time.Second+HalfOpenTimeout(cfg)))
+	require.Equal(t, chimev1.BreakerState_BREAKER_STATE_HALF_OPEN, StateOf(st))
+	require.Greater(t, st.GetVersion(), v)
+	require.EqualValues(t, 1, st.GetConsecutiveTrips())
+	require.EqualValues(t, 2, st.GetProbesGranted())
+	// The earlier timer is stale now.
+	old := &chimev1.BreakerTimer{Namespace: "acme", Version: v}
+	require.NotEmpty(t, OnTimer(st, cfg, old, now.Add(time.Hour)).Ignored)
+	require.NotNil(t, res.Timer)
+}
