@@ -3,7 +3,6 @@ package breaker
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,31 +12,14 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/chime-sched/chime/processors/clocktest"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
-// fakeClock is the injected clock of the goka-tester tests.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
-
 type testBundle struct {
 	tt          *tester.Tester
-	clock       *fakeClock
+	clock       *clocktest.Clock
 	topics      schema.Topics
 	transitions *tester.QueueTracker
 	jobs        *tester.QueueTracker
@@ -50,7 +32,7 @@ type testBundle struct {
 func setup(t *testing.T) *testBundle {
 	t.Helper()
 	tt := tester.New(t)
-	b := &testBundle{tt: tt, clock: &fakeClock{now: t0}, topics: schema.NewTopics("")}
+	b := &testBundle{tt: tt, clock: clocktest.New(t0), topics: schema.NewTopics("")}
 	p := New(Config{
 		Now:          b.clock.Now,
 		Logger:       slog.New(slog.DiscardHandler),

@@ -44,8 +44,8 @@ type Config struct {
 	// LocalState, if set, is wiped before the processor is restarted after
 	// an error (see LocalState). The caller opens and closes it.
 	LocalState *LocalState
-	Now     func() time.Time // default time.Now
-	Logger  *slog.Logger     // default slog.Default()
+	Now        func() time.Time // default time.Now
+	Logger     *slog.Logger     // default slog.Default()
 
 	// KafkaTargetTopics may be written by Kafka-target jobs, besides the
 	// breaker's timer topic.

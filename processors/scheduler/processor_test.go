@@ -11,27 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/chime-sched/chime/processors/clocktest"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
-
-// fakeClock is the injected clock of the goka-tester tests.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
 
 // captureSender records the ticks the pump sends instead of producing them.
 type captureSender struct {
@@ -60,7 +43,7 @@ func (c *captureSender) take() []string {
 func TestProcessorWithGokaTester(t *testing.T) {
 	t.Parallel()
 	tt := tester.New(t)
-	clock := &fakeClock{now: t0}
+	clock := clocktest.New(t0)
 	sender := &captureSender{}
 	s, err := New(Config{
 		Now:          clock.Now,
