@@ -22,6 +22,7 @@ Usage:
   chime scheduler  [flags]   the scheduler role
   chime dispatcher [flags]   the dispatcher role: due events become HTTP callbacks
   chime breaker    [flags]   the circuit breaker and namespace-config processors
+  chime api        [flags]   the HTTP API on --addr (docs/api.md)
   chime topics     [flags]   create or check every topic, then exit
   chime version
 
@@ -60,6 +61,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		err = runRole(ctx, "dispatcher", rest, getenv, stdout, stderr, roleDispatcher)
 	case "breaker":
 		err = runRole(ctx, "breaker", rest, getenv, stdout, stderr, roleBreaker)
+	case "api":
+		err = runRole(ctx, "api", rest, getenv, stdout, stderr, roleAPI)
 	case "topics":
 		err = runRole(ctx, "topics", rest, getenv, stdout, stderr, roleTopics)
 	case "version", "--version", "-version":

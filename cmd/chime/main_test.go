@@ -48,7 +48,7 @@ func freePort(t *testing.T) int {
 // startDev starts `chime dev` and waits until its scheduler is ready.
 func startDev(t *testing.T, stateDir string, port int) *devProc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "dev", "--state-dir", stateDir, "--embedded-broker-port", fmt.Sprint(port), "--partitions", "4")
+	cmd := exec.Command(os.Args[0], "dev", "--state-dir", stateDir, "--embedded-broker-port", fmt.Sprint(port), "--partitions", "4", "--addr", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "CHIME_RUN_MAIN=1")
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)

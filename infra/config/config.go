@@ -15,6 +15,8 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/netip"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -54,9 +56,30 @@ type Config struct {
 	// KafkaTargetTopics are the topics, besides chime's own, that jobs with
 	// a Kafka target may write to.
 	KafkaTargetTopics []string
+	// DispatcherAllowCIDRs are address ranges the dispatcher may call even
+	// though its SSRF guard refuses them (an internal service network).
+	DispatcherAllowCIDRs []netip.Prefix
+	// DispatcherAllowLoopback allows callbacks to 127.0.0.0/8 and ::1;
+	// nil leaves it to the role (allowed in `chime dev` only).
+	DispatcherAllowLoopback *bool
 	// LogLevel is the minimum level logged.
 	LogLevel slog.Level
+	// APIAddr is where the HTTP API listens (host:port).
+	APIAddr string
+	// AdminToken is the API's admin bearer token; empty means none (chime
+	// dev then generates one and keeps it in the state dir).
+	AdminToken string
+	// ClickHouseDSN names the analytics ClickHouse server and database
+	// (clickhouse://host:9000/chime); empty runs a local server with its
+	// data in ClickHouseDataDir.
+	ClickHouseDSN string
+	// AnalyticsRetentionDays is how long analytics rows are kept; 0 means
+	// the default, 90.
+	AnalyticsRetentionDays int
 }
+
+// MinAdminTokenLen keeps admin tokens out of guessing range.
+const MinAdminTokenLen = 16
 
 // Default returns the configuration used when nothing is set.
 func Default() Config {
@@ -68,6 +91,7 @@ func Default() Config {
 		ClientID:         "chime",
 		SchedulerStorage: StorageLevelDB,
 		LogLevel:         slog.LevelInfo,
+		APIAddr:          "127.0.0.1:8080",
 	}
 }
 
@@ -80,12 +104,17 @@ func (c Config) Topics() schema.Topics { return schema.NewTopics(c.TopicPrefix) 
 // BrokerDataDir is where the embedded broker keeps its data.
 func (c Config) BrokerDataDir() string { return filepath.Join(c.StateDir, "broker") }
 
+// ClickHouseDataDir is where the local ClickHouse keeps its data.
+func (c Config) ClickHouseDataDir() string { return filepath.Join(c.StateDir, "clickhouse") }
+
 // setting is one configuration value with its two sources.
 type setting struct {
 	env, flag string
 	usage     string // flag help; a `quoted` word names the value
 	def       func(Config) string
 	apply     func(c *Config, v string) error
+	// secret values are not repeated in error messages.
+	secret bool
 }
 
 var settings = []setting{
@@ -216,6 +245,55 @@ var settings = []setting{
 		},
 	},
 	{
+		env: "CHIME_DISPATCHER_ALLOW_CIDRS", flag: "dispatcher-allow-cidrs",
+		usage: "comma-separated `CIDRs` or addresses the dispatcher may call although its SSRF guard refuses them",
+		def: func(c Config) string {
+			var out []string
+			for _, p := range c.DispatcherAllowCIDRs {
+				out = append(out, p.String())
+			}
+			return strings.Join(out, ",")
+		},
+		apply: func(c *Config, v string) error {
+			var out []netip.Prefix
+			for _, s := range splitList(v) {
+				p, err := netip.ParsePrefix(s)
+				if err != nil {
+					a, aerr := netip.ParseAddr(s)
+					if aerr != nil {
+						return fmt.Errorf("%q is not a CIDR (10.1.2.0/24) or an address", s)
+					}
+					p = netip.PrefixFrom(a, a.BitLen())
+				}
+				out = append(out, p.Masked())
+			}
+			c.DispatcherAllowCIDRs = out
+			return nil
+		},
+	},
+	{
+		env: "CHIME_DISPATCHER_ALLOW_LOOPBACK", flag: "dispatcher-allow-loopback",
+		usage: "`true` or false: allow callbacks to loopback addresses; unset allows them in chime dev only",
+		def: func(c Config) string {
+			if c.DispatcherAllowLoopback == nil {
+				return ""
+			}
+			return strconv.FormatBool(*c.DispatcherAllowLoopback)
+		},
+		apply: func(c *Config, v string) error {
+			if v == "" {
+				c.DispatcherAllowLoopback = nil
+				return nil
+			}
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return errors.New("must be true or false")
+			}
+			c.DispatcherAllowLoopback = &b
+			return nil
+		},
+	},
+	{
 		env: "CHIME_LOG_LEVEL", flag: "log-level",
 		usage: "minimum log `level`: debug, info, warn or error",
 		def:   func(c Config) string { return strings.ToLower(c.LogLevel.String()) },
@@ -232,6 +310,70 @@ var settings = []setting{
 			default:
 				return errors.New("must be debug, info, warn or error")
 			}
+			return nil
+		},
+	},
+	{
+		env: "CHIME_API_ADDR", flag: "addr",
+		usage: "`host:port` the HTTP API listens on; an empty host listens on every interface",
+		def:   func(c Config) string { return c.APIAddr },
+		apply: func(c *Config, v string) error {
+			_, port, err := net.SplitHostPort(v)
+			if err != nil {
+				return fmt.Errorf("%q is not host:port (e.g. 127.0.0.1:8080)", v)
+			}
+			if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+				return fmt.Errorf("%q: port must be a number from 0 to 65535", v)
+			}
+			c.APIAddr = v
+			return nil
+		},
+	},
+	{
+		env: "CHIME_ADMIN_TOKEN", flag: "admin-token", secret: true,
+		usage: "bearer `token` of the API's administrator; prefer the variable, flags show in process lists",
+		def:   func(c Config) string { return c.AdminToken },
+		apply: func(c *Config, v string) error {
+			if len(v) < MinAdminTokenLen {
+				return fmt.Errorf("is %d characters long; use at least %d (e.g. openssl rand -hex 32)", len(v), MinAdminTokenLen)
+			}
+			c.AdminToken = v
+			return nil
+		},
+	},
+	{
+		env: "CHIME_CLICKHOUSE_DSN", flag: "clickhouse-dsn", secret: true,
+		usage: "analytics ClickHouse `dsn` (clickhouse://user:password@host:9000/chime); empty runs a local server under the state dir",
+		def:   func(c Config) string { return c.ClickHouseDSN },
+		apply: func(c *Config, v string) error {
+			u, err := url.Parse(v)
+			if err != nil || u.Host == "" {
+				return errors.New("is not a URL such as clickhouse://127.0.0.1:9000/chime")
+			}
+			switch u.Scheme {
+			case "clickhouse", "tcp", "http", "https":
+			default:
+				return fmt.Errorf("scheme %q: use clickhouse:// (native protocol), tcp://, http:// or https://", u.Scheme)
+			}
+			c.ClickHouseDSN = v
+			return nil
+		},
+	},
+	{
+		env: "CHIME_ANALYTICS_RETENTION_DAYS", flag: "analytics-retention-days",
+		usage: "`days` analytics rows are kept in ClickHouse",
+		def: func(c Config) string {
+			if c.AnalyticsRetentionDays == 0 {
+				return "90"
+			}
+			return strconv.Itoa(c.AnalyticsRetentionDays)
+		},
+		apply: func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 36500 {
+				return errors.New("must be a whole number of days from 1 to 36500")
+			}
+			c.AnalyticsRetentionDays = n
 			return nil
 		},
 	},
@@ -270,13 +412,13 @@ func Load(getenv func(string) string, args []string, fs *flag.FlagSet) (Config, 
 		if given[s.flag] {
 			v := *flagVals[i]
 			if err := s.apply(&cfg, strings.TrimSpace(v)); err != nil {
-				errs = append(errs, fmt.Errorf("--%s=%q: %w", s.flag, v, err))
+				errs = append(errs, fmt.Errorf("--%s=%q: %w", s.flag, s.shown(v), err))
 			}
 			continue
 		}
 		if v := getenv(s.env); v != "" {
 			if err := s.apply(&cfg, strings.TrimSpace(v)); err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q: %w", s.env, v, err))
+				errs = append(errs, fmt.Errorf("%s=%q: %w", s.env, s.shown(v), err))
 			}
 		}
 	}
@@ -284,6 +426,14 @@ func Load(getenv func(string) string, args []string, fs *flag.FlagSet) (Config, 
 		return Config{}, errors.Join(errs...)
 	}
 	return cfg, nil
+}
+
+// shown is v as error messages may repeat it.
+func (s setting) shown(v string) string {
+	if s.secret {
+		return "<redacted>"
+	}
+	return v
 }
 
 func splitList(v string) []string {

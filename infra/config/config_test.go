@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -37,6 +38,7 @@ func TestLoadDefaults(t *testing.T) {
 		ClientID:         "chime",
 		SchedulerStorage: config.StorageLevelDB,
 		LogLevel:         slog.LevelInfo,
+		APIAddr:          "127.0.0.1:8080",
 	}, cfg)
 	require.Equal(t, config.Default(), cfg)
 	require.True(t, cfg.Embedded())
@@ -65,6 +67,8 @@ func TestLoad(t *testing.T) {
 				"CHIME_SCHEDULER_STORAGE":    "memory",
 				"CHIME_KAFKA_TARGET_TOPICS":  "billing.events,audit,billing.events",
 				"CHIME_LOG_LEVEL":            "DEBUG",
+				"CHIME_API_ADDR":             "0.0.0.0:8081",
+				"CHIME_ADMIN_TOKEN":          "0123456789abcdef0123",
 			},
 			check: func(t *testing.T, cfg config.Config) {
 				require.Equal(t, config.Config{
@@ -78,6 +82,8 @@ func TestLoad(t *testing.T) {
 					SchedulerStorage:   config.StorageMemory,
 					KafkaTargetTopics:  []string{"billing.events", "audit"},
 					LogLevel:           slog.LevelDebug,
+					APIAddr:            "0.0.0.0:8081",
+					AdminToken:         "0123456789abcdef0123",
 				}, cfg)
 				require.False(t, cfg.Embedded())
 				require.Equal(t, "prod_due", cfg.Topics().Due())
@@ -251,7 +257,7 @@ func TestDocsListEverySetting(t *testing.T) {
 		}
 		require.Contains(t, row, def, "default of %s", m[1])
 	})
-	require.Equal(t, 10, n, "a setting was added or removed: update this test and the docs")
+	require.Equal(t, 16, n, "a setting was added or removed: update this test and the docs")
 }
 
 func docRow(doc, cell string) string {
@@ -261,4 +267,73 @@ func docRow(doc, cell string) string {
 		}
 	}
 	return ""
+}
+
+func TestAPISettings(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Load(env(nil), nil, newFlagSet())
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:8080", cfg.APIAddr)
+	require.Empty(t, cfg.AdminToken)
+
+	cfg, err = config.Load(env(map[string]string{"CHIME_API_ADDR": ":9090", "CHIME_ADMIN_TOKEN": "0123456789abcdef"}), nil, newFlagSet())
+	require.NoError(t, err)
+	require.Equal(t, ":9090", cfg.APIAddr)
+	require.Equal(t, "0123456789abcdef", cfg.AdminToken)
+
+	cfg, err = config.Load(env(nil), []string{"--addr", "127.0.0.1:0"}, newFlagSet())
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:0", cfg.APIAddr)
+
+	_, err = config.Load(env(map[string]string{"CHIME_API_ADDR": "8080"}), nil, newFlagSet())
+	require.ErrorContains(t, err, "CHIME_API_ADDR")
+	_, err = config.Load(env(map[string]string{"CHIME_ADMIN_TOKEN": "short-secret"}), nil, newFlagSet())
+	require.ErrorContains(t, err, "at least 16")
+	require.NotContains(t, err.Error(), "short-secret", "the token is not repeated")
+}
+
+func TestDispatcherSettings(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Load(env(nil), nil, newFlagSet())
+	require.NoError(t, err)
+	require.Nil(t, cfg.DispatcherAllowLoopback, "unset: the role decides")
+	require.Empty(t, cfg.DispatcherAllowCIDRs)
+
+	cfg, err = config.Load(env(map[string]string{
+		"CHIME_DISPATCHER_ALLOW_CIDRS":    " 10.1.2.3/16, 192.168.7.9 ,",
+		"CHIME_DISPATCHER_ALLOW_LOOPBACK": "false",
+	}), nil, newFlagSet())
+	require.NoError(t, err)
+	require.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16"), netip.MustParsePrefix("192.168.7.9/32")}, cfg.DispatcherAllowCIDRs)
+	require.NotNil(t, cfg.DispatcherAllowLoopback)
+	require.False(t, *cfg.DispatcherAllowLoopback)
+
+	cfg, err = config.Load(env(map[string]string{"CHIME_DISPATCHER_ALLOW_LOOPBACK": "false"}), []string{"--dispatcher-allow-loopback=true"}, newFlagSet())
+	require.NoError(t, err)
+	require.True(t, *cfg.DispatcherAllowLoopback, "the flag wins")
+
+	_, err = config.Load(env(map[string]string{"CHIME_DISPATCHER_ALLOW_CIDRS": "10.1.2.0/24,nope"}), nil, newFlagSet())
+	require.ErrorContains(t, err, `CHIME_DISPATCHER_ALLOW_CIDRS="10.1.2.0/24,nope": "nope" is not a CIDR`)
+	_, err = config.Load(env(map[string]string{"CHIME_DISPATCHER_ALLOW_LOOPBACK": "maybe"}), nil, newFlagSet())
+	require.ErrorContains(t, err, "must be true or false")
+}
+
+func TestLoadAnalyticsSettings(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Load(env(map[string]string{
+		"CHIME_CLICKHOUSE_DSN":           "clickhouse://u:secret@ch1:9000/chime",
+		"CHIME_ANALYTICS_RETENTION_DAYS": "30",
+	}), nil, newFlagSet())
+	require.NoError(t, err)
+	require.Equal(t, "clickhouse://u:secret@ch1:9000/chime", cfg.ClickHouseDSN)
+	require.Equal(t, 30, cfg.AnalyticsRetentionDays)
+	require.Equal(t, filepath.Join(".chime", "clickhouse"), cfg.ClickHouseDataDir())
+
+	_, err = config.Load(env(map[string]string{
+		"CHIME_CLICKHOUSE_DSN":           "mysql://u:secret@ch1:9000/chime",
+		"CHIME_ANALYTICS_RETENTION_DAYS": "0",
+	}), nil, newFlagSet())
+	require.ErrorContains(t, err, `scheme "mysql"`)
+	require.NotContains(t, err.Error(), "secret", "the DSN may hold a password")
+	require.ErrorContains(t, err, "CHIME_ANALYTICS_RETENTION_DAYS")
 }

@@ -1,0 +1,262 @@
+// Package api owns chime's HTTP facade: a fiber app that turns JSON
+// requests into job, namespace and breaker commands on Kafka, and answers
+// reads from the processors' tables through views. Every error is an
+// RFC 9457 problem; docs/api.md and GET /openapi.json describe the routes.
+package api
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	fiberrecover "github.com/gofiber/fiber/v2/middleware/recover"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/chime-sched/chime/producer"
+	"github.com/chime-sched/chime/schema/chimev1"
+)
+
+// MaxBodyBytes bounds every request body; a larger one is a 413 problem.
+const MaxBodyBytes = 1 << 20
+
+// transportBodyLimit is the most the server reads of a body at all.
+const transportBodyLimit = 4 * MaxBodyBytes
+
+// limitBody refuses bodies over MaxBodyBytes.
+func limitBody(c *fiber.Ctx) error {
+	if len(c.Body()) > MaxBodyBytes {
+		return fiber.ErrRequestEntityTooLarge
+	}
+	return c.Next()
+}
+
+// MaxBatch is the most jobs one POST .../jobs:batch may carry.
+const MaxBatch = 1000
+
+// JobPublisher publishes job commands; *producer.Producer is one.
+type JobPublisher interface {
+	Publish(ctx context.Context, cmd *chimev1.JobCommand) (producer.Receipt, error)
+	PublishAsync(ctx context.Context, cmd *chimev1.JobCommand, done func(producer.Receipt, error))
+}
+
+// ControlPublisher publishes namespace and breaker commands, keyed by
+// namespace; *KafkaControl is one.
+type ControlPublisher interface {
+	PublishNamespace(ctx context.Context, cmd *chimev1.NamespaceCommand) error
+	PublishBreaker(ctx context.Context, cmd *chimev1.BreakerCommand) error
+}
+
+// NamespaceView reads the namespace-config table; *views.Namespaces is one.
+type NamespaceView interface {
+	// Get returns the stored configuration, nil for an unknown namespace.
+	Get(ns string) (*chimev1.NamespaceConfig, error)
+}
+
+// BreakerView reads the breaker table; *views.Breakers is one.
+type BreakerView interface {
+	Get(ns string) *chimev1.BreakerStatus
+}
+
+// JobView reads the scheduler's job table; *views.Jobs is one.
+type JobView interface {
+	// Get returns the job's row, nil if there is none.
+	Get(ns, id string) (*chimev1.JobState, error)
+}
+
+// Config is what New needs. Jobs, Control, Namespaces, Breakers and JobStates
+// are required.
+type Config struct {
+	Jobs       JobPublisher
+	Control    ControlPublisher
+	Namespaces NamespaceView
+	Breakers   BreakerView
+	JobStates  JobView
+
+	// AdminToken is accepted on every route. Empty disables admin access.
+	AdminToken string
+	// Ready reports whether the views have caught up with their tables;
+	// nil means always ready. GET /readyz answers 503 with its error.
+	Ready func() error
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+	// Registerer gets the API's metrics and Gatherer serves /metrics;
+	// both default to a new registry of the app's own.
+	Registerer prometheus.Registerer
+	Gatherer   prometheus.Gatherer
+
+	// ConsistencyWait bounds how long a namespace write waits for the view
+	// to show it, so the next request sees it. Default 5s.
+	ConsistencyWait time.Duration
+	// RecentTTL is how long a job command accepted by this process answers
+	// GET .../jobs/{id} while the view does not show it yet. Default 2m.
+	RecentTTL time.Duration
+	// IdempotencyTTL is how long an Idempotency-Key is remembered with its
+	// request; default 24h. IdempotencyMax bounds the keys kept; default
+	// 100000 (the oldest are forgotten first).
+	IdempotencyTTL time.Duration
+	IdempotencyMax int
+	// PublishTimeout bounds one publish; default 10s.
+	PublishTimeout time.Duration
+}
+
+type server struct {
+	cfg     Config
+	log     *slog.Logger
+	now     func() time.Time
+	idem    *idempotencyStore
+	recent  *recentJobs
+	metrics *metrics
+}
+
+// New builds the app. Serve it with app.Listen; stop it with
+// app.ShutdownWithContext.
+func New(cfg Config) (*fiber.App, error) {
+	if cfg.Jobs == nil || cfg.Control == nil || cfg.Namespaces == nil || cfg.Breakers == nil || cfg.JobStates == nil {
+		return nil, errors.New("api: Config needs Jobs, Control, Namespaces, Breakers and JobStates")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.ConsistencyWait <= 0 {
+		cfg.ConsistencyWait = 5 * time.Second
+	}
+	if cfg.RecentTTL <= 0 {
+		cfg.RecentTTL = 2 * time.Minute
+	}
+	if cfg.IdempotencyTTL <= 0 {
+		cfg.IdempotencyTTL = 24 * time.Hour
+	}
+	if cfg.IdempotencyMax <= 0 {
+		cfg.IdempotencyMax = 100_000
+	}
+	if cfg.PublishTimeout <= 0 {
+		cfg.PublishTimeout = 10 * time.Second
+	}
+	if cfg.Registerer == nil || cfg.Gatherer == nil {
+		reg := prometheus.NewRegistry()
+		cfg.Registerer, cfg.Gatherer = reg, reg
+	}
+	cfg.Namespaces = namespaceReader{cfg.Namespaces}
+	cfg.JobStates = jobReader{cfg.JobStates}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s := &server{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		now:     cfg.Now,
+		idem:    newIdempotencyStore(cfg.IdempotencyTTL, cfg.IdempotencyMax),
+		recent:  newRecentJobs(cfg.RecentTTL, 100_000),
+		metrics: m,
+	}
+	if err := s.registerState(cfg.Registerer); err != nil {
+		return nil, err
+	}
+	app := fiber.New(fiber.Config{
+		AppName: "chime",
+		// fasthttp refuses a body over its limit while the client is
+		// still sending and closes the connection, which can reset it
+		// before the client reads the 413. Reading somewhat more and
+		// refusing in limitBody answers those cleanly.
+		BodyLimit:             transportBodyLimit,
+		DisableStartupMessage: true,
+		// Handlers keep params and bodies (idempotency store, recent
+		// jobs); fiber's zero-copy strings would change under them.
+		Immutable:    true,
+		ErrorHandler: s.errorHandler,
+		ReadTimeout:  30 * time.Second,
+		WriteTimeout: 30 * time.Second,
+		IdleTimeout:  2 * time.Minute,
+	})
+	// Metrics outside recover, so a panic is counted as the 500 it becomes.
+	app.Use(s.metrics.middleware)
+	app.Use(limitBody)
+	app.Use(fiberrecover.New(fiberrecover.Config{
+		EnableStackTrace: true,
+		StackTraceHandler: func(c *fiber.Ctx, e any) {
+			s.log.Error("api: handler panicked", "method", c.Method(), "path", c.Path(), "panic", e)
+		},
+	}))
+	s.routes(app)
+	return app, nil
+}
+
+func (s *server) routes(app *fiber.App) {
+	app.Get("/healthz", s.healthz)
+	app.Get("/readyz", s.readyz)
+	app.Get("/metrics", s.metricsHandler())
+	app.Get("/openapi.json", s.openapi)
+
+	v1 := app.Group("/v1/namespaces/:ns", s.authenticate)
+	v1.Put("", s.adminOnly, s.putNamespace)
+	v1.Get("", s.getNamespace)
+	v1.Post("/keys", s.adminOnly, s.createKey)
+	v1.Post("/jobs", s.createJob)
+	v1.Post("/jobs\\:batch", s.createJobs)
+	v1.Get("/jobs/:id", s.getJob)
+	v1.Delete("/jobs/:id", s.cancelJob)
+	v1.Post("/jobs/:id/pause", s.pauseJob)
+	v1.Post("/jobs/:id/resume", s.resumeJob)
+	v1.Get("/breaker", s.getBreaker)
+	v1.Put("/breaker", s.adminOnly, s.putBreaker)
+	v1.Post("/breaker/reset", s.adminOnly, s.resetBreaker)
+}
+
+func (s *server) healthz(c *fiber.Ctx) error {
+	return c.JSON(fiber.Map{"status": "ok"})
+}
+
+func (s *server) readyz(c *fiber.Ctx) error {
+	if s.cfg.Ready != nil {
+		if err := s.cfg.Ready(); err != nil {
+			return problem(fiber.StatusServiceUnavailable, "not-ready", "not ready: %v", err)
+		}
+	}
+	return c.JSON(fiber.Map{"status": "ready"})
+}
+
+// publishCtx bounds a publish by the request and PublishTimeout.
+func (s *server) publishCtx(c *fiber.Ctx) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.UserContext(), s.cfg.PublishTimeout)
+}
+
+// unavailable is the problem for a publish that failed or timed out: the
+// command may or may not be on Kafka, so retrying (with the same
+// Idempotency-Key) is the answer.
+func unavailable(what string, err error) *Problem {
+	return problem(fiber.StatusServiceUnavailable, "unavailable", "%s could not be confirmed by Kafka (%v); retry the request (with the same Idempotency-Key, if any)", what, err)
+}
+
+// A view that cannot answer (not running, storage failing) makes the
+// request a 503, not a 500: it is chime's state, and retrying helps.
+type namespaceReader struct{ NamespaceView }
+
+func (r namespaceReader) Get(ns string) (*chimev1.NamespaceConfig, error) {
+	cfg, err := r.NamespaceView.Get(ns)
+	if err != nil {
+		return nil, viewUnavailable("namespace", err)
+	}
+	return cfg, nil
+}
+
+type jobReader struct{ JobView }
+
+func (r jobReader) Get(ns, id string) (*chimev1.JobState, error) {
+	st, err := r.JobView.Get(ns, id)
+	if err != nil {
+		return nil, viewUnavailable("job", err)
+	}
+	return st, nil
+}
+
+func viewUnavailable(what string, err error) *Problem {
+	return problem(fiber.StatusServiceUnavailable, "unavailable", "the %s table cannot be read right now (%v); retry shortly", what, err)
+}

@@ -1,0 +1,746 @@
+package api_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chime-sched/chime/api"
+	"github.com/chime-sched/chime/schema/chimev1"
+)
+
+const adminToken = "admin-secret"
+
+var testNow = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+
+type testBundle struct {
+	app        *fiber.App
+	jobs       *fakeJobs
+	control    *fakeControl
+	namespaces *fakeNamespaces
+	breakers   fakeBreakers
+	states     *fakeJobStates
+}
+
+func setup(t testing.TB, mutate ...func(*api.Config)) *testBundle {
+	t.Helper()
+	b := &testBundle{
+		jobs:       &fakeJobs{},
+		namespaces: &fakeNamespaces{rows: map[string]*chimev1.NamespaceConfig{}},
+		breakers:   fakeBreakers{},
+		states:     &fakeJobStates{rows: map[string]*chimev1.JobState{}},
+	}
+	b.control = &fakeControl{ns: b.namespaces}
+	cfg := api.Config{
+		Jobs:            b.jobs,
+		Control:         b.control,
+		Namespaces:      b.namespaces,
+		Breakers:        b.breakers,
+		JobStates:       b.states,
+		AdminToken:      adminToken,
+		Now:             func() time.Time { return testNow },
+		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
+		ConsistencyWait: 200 * time.Millisecond,
+	}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	app, err := api.New(cfg)
+	require.NoError(t, err)
+	b.app = app
+	return b
+}
+
+type response struct {
+	status int
+	header http.Header
+	raw    []byte
+	body   map[string]any
+}
+
+// do sends a request; body may be a string (sent as is) or a value
+// (marshalled).
+func (b *testBundle) do(t *testing.T, method, path, token string, body any, headers ...string) response {
+	t.Helper()
+	var rd io.Reader
+	switch v := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(v)
+	case []byte:
+		rd = bytes.NewReader(v)
+	default:
+		raw, err := json.Marshal(v)
+		require.NoError(t, err)
+		rd = bytes.NewReader(raw)
+	}
+	req := httptest.NewRequest(method, path, rd)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := b.app.Test(req, 10_000)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	r := response{status: res.StatusCode, header: res.Header, raw: raw}
+	_ = json.Unmarshal(raw, &r.body)
+	return r
+}
+
+// requireProblem checks r is a problem with the status and, if field is
+// not empty, an error for that field; it returns the field's reason.
+func requireProblem(t *testing.T, r response, status int, field string) string {
+	t.Helper()
+	require.Equal(t, status, r.status, "body: %s", r.raw)
+	require.Equal(t, "application/problem+json", r.header.Get("Content-Type"), "body: %s", r.raw)
+	for _, k := range []string{"type", "title", "status", "detail", "instance"} {
+		require.NotEmpty(t, r.body[k], "problem lacks %q: %s", k, r.raw)
+	}
+	require.EqualValues(t, status, r.body["status"])
+	if field == "" {
+		return ""
+	}
+	errs, _ := r.body["errors"].([]any)
+	for _, e := range errs {
+		m := e.(map[string]any)
+		if m["field"] == field {
+			return m["reason"].(string)
+		}
+	}
+	t.Fatalf("problem has no error for field %q: %s", field, r.raw)
+	return ""
+}
+
+// namespace creates ns with cfg and returns a key for it.
+func (b *testBundle) namespace(t *testing.T, ns string, cfg map[string]any) string {
+	t.Helper()
+	if cfg == nil {
+		cfg = map[string]any{}
+	}
+	r := b.do(t, "PUT", "/v1/namespaces/"+ns, adminToken, cfg)
+	require.Contains(t, []int{200, 201}, r.status, "body: %s", r.raw)
+	r = b.do(t, "POST", "/v1/namespaces/"+ns+"/keys", adminToken, nil)
+	require.Equal(t, 201, r.status, "body: %s", r.raw)
+	return r.body["key"].(string)
+}
+
+func oneShot(at string) map[string]any {
+	return map[string]any{
+		"schedule": map[string]any{"at": at},
+		"callback": map[string]any{"url": "https://example.com/hook"},
+	}
+}
+
+func TestHealthReadyMetrics(t *testing.T) {
+	t.Parallel()
+	ready := error(nil)
+	b := setup(t, func(c *api.Config) { c.Ready = func() error { return ready } })
+
+	r := b.do(t, "GET", "/healthz", "", nil)
+	require.Equal(t, 200, r.status)
+	r = b.do(t, "GET", "/readyz", "", nil)
+	require.Equal(t, 200, r.status)
+
+	r = b.do(t, "GET", "/metrics", "", nil)
+	require.Equal(t, 200, r.status)
+	require.Contains(t, string(r.raw), `chime_api_requests_total{code="200",method="GET",route="/readyz"} 1`)
+	require.Contains(t, string(r.raw), "chime_api_request_duration_seconds_bucket")
+	require.Contains(t, string(r.raw), "chime_api_ready 1")
+	require.Contains(t, string(r.raw), "chime_api_idempotency_keys 0")
+
+	r = b.do(t, "GET", "/nope", "", nil)
+	requireProblem(t, r, 404, "")
+}
+
+func TestReadyzNotReady(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *api.Config) { c.Ready = func() error { return io.ErrUnexpectedEOF } })
+	requireProblem(t, b.do(t, "GET", "/readyz", "", nil), 503, "")
+	require.Contains(t, string(b.do(t, "GET", "/metrics", "", nil).raw), "chime_api_ready 0")
+}
+
+type brokenJobs struct{}
+
+func (brokenJobs) Get(string, string) (*chimev1.JobState, error) { return nil, io.ErrClosedPipe }
+
+func TestViewFailureIs503(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *api.Config) { c.JobStates = brokenJobs{} })
+	key := b.namespace(t, "shop", nil)
+	requireProblem(t, b.do(t, "GET", "/v1/namespaces/shop/jobs/x", key, nil), 503, "")
+}
+
+func TestAuth(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	keyA := b.namespace(t, "team-a", nil)
+	keyB := b.namespace(t, "team-b", nil)
+	require.True(t, strings.HasPrefix(keyA, "ck_team-a."), keyA)
+
+	r := b.do(t, "GET", "/v1/namespaces/team-a", "", nil)
+	requireProblem(t, r, 401, "")
+	require.Contains(t, r.header.Get("WWW-Authenticate"), "Bearer")
+	requireProblem(t, b.do(t, "GET", "/v1/namespaces/team-a", "wrong", nil), 401, "")
+	requireProblem(t, b.do(t, "GET", "/v1/namespaces/team-a", keyA+"x", nil), 401, "")
+	requireProblem(t, b.do(t, "GET", "/v1/namespaces/team-a", "ck_team-c.abc", nil), 401, "")
+
+	require.Equal(t, 200, b.do(t, "GET", "/v1/namespaces/team-a", keyA, nil).status)
+	require.Equal(t, 200, b.do(t, "GET", "/v1/namespaces/team-a", adminToken, nil).status)
+
+	// A valid key of another namespace: forbidden, not unauthenticated.
+	r = b.do(t, "GET", "/v1/namespaces/team-a", keyB, nil)
+	require.Contains(t, requireProblem(t, r, 403, "")+r.body["detail"].(string), `"team-b"`)
+	requireProblem(t, b.do(t, "POST", "/v1/namespaces/team-a/jobs", keyB, oneShot("2026-11-23T11:00:00Z")), 403, "")
+
+	// Admin-only routes refuse namespace keys.
+	requireProblem(t, b.do(t, "PUT", "/v1/namespaces/team-a", keyA, map[string]any{}), 403, "")
+	requireProblem(t, b.do(t, "POST", "/v1/namespaces/team-a/keys", keyA, nil), 403, "")
+	requireProblem(t, b.do(t, "PUT", "/v1/namespaces/team-a/breaker", keyA, map[string]any{"mode": "auto"}), 403, "")
+
+	// A bad namespace in the path is a validation problem.
+	requireProblem(t, b.do(t, "GET", "/v1/namespaces/Bad!", adminToken, nil), 422, "namespace")
+}
+
+func TestNoAdminTokenMeansNoAdmin(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *api.Config) { c.AdminToken = "" })
+	requireProblem(t, b.do(t, "PUT", "/v1/namespaces/a", "", map[string]any{}), 401, "")
+	requireProblem(t, b.do(t, "PUT", "/v1/namespaces/a", "x", map[string]any{}), 401, "")
+}
+
+func TestNamespacePutGet(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	secret := "whsec_" + strings.Repeat("QUFB", 8) // 24 bytes
+	r := b.do(t, "PUT", "/v1/namespaces/shop", adminToken, map[string]any{
+		"retry":            map[string]any{"max_attempts": 7, "initial_interval": "2s"},
+		"rate_limit":       map[string]any{"per_second": 50, "burst": 10},
+		"relevancy_window": "1h",
+		"signing_secret":   secret,
+		"allowed_hosts":    []string{"example.com", "*.shop.test"},
+		"breaker":          map[string]any{"window": "1m", "failure_rate_threshold": 25},
+	})
+	require.Equal(t, 201, r.status, "body: %s", r.raw)
+
+	r = b.do(t, "GET", "/v1/namespaces/shop", adminToken, nil)
+	require.Equal(t, 200, r.status)
+	require.NotContains(t, string(r.raw), secret)
+	require.Equal(t, "<redacted>", r.body["signing_secret"])
+	retry := r.body["retry"].(map[string]any)
+	require.EqualValues(t, 7, retry["max_attempts"])
+	require.Equal(t, "2s", retry["initial_interval"])
+	require.Equal(t, "5m0s", retry["max_interval"], "defaults are filled in")
+	br := r.body["breaker"].(map[string]any)
+	require.Equal(t, "1m0s", br["window"])
+	require.EqualValues(t, 25, br["failure_rate_threshold"])
+	require.EqualValues(t, 20, br["min_requests"])
+	defaulted := r.body["defaulted"].([]any)
+	require.Contains(t, defaulted, "retry.max_interval")
+	require.Contains(t, defaulted, "breaker.min_requests")
+	require.NotContains(t, defaulted, "retry.max_attempts")
+	require.NotContains(t, defaulted, "relevancy_window")
+	require.EqualValues(t, 1, r.body["version"])
+
+	// Replacing it: 200, and what GET shows is the new config.
+	r = b.do(t, "PUT", "/v1/namespaces/shop", adminToken, map[string]any{"max_concurrency": 3})
+	require.Equal(t, 200, r.status, "body: %s", r.raw)
+	require.EqualValues(t, 3, r.body["max_concurrency"])
+	require.Nil(t, r.body["signing_secret"])
+
+	requireProblem(t, b.do(t, "GET", "/v1/namespaces/nope", adminToken, nil), 404, "")
+}
+
+func TestNamespaceValidation(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, tc := range []struct {
+		body   string
+		status int
+		field  string
+	}{
+		{`{"breaker": {"window": "soon"}}`, 422, "breaker.window"},
+		{`{"breaker": {"failure_rate_threshold": 150}}`, 422, "breaker.failure_rate_threshold"},
+		{`{"retry": {"initial_interval": "10s", "max_interval": "1s"}}`, 422, "retry.max_interval"},
+		{`{"signing_secret": "nope"}`, 422, "signing_secret"},
+		{`{"signing_secret": "<redacted>"}`, 422, "signing_secret"},
+		{`{"relevancy_window": "-1s"}`, 422, "relevancy_window"},
+		{`{"max_concurrency": -1}`, 400, "max_concurrency"},
+		{`{"max_concurrency": "3"}`, 400, "max_concurrency"},
+		{`{"retry": {"max_atempts": 3}}`, 400, "max_atempts"},
+		{`{"colour": "red"}`, 400, "colour"},
+		{`{}{}`, 400, ""},
+		{`[1,2]`, 400, ""},
+		{``, 400, ""},
+	} {
+		t.Run(tc.body, func(t *testing.T) {
+			r := b.do(t, "PUT", "/v1/namespaces/v", adminToken, tc.body)
+			requireProblem(t, r, tc.status, tc.field)
+		})
+	}
+}
+
+func TestCreateAndGetJob(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := b.namespace(t, "shop", nil)
+
+	r := b.do(t, "POST", "/v1/namespaces/shop/jobs", key, map[string]any{
+		"id":       "order-1",
+		"schedule": map[string]any{"in": "90s"},
+		"callback": map[string]any{"url": "https://example.com/hook", "method": "PUT", "headers": map[string]string{"X-Order": "1"}, "body": map[string]any{"order": 1}, "timeout": "5s"},
+		"retry":    map[string]any{"max_attempts": 3},
+		"labels":   map[string]string{"team": "a"},
+	})
+	require.Equal(t, 201, r.status, "body: %s", r.raw)
+	require.Equal(t, map[string]any{"id": "order-1", "namespace": "shop", "state": "scheduled", "next_fire_at": "2026-11-23T10:01:30Z"}, r.body)
+	require.Equal(t, "/v1/namespaces/shop/jobs/order-1", r.header.Get("Location"))
+
+	cmds := b.jobs.commands()
+	require.Len(t, cmds, 1)
+	spec := cmds[0].GetUpsert().GetSpec()
+	require.Equal(t, "shop", spec.GetNamespace())
+	require.Equal(t, testNow.Add(90*time.Second), spec.GetSchedule().GetAt().AsTime())
+	require.Equal(t, `{"order":1}`, string(spec.GetTarget().GetHttp().GetBody()))
+	require.EqualValues(t, 3, spec.GetRetry().GetMaxAttempts())
+
+	// Read-your-writes: the view has no row yet, the API still answers.
+	r = b.do(t, "GET", "/v1/namespaces/shop/jobs/order-1", key, nil)
+	require.Equal(t, 200, r.status, "body: %s", r.raw)
+	require.Equal(t, "scheduled", r.body["state"])
+	require.Equal(t, true, r.body["pending"])
+	require.Equal(t, "2026-11-23T10:01:30Z", r.body["next_fire_at"])
+
+	// Once the scheduler has written the row, the view answers.
+	b.states.put("shop", "order-1", &chimev1.JobState{
+		Spec: spec, Status: chimev1.JobStatus_JOB_STATUS_COMPLETED, LastCommandId: cmds[0].GetCommandId(),
+		Fires: 1, LastResult: chimev1.AckResult_ACK_RESULT_SUCCEEDED,
+	})
+	r = b.do(t, "GET", "/v1/namespaces/shop/jobs/order-1", key, nil)
+	require.Equal(t, 200, r.status)
+	require.Equal(t, "completed", r.body["state"])
+	require.Nil(t, r.body["pending"])
+	require.Nil(t, r.body["next_fire_at"])
+	require.Equal(t, map[string]any{"result": "succeeded"}, r.body["last_outcome"])
+	require.Equal(t, "PUT", r.body["callback"].(map[string]any)["method"])
+
+	requireProblem(t, b.do(t, "GET", "/v1/namespaces/shop/jobs/missing", key, nil), 404, "")
+	requireProblem(t, b.do(t, "GET", "/v1/namespaces/shop/jobs/a%2Fb", key, nil), 422, "id")
+}
+
+func TestCreateJobUnknownNamespace(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	requireProblem(t, b.do(t, "POST", "/v1/namespaces/ghost/jobs", adminToken, oneShot("2026-11-23T11:00:00Z")), 404, "")
+}
+
+func TestIdempotentCreate(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := b.namespace(t, "shop", nil)
+	body := map[string]any{"schedule": map[string]any{"in": "1m"}, "callback": map[string]any{"url": "https://example.com/a"}}
+
+	first := b.do(t, "POST", "/v1/namespaces/shop/jobs", key, body, "Idempotency-Key", "k-1")
+	require.Equal(t, 201, first.status, "body: %s", first.raw)
+	id := first.body["id"].(string)
+	require.True(t, strings.HasPrefix(id, "idem-"), id)
+
+	again := b.do(t, "POST", "/v1/namespaces/shop/jobs", key, body, "Idempotency-Key", "k-1")
+	require.Equal(t, 201, again.status)
+	require.Equal(t, first.body, again.body)
+	require.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
+	require.Len(t, b.jobs.commands(), 1, "a replay publishes nothing")
+
+	other := map[string]any{"schedule": map[string]any{"in": "2m"}, "callback": map[string]any{"url": "https://example.com/a"}}
+	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs", key, other, "Idempotency-Key", "k-1"), 422, "Idempotency-Key")
+
+	// Another key is another job; the same key in another namespace too.
+	r := b.do(t, "POST", "/v1/namespaces/shop/jobs", key, body, "Idempotency-Key", "k-2")
+	require.Equal(t, 201, r.status)
+	require.NotEqual(t, id, r.body["id"])
+
+	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs", key, body, "Idempotency-Key", "has space"), 422, "Idempotency-Key")
+}
+
+func TestIdempotentCreateAcrossInstances(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := b.namespace(t, "shop", nil)
+	body := map[string]any{"schedule": map[string]any{"in": "1m"}, "callback": map[string]any{"url": "https://example.com/a"}}
+	first := b.do(t, "POST", "/v1/namespaces/shop/jobs", key, body, "Idempotency-Key", "k-1")
+	require.Equal(t, 201, first.status)
+	id := first.body["id"].(string)
+	cmd := b.jobs.commands()[0]
+	b.states.put("shop", id, &chimev1.JobState{Spec: cmd.GetUpsert().GetSpec(), Status: chimev1.JobStatus_JOB_STATUS_SCHEDULED,
+		NextScheduledAt: cmd.GetUpsert().GetSpec().GetSchedule().GetAt(), LastCommandId: cmd.GetCommandId()})
+
+	// A second API instance (no idempotency memory) finds the job by the
+	// id the key derives.
+	other := &testBundle{jobs: &fakeJobs{}, namespaces: b.namespaces, states: b.states, breakers: b.breakers}
+	app, err := api.New(api.Config{Jobs: other.jobs, Control: b.control, Namespaces: b.namespaces, Breakers: b.breakers, JobStates: b.states,
+		AdminToken: adminToken, Now: func() time.Time { return testNow.Add(time.Second) }, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	other.app = app
+	r := other.do(t, "POST", "/v1/namespaces/shop/jobs", key, body, "Idempotency-Key", "k-1")
+	require.Equal(t, 201, r.status, "body: %s", r.raw)
+	require.Equal(t, first.body, r.body)
+	require.Empty(t, other.jobs.commands())
+}
+
+func TestPublishFailureIsRetryable(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := b.namespace(t, "shop", nil)
+	b.jobs.err = io.ErrClosedPipe
+	body := oneShot("2026-11-23T11:00:00Z")
+	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs", key, body, "Idempotency-Key", "k"), 503, "")
+	b.jobs.err = nil
+	require.Equal(t, 201, b.do(t, "POST", "/v1/namespaces/shop/jobs", key, body, "Idempotency-Key", "k").status)
+}
+
+func TestJobValidation(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := b.namespace(t, "shop", map[string]any{"allowed_hosts": []string{"example.com", "*.hooks.test"}})
+	url := `"callback": {"url": "https://example.com/h"}`
+	for _, tc := range []struct {
+		name   string
+		body   string
+		status int
+		field  string
+		reason string
+	}{
+		{"bad cron", `{"schedule": {"cron": "*/0 * * * *"}, ` + url + `}`, 422, "schedule.cron", ""},
+		{"bad timezone", `{"schedule": {"cron": "* * * * *", "timezone": "Mars/Olympus"}, ` + url + `}`, 422, "schedule.timezone", ""},
+		{"unknown field", `{"schedule": {"in": "1s"}, ` + url + `, "priority": 1}`, 400, "priority", "unknown field"},
+		{"unknown nested field", `{"schedule": {"in": "1s", "when": 1}, ` + url + `}`, 400, "when", ""},
+		{"two kinds", `{"schedule": {"in": "1s", "every": "1s"}, ` + url + `}`, 422, "schedule", "exactly one"},
+		{"no kind", `{"schedule": {}, ` + url + `}`, 422, "schedule", ""},
+		{"no schedule", `{` + url + `}`, 422, "schedule", ""},
+		{"no callback", `{"schedule": {"in": "1s"}}`, 422, "callback", ""},
+		{"bad duration", `{"schedule": {"in": "soon"}, ` + url + `}`, 422, "schedule.in", "Go duration"},
+		{"bad time", `{"schedule": {"at": "tomorrow"}, ` + url + `}`, 422, "schedule.at", "RFC 3339"},
+		{"interval too short", `{"schedule": {"every": "1ns"}, ` + url + `}`, 422, "schedule.every", ""},
+		{"bad url", `{"schedule": {"in": "1s"}, "callback": {"url": "ftp://example.com"}}`, 422, "callback.url", "scheme"},
+		{"url not allowed", `{"schedule": {"in": "1s"}, "callback": {"url": "https://evil.test/h"}}`, 422, "callback.url", "allowed_hosts"},
+		{"bad method", `{"schedule": {"in": "1s"}, "callback": {"url": "https://example.com/h", "method": "post"}}`, 422, "callback.method", "POST"},
+		{"reserved header", `{"schedule": {"in": "1s"}, "callback": {"url": "https://example.com/h", "headers": {"Host": "x"}}}`, 422, `callback.headers["Host"]`, ""},
+		{"past window", `{"schedule": {"at": "2026-11-23T08:00:00Z"}, "relevancy_window": "1h", ` + url + `}`, 422, "schedule.at", "past its relevancy window"},
+		{"bad id", `{"id": "a/b", "schedule": {"in": "1s"}, ` + url + `}`, 422, "id", ""},
+		{"retry", `{"schedule": {"in": "1s"}, "retry": {"multiplier": 50}, ` + url + `}`, 422, "retry.multiplier", ""},
+		{"wrong type", `{"schedule": {"in": 5}, ` + url + `}`, 400, "schedule.in", "string"},
+		{"timezone without cron", `{"schedule": {"in": "1s", "timezone": "UTC"}, ` + url + `}`, 422, "schedule.timezone", ""},
+		{"not json", `schedule=1`, 400, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := b.do(t, "POST", "/v1/namespaces/shop/jobs", key, tc.body)
+			reason := requireProblem(t, r, tc.status, tc.field)
+			require.Contains(t, reason, tc.reason)
+		})
+	}
+	require.Empty(t, b.jobs.commands())
+}
+
+func TestPastNamespaceWindow(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := b.namespace(t, "late", map[string]any{"relevancy_window": "30m"})
+	r := b.do(t, "POST", "/v1/namespaces/late/jobs", key, oneShot("2026-11-23T09:00:00Z"))
+	reason := requireProblem(t, r, 422, "schedule.at")
+	require.Contains(t, reason, `namespace "late"'s relevancy window`)
+	require.Equal(t, 201, b.do(t, "POST", "/v1/namespaces/late/jobs", key, oneShot("2026-11-23T09:45:00Z")).status)
+}
+
+func TestOversizedBody(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := b.namespace(t, "shop", nil)
+	// fasthttp refuses the body before routing; app.Test reports that as
+	// an error, so this runs a real listener.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = b.app.Listener(ln) }()
+	t.Cleanup(func() { _ = b.app.Shutdown() })
+
+	big := `{"schedule": {"in": "1s"}, "callback": {"url": "https://example.com", "body": "` + strings.Repeat("x", api.MaxBodyBytes) + `"}}`
+	req, err := http.NewRequest("POST", "http://"+ln.Addr().String()+"/v1/namespaces/shop/jobs", strings.NewReader(big))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	r := response{status: res.StatusCode, header: res.Header, raw: raw}
+	require.NoError(t, json.Unmarshal(raw, &r.body))
+	requireProblem(t, r, 413, "")
+	require.Equal(t, "https://chime.dev/problems/body-too-large", r.body["type"])
+	require.Empty(t, b.jobs.commands())
+}
+
+func TestBatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := b.namespace(t, "shop", nil)
+	jobs := []any{oneShot("2026-11-23T11:00:00Z"), oneShot("2026-11-23T12:00:00Z"), map[string]any{
+		"id": "cron-1", "schedule": map[string]any{"cron": "*/2 * * * * *"}, "callback": map[string]any{"url": "https://example.com/c"}}}
+	r := b.do(t, "POST", "/v1/namespaces/shop/jobs:batch", key, map[string]any{"jobs": jobs}, "Idempotency-Key", "batch-1")
+	require.Equal(t, 201, r.status, "body: %s", r.raw)
+	out := r.body["jobs"].([]any)
+	require.Len(t, out, 3)
+	require.Equal(t, "cron-1", out[2].(map[string]any)["id"])
+	require.Equal(t, "2026-11-23T10:00:02Z", out[2].(map[string]any)["next_fire_at"])
+	require.Len(t, b.jobs.commands(), 3)
+
+	again := b.do(t, "POST", "/v1/namespaces/shop/jobs:batch", key, map[string]any{"jobs": jobs}, "Idempotency-Key", "batch-1")
+	require.Equal(t, r.body, again.body)
+	require.Len(t, b.jobs.commands(), 3)
+
+	// Every job is checked, and nothing is published if one is wrong.
+	bad := []any{oneShot("2026-11-23T11:00:00Z"), map[string]any{"schedule": map[string]any{"cron": "nope"}, "callback": map[string]any{"url": "https://example.com"}}, map[string]any{"schedule": map[string]any{"in": "1s"}}}
+	r = b.do(t, "POST", "/v1/namespaces/shop/jobs:batch", key, map[string]any{"jobs": bad})
+	requireProblem(t, r, 422, "jobs[1].schedule.cron")
+	requireProblem(t, r, 422, "jobs[2].callback")
+	require.Len(t, b.jobs.commands(), 3)
+
+	dup := []any{map[string]any{"id": "x", "schedule": map[string]any{"in": "1s"}, "callback": map[string]any{"url": "https://example.com"}}, map[string]any{"id": "x", "schedule": map[string]any{"in": "1s"}, "callback": map[string]any{"url": "https://example.com"}}}
+	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs:batch", key, map[string]any{"jobs": dup}), 422, "jobs[1].id")
+
+	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs:batch", key, map[string]any{"jobs": []any{}}), 422, "jobs")
+	many := make([]any, api.MaxBatch+1)
+	for i := range many {
+		many[i] = map[string]any{"schedule": map[string]any{"in": "1s"}, "callback": map[string]any{"url": "https://e.com"}}
+	}
+	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs:batch", key, map[string]any{"jobs": many}), 422, "jobs")
+	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs:batch", key, map[string]any{"jobs": []any{nil}}), 422, "jobs[0].")
+}
+
+func TestBatchOfMaxSize(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := b.namespace(t, "shop", nil)
+	many := make([]any, api.MaxBatch)
+	for i := range many {
+		many[i] = map[string]any{"schedule": map[string]any{"every": "1m"}, "callback": map[string]any{"url": "https://example.com/h"}}
+	}
+	r := b.do(t, "POST", "/v1/namespaces/shop/jobs:batch", key, map[string]any{"jobs": many})
+	require.Equal(t, 201, r.status, "body: %.300s", r.raw)
+	require.Len(t, b.jobs.commands(), api.MaxBatch)
+}
+
+func TestCancelPauseResume(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := b.namespace(t, "shop", nil)
+	body := map[string]any{"id": "j", "schedule": map[string]any{"every": "1m"}, "callback": map[string]any{"url": "https://example.com/h"}}
+	require.Equal(t, 201, b.do(t, "POST", "/v1/namespaces/shop/jobs", key, body).status)
+
+	r := b.do(t, "POST", "/v1/namespaces/shop/jobs/j/pause", key, nil)
+	require.Equal(t, 200, r.status, "body: %s", r.raw)
+	require.Equal(t, "paused", r.body["state"])
+	require.Equal(t, "paused", b.do(t, "GET", "/v1/namespaces/shop/jobs/j", key, nil).body["state"])
+
+	r = b.do(t, "POST", "/v1/namespaces/shop/jobs/j/resume", key, nil)
+	require.Equal(t, "scheduled", r.body["state"])
+
+	r = b.do(t, "DELETE", "/v1/namespaces/shop/jobs/j", key, nil)
+	require.Equal(t, 200, r.status)
+	require.Equal(t, "cancelled", r.body["state"])
+	require.Nil(t, r.body["next_fire_at"])
+	require.Equal(t, "cancelled", b.do(t, "GET", "/v1/namespaces/shop/jobs/j", key, nil).body["state"])
+
+	// Cancelling again is harmless; pausing a cancelled job is a conflict.
+	require.Equal(t, 200, b.do(t, "DELETE", "/v1/namespaces/shop/jobs/j", key, nil).status)
+	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs/j/pause", key, nil), 409, "")
+	requireProblem(t, b.do(t, "DELETE", "/v1/namespaces/shop/jobs/none", key, nil), 404, "")
+
+	var kinds []string
+	for _, c := range b.jobs.commands() {
+		switch c.GetCommand().(type) {
+		case *chimev1.JobCommand_Upsert:
+			kinds = append(kinds, "upsert")
+		case *chimev1.JobCommand_Pause:
+			kinds = append(kinds, "pause")
+		case *chimev1.JobCommand_Resume:
+			kinds = append(kinds, "resume")
+		case *chimev1.JobCommand_Cancel:
+			kinds = append(kinds, "cancel")
+		}
+	}
+	require.Equal(t, []string{"upsert", "pause", "resume", "cancel"}, kinds)
+}
+
+func TestBreaker(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := b.namespace(t, "shop", nil)
+	since := testNow.Add(-time.Minute)
+	b.breakers["shop"] = &chimev1.BreakerStatus{Namespace: "shop", State: chimev1.BreakerState_BREAKER_STATE_OPEN,
+		Since: timestampOf(since), ConsecutiveTrips: 2, Window: &chimev1.WindowStats{Requests: 40, Failures: 30, FailureRate: 75, P99Ms: 900}}
+
+	r := b.do(t, "GET", "/v1/namespaces/shop/breaker", key, nil)
+	require.Equal(t, 200, r.status)
+	require.Equal(t, "open", r.body["state"])
+	require.Equal(t, "2026-11-23T09:59:00Z", r.body["since"])
+	require.EqualValues(t, 2, r.body["consecutive_trips"])
+	w := r.body["window"].(map[string]any)
+	require.EqualValues(t, 75, w["failure_rate"])
+	require.EqualValues(t, 900, w["p99_ms"])
+	require.Contains(t, r.body, "next_check_at")
+
+	r = b.do(t, "GET", "/v1/namespaces/other/breaker", adminToken, nil)
+	require.Equal(t, "closed", r.body["state"])
+
+	r = b.do(t, "PUT", "/v1/namespaces/shop/breaker", adminToken, map[string]any{"mode": "force_open", "note": "OPS-1"})
+	require.Equal(t, 202, r.status, "body: %s", r.raw)
+	requireProblem(t, b.do(t, "PUT", "/v1/namespaces/shop/breaker", adminToken, map[string]any{"mode": "sideways"}), 422, "mode")
+	require.Equal(t, 202, b.do(t, "POST", "/v1/namespaces/shop/breaker/reset", adminToken, nil).status)
+	require.Len(t, b.control.breakers, 2)
+	require.NotNil(t, b.control.breakers[0].GetForceOpen())
+	require.Equal(t, "OPS-1", b.control.breakers[0].GetNote())
+	require.Equal(t, "shop", b.control.breakers[1].GetNamespace())
+	require.NotNil(t, b.control.breakers[1].GetResetBreaker())
+	require.NotEmpty(t, b.control.breakers[1].GetCommandId())
+}
+
+func TestKeyWaitsForView(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.namespace(t, "shop", nil)
+	b.control.hold = true // the view never catches up
+	start := time.Now()
+	r := b.do(t, "POST", "/v1/namespaces/shop/keys", adminToken, nil)
+	require.Equal(t, 201, r.status)
+	require.GreaterOrEqual(t, time.Since(start), 150*time.Millisecond, "waited for the view")
+	r = b.do(t, "PUT", "/v1/namespaces/shop", adminToken, map[string]any{"max_concurrency": 9})
+	require.Equal(t, 202, r.status, "body: %s", r.raw)
+	require.EqualValues(t, 9, r.body["max_concurrency"])
+}
+
+// TestGarbageNeverPanics sends malformed input to every route: every answer
+// is a problem below 500.
+func TestGarbageNeverPanics(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := b.namespace(t, "shop", nil)
+	bodies := []string{"", "null", "0", `"x"`, "[]", "{", "}", `{"a":`, "\x00\xff\xfe", `{"schedule":null,"callback":null}`,
+		`{"schedule":{"at":null}}`, `{"jobs":null}`, `{"jobs":[1,2]}`, `{"jobs":{}}`, `{"mode":5}`, `{"retry":[]}`,
+		`{"schedule":{"cron":"` + strings.Repeat("*", 5000) + `"},"callback":{"url":"http://` + strings.Repeat("a", 3000) + `"}}`,
+		`{"schedule":{"in":"9999999999h"},"callback":{"url":"https://e.com"}}`,
+		`{"schedule":{"at":"9999-12-31T23:59:59Z"},"callback":{"url":"https://e.com"}}`,
+		`{"schedule":{"every":"-1s"},"callback":{"url":"https://e.com"}}`,
+		`{"breaker":{"window":"9223372036s"}}`, `{"rate_limit":{"per_second":1e308}}`}
+	routes := []struct{ method, path string }{
+		{"PUT", "/v1/namespaces/shop"}, {"POST", "/v1/namespaces/shop/jobs"}, {"POST", "/v1/namespaces/shop/jobs:batch"},
+		{"PUT", "/v1/namespaces/shop/breaker"}, {"POST", "/v1/namespaces/shop/breaker/reset"}, {"POST", "/v1/namespaces/shop/jobs/x/pause"},
+	}
+	for _, rt := range routes {
+		for _, body := range bodies {
+			for _, tok := range []string{adminToken, key} {
+				r := b.do(t, rt.method, rt.path, tok, body)
+				require.Less(t, r.status, 500, "%s %s %q: %s", rt.method, rt.path, body, r.raw)
+				if r.status >= 400 {
+					require.Equal(t, "application/problem+json", r.header.Get("Content-Type"), "%s %s %q", rt.method, rt.path, body)
+				}
+			}
+		}
+	}
+}
+
+// FuzzCreateJob: no body makes the handler panic or answer 5xx.
+func FuzzCreateJob(f *testing.F) {
+	f.Add(`{"schedule":{"in":"1s"},"callback":{"url":"https://e.com"}}`)
+	f.Add(`{"schedule":{"cron":"*/2 * * * * *","timezone":"Europe/Berlin","start_at":"2026-01-01T00:00:00Z"},"callback":{"url":"https://e.com","headers":{"a":"b"}}}`)
+	f.Add(`{"jobs":[{"schedule":{"every":"1s"},"callback":{"url":"https://e.com"}}]}`)
+	b := setup(f)
+	b.namespaces.rows["shop"] = &chimev1.NamespaceConfig{Namespace: "shop"}
+	f.Fuzz(func(t *testing.T, body string) {
+		for _, path := range []string{"/v1/namespaces/shop/jobs", "/v1/namespaces/shop/jobs:batch"} {
+			req := httptest.NewRequest("POST", path, strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+adminToken)
+			res, err := b.app.Test(req, 10_000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = res.Body.Close()
+			if res.StatusCode >= 500 {
+				t.Fatalf("%s %q: %d", path, body, res.StatusCode)
+			}
+		}
+	})
+}
+
+func TestMetricsUseRoutePatterns(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := b.namespace(t, "shop", nil)
+	b.do(t, "GET", "/v1/namespaces/shop/jobs/a", key, nil)
+	b.do(t, "GET", "/v1/namespaces/shop/jobs/b", key, nil)
+	b.do(t, "GET", "/no/such/route", "", nil)
+	r := b.do(t, "GET", "/metrics", "", nil)
+	require.Contains(t, string(r.raw), `chime_api_requests_total{code="404",method="GET",route="/v1/namespaces/:ns/jobs/:id"} 2`)
+	require.NotContains(t, string(r.raw), "/no/such/route")
+}
+
+// TestRepeatedSpecIsNotPending: the scheduler ignores an upsert that
+// repeats a live job's spec, so GET must answer from the view at once.
+func TestRepeatedSpecIsNotPending(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := b.namespace(t, "shop", nil)
+	body := map[string]any{"id": "j", "schedule": map[string]any{"at": "2026-11-23T11:00:00Z"}, "callback": map[string]any{"url": "https://example.com/h"}}
+	require.Equal(t, 201, b.do(t, "POST", "/v1/namespaces/shop/jobs", key, body).status)
+	cmd := b.jobs.commands()[0]
+	// Another instance paused the job after the scheduler applied the
+	// create: the view is newer than this instance's memory.
+	b.states.put("shop", "j", &chimev1.JobState{Spec: cmd.GetUpsert().GetSpec(), Status: chimev1.JobStatus_JOB_STATUS_PAUSED, LastCommandId: "pause-elsewhere"})
+	r := b.do(t, "GET", "/v1/namespaces/shop/jobs/j", key, nil)
+	require.Equal(t, "paused", r.body["state"])
+	require.Nil(t, r.body["pending"])
+
+	require.Equal(t, 201, b.do(t, "POST", "/v1/namespaces/shop/jobs", key, body).status)
+	r = b.do(t, "GET", "/v1/namespaces/shop/jobs/j", key, nil)
+	require.Equal(t, "paused", r.body["state"], "the view, not the repeated command")
+	require.Nil(t, r.body["pending"])
+}
+
+// TestQuickSuccessiveCommands: a create then a pause; the view shows the
+// create first. GET must keep answering "paused" until the view has the
+// pause too.
+func TestQuickSuccessiveCommands(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := b.namespace(t, "shop", nil)
+	body := map[string]any{"id": "j", "schedule": map[string]any{"every": "1m"}, "callback": map[string]any{"url": "https://example.com/h"}}
+	require.Equal(t, 201, b.do(t, "POST", "/v1/namespaces/shop/jobs", key, body).status)
+	require.Equal(t, 200, b.do(t, "POST", "/v1/namespaces/shop/jobs/j/pause", key, nil).status)
+	cmds := b.jobs.commands()
+	require.Len(t, cmds, 2)
+
+	b.states.put("shop", "j", &chimev1.JobState{Spec: cmds[0].GetUpsert().GetSpec(), Status: chimev1.JobStatus_JOB_STATUS_SCHEDULED, LastCommandId: cmds[0].GetCommandId()})
+	r := b.do(t, "GET", "/v1/namespaces/shop/jobs/j", key, nil)
+	require.Equal(t, "paused", r.body["state"])
+	require.Equal(t, true, r.body["pending"])
+
+	b.states.put("shop", "j", &chimev1.JobState{Spec: cmds[0].GetUpsert().GetSpec(), Status: chimev1.JobStatus_JOB_STATUS_PAUSED, LastCommandId: cmds[1].GetCommandId(), Fires: 1})
+	r = b.do(t, "GET", "/v1/namespaces/shop/jobs/j", key, nil)
+	require.Equal(t, "paused", r.body["state"])
+	require.Nil(t, r.body["pending"])
+	require.EqualValues(t, 1, r.body["fires"])
+}

@@ -1,0 +1,151 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/chime-sched/chime/producer"
+	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/views"
+)
+
+// Backend is what the API needs from Kafka: the job producer, the
+// namespace and breaker command publisher, and the three views.
+type Backend struct {
+	Producer   *producer.Producer
+	Control    *KafkaControl
+	Namespaces *views.Namespaces
+	Breakers   *views.Breakers
+	Jobs       *views.Jobs
+}
+
+// BackendConfig says where Kafka is.
+type BackendConfig struct {
+	Brokers  []string
+	Topics   schema.Topics
+	ClientID string // default "chime-api"
+	// ReplicationOf returns a table topic's replication factor, which goka
+	// checks; nil means 1.
+	ReplicationOf func(topic string) int
+	Logger        *slog.Logger
+}
+
+// NewBackend connects; Run must run for the views to answer.
+func NewBackend(cfg BackendConfig) (*Backend, error) {
+	if cfg.ClientID == "" {
+		cfg.ClientID = "chime-api"
+	}
+	if cfg.ReplicationOf == nil {
+		cfg.ReplicationOf = func(string) int { return 1 }
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	b := &Backend{}
+	var err error
+	if b.Producer, err = producer.New(producer.Brokers(cfg.Brokers), producer.TopicPrefix(cfg.Topics.Prefix), producer.ClientID(cfg.ClientID)); err != nil {
+		return nil, err
+	}
+	if b.Control, err = NewKafkaControl(cfg.Brokers, cfg.Topics, kgo.ClientID(cfg.ClientID+"-control")); err != nil {
+		b.Close()
+		return nil, err
+	}
+	log := cfg.Logger.With("component", "api-views")
+	if b.Namespaces, err = views.NewNamespaces(cfg.Brokers, cfg.Topics, cfg.ClientID+"-namespaces", cfg.ReplicationOf(cfg.Topics.NamespaceTable()), log); err != nil {
+		b.Close()
+		return nil, err
+	}
+	if b.Breakers, err = views.NewBreakers(cfg.Brokers, cfg.Topics, cfg.ClientID+"-breakers", cfg.ReplicationOf(cfg.Topics.BreakerTable()), log); err != nil {
+		b.Close()
+		return nil, err
+	}
+	if b.Jobs, err = views.NewJobs(cfg.Brokers, cfg.Topics, cfg.ClientID+"-jobs", cfg.ReplicationOf(cfg.Topics.SchedulerTable()), log); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// Run keeps the views up to date until ctx is done.
+func (b *Backend) Run(ctx context.Context) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return b.Namespaces.Run(ctx) })
+	g.Go(func() error { return b.Breakers.Run(ctx) })
+	g.Go(func() error { return b.Jobs.Run(ctx) })
+	return g.Wait()
+}
+
+// Ready says which views have not caught up yet.
+func (b *Backend) Ready() error {
+	var missing []error
+	if !b.Namespaces.Recovered() {
+		missing = append(missing, errors.New("namespaces view recovering"))
+	}
+	if !b.Breakers.Recovered() {
+		missing = append(missing, errors.New("breakers view recovering"))
+	}
+	if !b.Jobs.Recovered() {
+		missing = append(missing, errors.New("jobs view recovering"))
+	}
+	return errors.Join(missing...)
+}
+
+// WaitReady blocks until every view has caught up.
+func (b *Backend) WaitReady(ctx context.Context) error {
+	for _, w := range []func(context.Context) error{b.Namespaces.WaitReady, b.Breakers.WaitReady, b.Jobs.WaitReady} {
+		if err := w(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Config returns an api.Config wired to the backend; set AdminToken,
+// Logger and the rest on it.
+func (b *Backend) Config() Config {
+	return Config{
+		Jobs:       b.Producer,
+		Control:    b.Control,
+		Namespaces: b.Namespaces,
+		Breakers:   b.Breakers,
+		JobStates:  b.Jobs,
+		Ready:      b.Ready,
+	}
+}
+
+// Close flushes and closes the Kafka clients.
+func (b *Backend) Close() {
+	if b.Producer != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = b.Producer.Flush(ctx)
+		cancel()
+		b.Producer.Close()
+	}
+	if b.Control != nil {
+		b.Control.Close()
+	}
+}
+
+// Serve answers on ln until ctx is done, then stops taking requests and
+// waits (at most 10s) for those in flight.
+func Serve(ctx context.Context, app *fiber.App, ln net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- app.Listener(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("api: %w", err)
+	case <-ctx.Done():
+	}
+	if err := app.ShutdownWithTimeout(10 * time.Second); err != nil {
+		return fmt.Errorf("api: shutdown: %w", err)
+	}
+	return <-errc
+}

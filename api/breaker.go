@@ -1,0 +1,123 @@
+package api
+
+import (
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/chime-sched/chime/schema/chimev1"
+)
+
+type breakerResponse struct {
+	Namespace        string            `json:"namespace"`
+	State            string            `json:"state"`
+	Since            *string           `json:"since"`
+	NextCheckAt      *string           `json:"next_check_at"`
+	ConsecutiveTrips uint32            `json:"consecutive_trips"`
+	Reason           string            `json:"reason,omitempty"`
+	Window           breakerWindowJSON `json:"window"`
+}
+
+type breakerWindowJSON struct {
+	Requests     uint64  `json:"requests"`
+	Failures     uint64  `json:"failures"`
+	SlowCalls    uint64  `json:"slow_calls"`
+	FailureRate  float64 `json:"failure_rate"`
+	SlowCallRate float64 `json:"slow_call_rate"`
+	P50Ms        float64 `json:"p50_ms"`
+	P99Ms        float64 `json:"p99_ms"`
+}
+
+type breakerModeRequest struct {
+	Mode string `json:"mode"`
+	// Note goes into the transition's reason ("ticket OPS-123").
+	Note string `json:"note,omitempty"`
+}
+
+type breakerResetRequest struct {
+	Note string `json:"note,omitempty"`
+}
+
+func breakerStateName(st chimev1.BreakerState) string {
+	if st == chimev1.BreakerState_BREAKER_STATE_UNSPECIFIED {
+		return "closed"
+	}
+	return strings.ToLower(strings.TrimPrefix(st.String(), "BREAKER_STATE_"))
+}
+
+func renderBreaker(ns string, st *chimev1.BreakerStatus) breakerResponse {
+	w := st.GetWindow()
+	return breakerResponse{
+		Namespace:        ns,
+		State:            breakerStateName(st.GetState()),
+		Since:            fmtTime(st.GetSince()),
+		NextCheckAt:      fmtTime(st.GetNextCheckAt()),
+		ConsecutiveTrips: st.GetConsecutiveTrips(),
+		Reason:           st.GetReason(),
+		Window: breakerWindowJSON{
+			Requests:     w.GetRequests(),
+			Failures:     w.GetFailures(),
+			SlowCalls:    w.GetSlowCalls(),
+			FailureRate:  w.GetFailureRate(),
+			SlowCallRate: w.GetSlowCallRate(),
+			P50Ms:        w.GetP50Ms(),
+			P99Ms:        w.GetP99Ms(),
+		},
+	}
+}
+
+func (s *server) getBreaker(c *fiber.Ctx) error {
+	ns := c.Params("ns")
+	return c.JSON(renderBreaker(ns, s.cfg.Breakers.Get(ns)))
+}
+
+func (s *server) putBreaker(c *fiber.Ctx) error {
+	var req breakerModeRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	cmd := &chimev1.BreakerCommand{Note: req.Note}
+	switch req.Mode {
+	case "auto":
+		cmd.Command = &chimev1.BreakerCommand_Auto{Auto: &chimev1.BreakerAuto{}}
+	case "force_open":
+		cmd.Command = &chimev1.BreakerCommand_ForceOpen{ForceOpen: &chimev1.BreakerForceOpen{}}
+	case "force_closed":
+		cmd.Command = &chimev1.BreakerCommand_ForceClosed{ForceClosed: &chimev1.BreakerForceClosed{}}
+	case "":
+		return invalidFields(FieldError{Field: "mode", Reason: `is missing; set "auto", "force_open" or "force_closed"`})
+	default:
+		return invalidFields(FieldError{Field: "mode", Reason: `"` + req.Mode + `" is not a mode; use "auto", "force_open" or "force_closed"`})
+	}
+	return s.publishBreaker(c, cmd)
+}
+
+func (s *server) resetBreaker(c *fiber.Ctx) error {
+	var req breakerResetRequest
+	if len(c.Body()) > 0 {
+		if err := decodeJSON(c, &req); err != nil {
+			return err
+		}
+	}
+	return s.publishBreaker(c, &chimev1.BreakerCommand{
+		Note:    req.Note,
+		Command: &chimev1.BreakerCommand_ResetBreaker{ResetBreaker: &chimev1.BreakerReset{}},
+	})
+}
+
+// publishBreaker sends an operator command; the breaker applies it on its
+// own time, so the answer is 202 with the command id and the state now.
+func (s *server) publishBreaker(c *fiber.Ctx, cmd *chimev1.BreakerCommand) error {
+	ns := c.Params("ns")
+	cmd.CommandId, cmd.Namespace, cmd.IssuedAt = newID(), ns, timestamppb.New(s.now())
+	ctx, cancel := s.publishCtx(c)
+	defer cancel()
+	if err := s.cfg.Control.PublishBreaker(ctx, cmd); err != nil {
+		return unavailable("the breaker command", err)
+	}
+	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{
+		"command_id": cmd.GetCommandId(),
+		"breaker":    renderBreaker(ns, s.cfg.Breakers.Get(ns)),
+	})
+}

@@ -1,0 +1,148 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/chime-sched/chime/schema"
+)
+
+// decodeJSON decodes the request body into v strictly: one JSON value,
+// no unknown fields, no trailing data. Its errors are 400 problems.
+func decodeJSON(c *fiber.Ctx, v any) error {
+	body := c.Body()
+	if len(bytes.TrimSpace(body)) == 0 {
+		return badRequest("", "the request body is empty; send a JSON object")
+	}
+	// The body is read as JSON whatever Content-Type says: curl -d sends
+	// form encoding by default, and refusing that helps nobody.
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonProblem(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return badRequest("", "the body has data after its JSON value; send exactly one JSON object")
+	}
+	return nil
+}
+
+func jsonProblem(err error) *Problem {
+	var (
+		syn *json.SyntaxError
+		typ *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &syn):
+		return badRequest("", "the body is not valid JSON: %v (at byte %d)", syn, syn.Offset)
+	case errors.As(err, &typ):
+		field := typ.Field
+		return badRequest(field, "%s must be %s, not a JSON %s", orBody(field), jsonKind(typ.Type.Kind().String()), typ.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return badRequest("", "the body ends in the middle of a JSON value")
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		name = strings.Trim(name, `"`)
+		return badRequest(name, "unknown field %q; remove it (GET /openapi.json lists the fields)", name)
+	}
+	return badRequest("", "the body does not decode: %v", err)
+}
+
+func orBody(field string) string {
+	if field == "" {
+		return "the body"
+	}
+	return field
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "a string"
+	case "struct", "map", "ptr":
+		return "an object"
+	case "slice", "array":
+		return "an array"
+	case "bool":
+		return "true or false"
+	case "float32", "float64":
+		return "a number"
+	}
+	if strings.Contains(goKind, "int") {
+		return "a non-negative integer in range"
+	}
+	return "a " + goKind
+}
+
+// fieldErrs collects field errors while a request is converted.
+type fieldErrs []FieldError
+
+func (f *fieldErrs) add(field, format string, args ...any) {
+	*f = append(*f, FieldError{Field: field, Reason: fmt.Sprintf(format, args...)})
+}
+
+func (f fieldErrs) problem() error {
+	if len(f) == 0 {
+		return nil
+	}
+	return invalidFields(f...)
+}
+
+// duration parses an optional Go duration string ("30s", "1h30m").
+func (f *fieldErrs) duration(field string, s *string) *durationpb.Duration {
+	if s == nil {
+		return nil
+	}
+	d, err := time.ParseDuration(*s)
+	if err != nil {
+		f.add(field, "%q is not a duration; write a Go duration such as \"30s\", \"1m30s\" or \"2h\"", *s)
+		return nil
+	}
+	return durationpb.New(d)
+}
+
+// timestamp parses an optional RFC 3339 time.
+func (f *fieldErrs) timestamp(field string, s *string) *timestamppb.Timestamp {
+	if s == nil {
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, *s)
+	if err != nil {
+		f.add(field, "%q is not an RFC 3339 time; write e.g. \"2026-11-23T10:00:00Z\" (with a zone offset)", *s)
+		return nil
+	}
+	return timestamppb.New(t)
+}
+
+func validationReason(err error) string {
+	var ve *schema.ValidationError
+	if errors.As(err, &ve) {
+		return ve.Reason
+	}
+	return err.Error()
+}
+
+func fmtDuration(d *durationpb.Duration) *string {
+	if d == nil {
+		return nil
+	}
+	s := d.AsDuration().String()
+	return &s
+}
+
+func fmtTime(t *timestamppb.Timestamp) *string {
+	if t == nil {
+		return nil
+	}
+	s := t.AsTime().UTC().Format(time.RFC3339Nano)
+	return &s
+}

@@ -1,0 +1,184 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chime-sched/chime/api"
+	"github.com/chime-sched/chime/infra/kafkatest"
+	"github.com/chime-sched/chime/processors/namespaces"
+	"github.com/chime-sched/chime/processors/scheduler"
+)
+
+// liveAPI is the API served on a real listener, over a real broker, with
+// the scheduler and the namespace processor running.
+type liveAPI struct {
+	base   string
+	client *http.Client
+}
+
+func startLive(t *testing.T) *liveAPI {
+	t.Helper()
+	c := kafkatest.New(t)
+	topics := c.Topics()
+	c.Provision(t, topics, 4)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if os.Getenv("CHIME_TEST_VERBOSE") != "" {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var dones []chan error
+	run := func(f func(context.Context) error) {
+		done := make(chan error, 1)
+		dones = append(dones, done)
+		go func() { done <- f(ctx) }()
+	}
+	t.Cleanup(func() {
+		cancel()
+		for _, d := range dones {
+			select {
+			case <-d:
+			case <-time.After(60 * time.Second):
+				t.Error("a component did not stop within 60s")
+			}
+		}
+	})
+
+	sched, err := scheduler.New(scheduler.Config{Brokers: c.Brokers(), Topics: topics, Logger: log})
+	require.NoError(t, err)
+	run(sched.Run)
+	run(namespaces.New(namespaces.Config{Brokers: c.Brokers(), Topics: topics, Logger: log}).Run)
+
+	be, err := api.NewBackend(api.BackendConfig{Brokers: c.Brokers(), Topics: topics, Logger: log})
+	require.NoError(t, err)
+	t.Cleanup(be.Close)
+	run(be.Run)
+	cfg := be.Config()
+	cfg.AdminToken = adminToken
+	cfg.Logger = log
+	cfg.ConsistencyWait = 60 * time.Second
+	app, err := api.New(cfg)
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	run(func(ctx context.Context) error { return api.Serve(ctx, app, ln) })
+
+	rctx, rcancel := context.WithTimeout(ctx, 60*time.Second)
+	defer rcancel()
+	require.NoError(t, be.WaitReady(rctx))
+	require.NoError(t, sched.WaitReady(rctx))
+	return &liveAPI{base: "http://" + ln.Addr().String(), client: &http.Client{Timeout: 90 * time.Second}}
+}
+
+func (l *liveAPI) do(t *testing.T, method, path, token, body string, headers ...string) response {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, l.base+path, rd)
+	require.NoError(t, err)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := l.client.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	r := response{status: res.StatusCode, header: res.Header, raw: raw}
+	_ = json.Unmarshal(raw, &r.body)
+	return r
+}
+
+func TestIntegration(t *testing.T) {
+	t.Parallel()
+	l := startLive(t)
+
+	require.Equal(t, 200, l.do(t, "GET", "/readyz", "", "").status)
+
+	r := l.do(t, "PUT", "/v1/namespaces/shop", adminToken, `{"relevancy_window": "10m", "retry": {"max_attempts": 3}}`)
+	require.Equal(t, 201, r.status, "body: %s", r.raw)
+	r = l.do(t, "GET", "/v1/namespaces/shop", adminToken, "")
+	require.Equal(t, 200, r.status)
+	require.Equal(t, "10m0s", r.body["relevancy_window"])
+
+	r = l.do(t, "POST", "/v1/namespaces/shop/keys", adminToken, "")
+	require.Equal(t, 201, r.status, "body: %s", r.raw)
+	key := r.body["key"].(string)
+	require.Equal(t, 201, l.do(t, "PUT", "/v1/namespaces/other", adminToken, `{}`).status)
+	otherKey := l.do(t, "POST", "/v1/namespaces/other/keys", adminToken, "").body["key"].(string)
+
+	// Create, and read it back at once.
+	job := `{"schedule": {"in": "1h"}, "callback": {"url": "https://example.com/hook"}, "labels": {"k": "v"}}`
+	r = l.do(t, "POST", "/v1/namespaces/shop/jobs", key, job, "Idempotency-Key", "order-42")
+	require.Equal(t, 201, r.status, "body: %s", r.raw)
+	id := r.body["id"].(string)
+	require.Equal(t, "scheduled", r.body["state"])
+	r = l.do(t, "GET", "/v1/namespaces/shop/jobs/"+id, key, "")
+	require.Equal(t, 200, r.status, "body: %s", r.raw)
+	require.Equal(t, "scheduled", r.body["state"])
+
+	// The same key: the same job.
+	again := l.do(t, "POST", "/v1/namespaces/shop/jobs", key, job, "Idempotency-Key", "order-42")
+	require.Equal(t, 201, again.status)
+	require.Equal(t, id, again.body["id"])
+	require.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
+
+	// The scheduler's row shows up in the view.
+	kafkatest.WaitFor(t, 60*time.Second, "the job view shows the job", func() bool {
+		r = l.do(t, "GET", "/v1/namespaces/shop/jobs/"+id, key, "")
+		return r.status == 200 && r.body["pending"] == nil
+	})
+	require.Equal(t, "scheduled", r.body["state"])
+	require.NotNil(t, r.body["next_fire_at"])
+	require.NotNil(t, r.body["created_at"])
+
+	// Auth.
+	requireProblem(t, l.do(t, "GET", "/v1/namespaces/shop/jobs/"+id, "", ""), 401, "")
+	requireProblem(t, l.do(t, "GET", "/v1/namespaces/shop/jobs/"+id, "ck_shop.forged", ""), 401, "")
+	requireProblem(t, l.do(t, "GET", "/v1/namespaces/shop/jobs/"+id, otherKey, ""), 403, "")
+
+	// Precise problems.
+	reason := requireProblem(t, l.do(t, "POST", "/v1/namespaces/shop/jobs", key, `{"schedule": {"cron": "*/0 * * * *"}, "callback": {"url": "https://example.com"}}`), 422, "schedule.cron")
+	require.NotEmpty(t, reason)
+	requireProblem(t, l.do(t, "POST", "/v1/namespaces/shop/jobs", key, `{"schedule": {"in": "1s"}, "callback": {"url": "https://example.com"}, "colour": 1}`), 400, "colour")
+	requireProblem(t, l.do(t, "POST", "/v1/namespaces/shop/jobs", key, `{"schedule": {"in": "1s"}, "callback": {"url": "https://example.com", "body": "`+strings.Repeat("x", api.MaxBodyBytes)+`"}}`), 413, "")
+	past := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	reason = requireProblem(t, l.do(t, "POST", "/v1/namespaces/shop/jobs", key, `{"schedule": {"at": "`+past+`"}, "callback": {"url": "https://example.com"}}`), 422, "schedule.at")
+	require.Contains(t, reason, "relevancy window")
+
+	// Batch, then cancel one: the view shows it cancelled.
+	r = l.do(t, "POST", "/v1/namespaces/shop/jobs:batch", key, `{"jobs": [{"id": "b1", "schedule": {"every": "1h"}, "callback": {"url": "https://example.com"}}, {"id": "b2", "schedule": {"cron": "0 0 * * *", "timezone": "Europe/Berlin"}, "callback": {"url": "https://example.com"}}]}`)
+	require.Equal(t, 201, r.status, "body: %s", r.raw)
+	r = l.do(t, "DELETE", "/v1/namespaces/shop/jobs/b1", key, "")
+	require.Equal(t, 200, r.status, "body: %s", r.raw)
+	require.Equal(t, "cancelled", r.body["state"])
+	kafkatest.WaitFor(t, 60*time.Second, "the job view shows b1 cancelled", func() bool {
+		r = l.do(t, "GET", "/v1/namespaces/shop/jobs/b1", key, "")
+		return r.body["state"] == "cancelled" && r.body["pending"] == nil
+	})
+
+	r = l.do(t, "GET", "/v1/namespaces/shop/breaker", key, "")
+	require.Equal(t, 200, r.status)
+	require.Equal(t, "closed", r.body["state"])
+
+	r = l.do(t, "GET", "/metrics", "", "")
+	require.Contains(t, string(r.raw), `chime_api_jobs_accepted_total 3`)
+}

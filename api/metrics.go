@@ -1,0 +1,102 @@
+package api
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+type metrics struct {
+	requests     *prometheus.CounterVec
+	latency      *prometheus.HistogramVec
+	jobsAccepted prometheus.Counter
+	replays      prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "chime_api_requests_total",
+			Help: "HTTP requests answered by the API, by method, route pattern and status code.",
+		}, []string{"method", "route", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "chime_api_request_duration_seconds",
+			Help:    "Time to answer an HTTP request, by method and route pattern.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"method", "route"}),
+		jobsAccepted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "chime_api_jobs_accepted_total",
+			Help: "Job upserts published to Kafka and answered 201 (batches count each job).",
+		}),
+		replays: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "chime_api_idempotent_replays_total",
+			Help: "Requests answered from the Idempotency-Key store instead of publishing again.",
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.jobsAccepted, m.replays} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// middleware counts every request by its route pattern (not the raw path,
+// which would make one series per job).
+func (m *metrics) middleware(c *fiber.Ctx) error {
+	start := time.Now()
+	err := c.Next()
+	status := c.Response().StatusCode()
+	if err != nil {
+		// The error handler has not run yet; predict its status.
+		status = fiber.StatusInternalServerError
+		switch e := err.(type) {
+		case *Problem:
+			status = e.Status
+		case *fiber.Error:
+			status = e.Code
+		}
+	}
+	route := c.Route().Path
+	if status == fiber.StatusNotFound && route == "/" {
+		route = "unmatched"
+	}
+	m.requests.WithLabelValues(c.Method(), route, strconv.Itoa(status)).Inc()
+	m.latency.WithLabelValues(c.Method(), route).Observe(time.Since(start).Seconds())
+	return err
+}
+
+// registerState exports what the process holds besides requests.
+func (s *server) registerState(reg prometheus.Registerer) error {
+	ready := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "chime_api_ready",
+		Help: "1 once the views the API reads have caught up with their tables (GET /readyz), else 0.",
+	}, func() float64 {
+		if s.cfg.Ready != nil && s.cfg.Ready() != nil {
+			return 0
+		}
+		return 1
+	})
+	keys := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "chime_api_idempotency_keys",
+		Help: "Idempotency-Keys remembered by this process.",
+	}, func() float64 { return float64(s.idem.len()) })
+	recent := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "chime_api_recent_jobs",
+		Help: "Job commands remembered for read-your-writes until the job view shows them.",
+	}, func() float64 { return float64(s.recent.len()) })
+	for _, c := range []prometheus.Collector{ready, keys, recent} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *server) metricsHandler() fiber.Handler {
+	return adaptor.HTTPHandler(promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}))
+}

@@ -1,0 +1,348 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/schema/chimev1"
+)
+
+// namespaceBody is the JSON form of a namespace's configuration: durations
+// as Go duration strings, breaker rates in percent. Every field is
+// optional; an absent one takes the default (schema.NamespaceDefaults).
+type namespaceBody struct {
+	Retry           *retryJSON     `json:"retry,omitempty"`
+	RateLimit       *rateLimitJSON `json:"rate_limit,omitempty"`
+	MaxConcurrency  *uint32        `json:"max_concurrency,omitempty"`
+	RelevancyWindow *string        `json:"relevancy_window,omitempty"`
+	SigningSecret   *string        `json:"signing_secret,omitempty"`
+	AllowedHosts    []string       `json:"allowed_hosts,omitempty"`
+	Breaker         *breakerJSON   `json:"breaker,omitempty"`
+}
+
+type retryJSON struct {
+	MaxAttempts     *uint32  `json:"max_attempts,omitempty"`
+	InitialInterval *string  `json:"initial_interval,omitempty"`
+	MaxInterval     *string  `json:"max_interval,omitempty"`
+	Multiplier      *float64 `json:"multiplier,omitempty"`
+	Jitter          *float64 `json:"jitter,omitempty"`
+	MaxElapsed      *string  `json:"max_elapsed,omitempty"`
+}
+
+type rateLimitJSON struct {
+	PerSecond *float64 `json:"per_second,omitempty"`
+	Burst     *uint32  `json:"burst,omitempty"`
+}
+
+type breakerJSON struct {
+	Window                *string  `json:"window,omitempty"`
+	MinRequests           *uint32  `json:"min_requests,omitempty"`
+	FailureRateThreshold  *float64 `json:"failure_rate_threshold,omitempty"`
+	SlowCallDuration      *string  `json:"slow_call_duration,omitempty"`
+	SlowCallRateThreshold *float64 `json:"slow_call_rate_threshold,omitempty"`
+	LatencyThreshold      *string  `json:"latency_threshold,omitempty"`
+	CoolOff               *string  `json:"cool_off,omitempty"`
+	MaxCoolOff            *string  `json:"max_cool_off,omitempty"`
+	HalfOpenProbes        *uint32  `json:"half_open_probes,omitempty"`
+	TripsToDisable        *uint32  `json:"trips_to_disable,omitempty"`
+}
+
+// namespaceResponse is GET /v1/namespaces/{ns}: the effective
+// configuration (defaults filled in), the secret redacted.
+type namespaceResponse struct {
+	Namespace string `json:"namespace"`
+	namespaceBody
+	// Defaulted lists the fields (JSON paths) that take their default
+	// because the namespace does not set them.
+	Defaulted []string `json:"defaulted"`
+	Keys      int      `json:"keys"`
+	Version   uint64   `json:"version"`
+	UpdatedAt *string  `json:"updated_at,omitempty"`
+}
+
+const redacted = "<redacted>"
+
+func (b *namespaceBody) toProto(ns string) (*chimev1.NamespaceConfig, error) {
+	var fe fieldErrs
+	cfg := &chimev1.NamespaceConfig{Namespace: ns, AllowedHosts: b.AllowedHosts}
+	if r := b.Retry; r != nil {
+		cfg.Retry = r.toProto(&fe, "retry")
+	}
+	if r := b.RateLimit; r != nil {
+		cfg.RateLimit = &chimev1.RateLimit{PerSecond: deref(r.PerSecond), Burst: deref(r.Burst)}
+	}
+	cfg.MaxConcurrency = deref(b.MaxConcurrency)
+	cfg.RelevancyWindow = fe.duration("relevancy_window", b.RelevancyWindow)
+	if s := deref(b.SigningSecret); s == redacted {
+		fe.add("signing_secret", "is the redacted placeholder GET returns; send the real secret (\"whsec_\" + base64 of 24-64 random bytes), or leave the field out to have none")
+	} else {
+		cfg.SigningSecret = s
+	}
+	if br := b.Breaker; br != nil {
+		cfg.Breaker = &chimev1.BreakerConfig{
+			Window:                fe.duration("breaker.window", br.Window),
+			MinRequests:           deref(br.MinRequests),
+			FailureRateThreshold:  deref(br.FailureRateThreshold),
+			SlowCallDuration:      fe.duration("breaker.slow_call_duration", br.SlowCallDuration),
+			SlowCallRateThreshold: deref(br.SlowCallRateThreshold),
+			LatencyThreshold:      fe.duration("breaker.latency_threshold", br.LatencyThreshold),
+			CoolOff:               fe.duration("breaker.cool_off", br.CoolOff),
+			MaxCoolOff:            fe.duration("breaker.max_cool_off", br.MaxCoolOff),
+			HalfOpenProbes:        deref(br.HalfOpenProbes),
+			TripsToDisable:        deref(br.TripsToDisable),
+		}
+	}
+	if err := fe.problem(); err != nil {
+		return nil, err
+	}
+	if err := schema.ValidateNamespaceConfig(cfg); err != nil {
+		var ve *schema.ValidationError
+		if errors.As(err, &ve) {
+			return nil, invalidFields(FieldError{Field: ve.Field, Reason: ve.Reason})
+		}
+		return nil, invalidFields(FieldError{Reason: err.Error()})
+	}
+	return cfg, nil
+}
+
+func (r *retryJSON) toProto(fe *fieldErrs, field string) *chimev1.RetryPolicy {
+	return &chimev1.RetryPolicy{
+		MaxAttempts:     deref(r.MaxAttempts),
+		InitialInterval: fe.duration(field+".initial_interval", r.InitialInterval),
+		MaxInterval:     fe.duration(field+".max_interval", r.MaxInterval),
+		Multiplier:      deref(r.Multiplier),
+		Jitter:          deref(r.Jitter),
+		MaxElapsed:      fe.duration(field+".max_elapsed", r.MaxElapsed),
+	}
+}
+
+func retryFromProto(r *chimev1.RetryPolicy) *retryJSON {
+	if r == nil {
+		return nil
+	}
+	return &retryJSON{
+		MaxAttempts:     nonZero(r.GetMaxAttempts()),
+		InitialInterval: fmtDuration(r.GetInitialInterval()),
+		MaxInterval:     fmtDuration(r.GetMaxInterval()),
+		Multiplier:      nonZero(r.GetMultiplier()),
+		Jitter:          nonZero(r.GetJitter()),
+		MaxElapsed:      fmtDuration(r.GetMaxElapsed()),
+	}
+}
+
+// namespaceFromProto renders cfg; zero fields are left out, as proto3
+// treats them as unset.
+func namespaceFromProto(cfg *chimev1.NamespaceConfig) namespaceBody {
+	b := namespaceBody{
+		Retry:           retryFromProto(cfg.GetRetry()),
+		MaxConcurrency:  nonZero(cfg.GetMaxConcurrency()),
+		RelevancyWindow: fmtDuration(cfg.GetRelevancyWindow()),
+		AllowedHosts:    cfg.GetAllowedHosts(),
+	}
+	if rl := cfg.GetRateLimit(); rl != nil {
+		b.RateLimit = &rateLimitJSON{PerSecond: nonZero(rl.GetPerSecond()), Burst: nonZero(rl.GetBurst())}
+	}
+	if cfg.GetSigningSecret() != "" {
+		s := redacted
+		b.SigningSecret = &s
+	}
+	if br := cfg.GetBreaker(); br != nil {
+		b.Breaker = &breakerJSON{
+			Window:                fmtDuration(br.GetWindow()),
+			MinRequests:           nonZero(br.GetMinRequests()),
+			FailureRateThreshold:  nonZero(br.GetFailureRateThreshold()),
+			SlowCallDuration:      fmtDuration(br.GetSlowCallDuration()),
+			SlowCallRateThreshold: nonZero(br.GetSlowCallRateThreshold()),
+			LatencyThreshold:      fmtDuration(br.GetLatencyThreshold()),
+			CoolOff:               fmtDuration(br.GetCoolOff()),
+			MaxCoolOff:            fmtDuration(br.GetMaxCoolOff()),
+			HalfOpenProbes:        nonZero(br.GetHalfOpenProbes()),
+			TripsToDisable:        nonZero(br.GetTripsToDisable()),
+		}
+	}
+	return b
+}
+
+func renderNamespace(ns string, stored *chimev1.NamespaceConfig) namespaceResponse {
+	effective := namespaceFromProto(schema.EffectiveNamespace(ns, stored))
+	own := leafPaths(namespaceFromProto(stored))
+	var defaulted []string
+	for _, p := range leafPaths(effective) {
+		if !slices.Contains(own, p) {
+			defaulted = append(defaulted, p)
+		}
+	}
+	sort.Strings(defaulted)
+	if defaulted == nil {
+		defaulted = []string{}
+	}
+	return namespaceResponse{
+		Namespace:     ns,
+		namespaceBody: effective,
+		Defaulted:     defaulted,
+		Keys:          len(stored.GetKeyHashes()),
+		Version:       stored.GetVersion(),
+		UpdatedAt:     fmtTime(stored.GetUpdatedAt()),
+	}
+}
+
+// leafPaths lists the JSON paths of the fields v sets ("retry.jitter").
+func leafPaths(v any) []string {
+	raw, _ := json.Marshal(v)
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	var out []string
+	var walk func(prefix string, m map[string]any)
+	walk = func(prefix string, m map[string]any) {
+		for k, v := range m {
+			if sub, ok := v.(map[string]any); ok {
+				walk(prefix+k+".", sub)
+				continue
+			}
+			out = append(out, prefix+k)
+		}
+	}
+	walk("", m)
+	return out
+}
+
+func (s *server) putNamespace(c *fiber.Ctx) error {
+	ns := c.Params("ns")
+	var body namespaceBody
+	if err := decodeJSON(c, &body); err != nil {
+		return err
+	}
+	cfg, err := body.toProto(ns)
+	if err != nil {
+		return err
+	}
+	prev, err := s.cfg.Namespaces.Get(ns)
+	if err != nil {
+		return err
+	}
+	cmd := &chimev1.NamespaceCommand{
+		CommandId: newID(),
+		IssuedAt:  timestamppb.New(s.now()),
+		Namespace: ns,
+		Command:   &chimev1.NamespaceCommand_Put{Put: cfg},
+	}
+	if err := schema.ValidateNamespaceCommand(cmd); err != nil {
+		return invalidFields(FieldError{Field: strings.TrimPrefix(fieldOf(err), "put."), Reason: validationReason(err)})
+	}
+	ctx, cancel := s.publishCtx(c)
+	defer cancel()
+	if err := s.cfg.Control.PublishNamespace(ctx, cmd); err != nil {
+		return unavailable("the namespace configuration", err)
+	}
+	stored, ok := s.waitNamespace(c.UserContext(), ns, func(cur *chimev1.NamespaceConfig) bool {
+		return cur != nil && cur.GetVersion() > prev.GetVersion()
+	})
+	if !ok {
+		// Accepted by Kafka, not yet visible: describe what was sent.
+		cfg.KeyHashes, cfg.Version = prev.GetKeyHashes(), prev.GetVersion()
+		return c.Status(fiber.StatusAccepted).JSON(renderNamespace(ns, cfg))
+	}
+	status := fiber.StatusOK
+	if prev == nil {
+		status = fiber.StatusCreated
+	}
+	return c.Status(status).JSON(renderNamespace(ns, stored))
+}
+
+func (s *server) getNamespace(c *fiber.Ctx) error {
+	ns := c.Params("ns")
+	stored, err := s.cfg.Namespaces.Get(ns)
+	if err != nil {
+		return err
+	}
+	if stored == nil {
+		return namespaceNotFound(ns)
+	}
+	return c.JSON(renderNamespace(ns, stored))
+}
+
+func (s *server) createKey(c *fiber.Ctx) error {
+	ns := c.Params("ns")
+	stored, err := s.cfg.Namespaces.Get(ns)
+	if err != nil {
+		return err
+	}
+	if stored == nil {
+		return namespaceNotFound(ns)
+	}
+	key, hash := NewNamespaceKey(ns)
+	cmd := &chimev1.NamespaceCommand{
+		CommandId: newID(),
+		IssuedAt:  timestamppb.New(s.now()),
+		Namespace: ns,
+		Command:   &chimev1.NamespaceCommand_AddKey{AddKey: &chimev1.AddKey{KeyHash: hash}},
+	}
+	ctx, cancel := s.publishCtx(c)
+	defer cancel()
+	if err := s.cfg.Control.PublishNamespace(ctx, cmd); err != nil {
+		return unavailable("the new key", err)
+	}
+	// Wait so the key works on the very next request.
+	s.waitNamespace(c.UserContext(), ns, func(cur *chimev1.NamespaceConfig) bool {
+		return slices.ContainsFunc(cur.GetKeyHashes(), func(h []byte) bool { return bytes.Equal(h, hash) })
+	})
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"key": key, "namespace": ns})
+}
+
+// waitNamespace polls the view until done holds or ConsistencyWait passes.
+func (s *server) waitNamespace(ctx context.Context, ns string, done func(*chimev1.NamespaceConfig) bool) (*chimev1.NamespaceConfig, bool) {
+	deadline := time.Now().Add(s.cfg.ConsistencyWait)
+	for {
+		cur, err := s.cfg.Namespaces.Get(ns)
+		if err == nil && done(cur) {
+			return cur, true
+		}
+		if time.Now().After(deadline) {
+			return nil, false
+		}
+		select {
+		case <-ctx.Done():
+			return nil, false
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func namespaceNotFound(ns string) *Problem {
+	return problem(fiber.StatusNotFound, "namespace-not-found", "namespace %q does not exist; create it with PUT /v1/namespaces/%s (admin token)", ns, ns)
+}
+
+func fieldOf(err error) string {
+	var ve *schema.ValidationError
+	if errors.As(err, &ve) {
+		return ve.Field
+	}
+	return ""
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func nonZero[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
+}

@@ -1,0 +1,98 @@
+package api
+
+import (
+	"container/list"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/chime-sched/chime/schema/chimev1"
+)
+
+// recentJobs gives read-your-writes: the job commands this process
+// published recently, by job key. GET .../jobs/{id} answers from here while
+// the job view does not yet show the command, for at most ttl; after that
+// the view is the truth (the scheduler may have rejected the command).
+//
+// The view shows the command once the row's last_command_id is the
+// command's, or is none of the ids the row could show before it (the row's
+// when the command was accepted, and this process's earlier commands still
+// in flight for the job): then a later command, from another client or
+// instance, has been applied after it, and the view is newer than this
+// memory.
+type recentJobs struct {
+	ttl time.Duration
+	max int
+
+	mu      sync.Mutex
+	entries map[string]*list.Element // of *recentJob, oldest first
+	order   *list.List
+}
+
+type recentJob struct {
+	key       string
+	commandID string
+	// before are the last_command_ids the row may show while the command
+	// is still on its way.
+	before []string
+	at     time.Time
+	// state is the row as the scheduler is expected to write it.
+	state *chimev1.JobState
+}
+
+func newRecentJobs(ttl time.Duration, max int) *recentJobs {
+	return &recentJobs{ttl: ttl, max: max, entries: map[string]*list.Element{}, order: list.New()}
+}
+
+// maxBefore bounds the commands of one job remembered as in flight.
+const maxBefore = 16
+
+// put remembers a command; viewID is the view's last_command_id for the
+// job now ("" if it has no row).
+func (r *recentJobs) put(key, commandID, viewID string, state *chimev1.JobState, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	before := []string{viewID}
+	if el, ok := r.entries[key]; ok {
+		if old := el.Value.(*recentJob); now.Sub(old.at) <= r.ttl {
+			before = append(old.before, old.commandID)
+			if !slices.Contains(before, viewID) {
+				before = append(before, viewID)
+			}
+			if len(before) > maxBefore {
+				before = before[len(before)-maxBefore:]
+			}
+		}
+		r.order.Remove(el)
+	}
+	for r.order.Len() >= r.max {
+		el := r.order.Front()
+		delete(r.entries, el.Value.(*recentJob).key)
+		r.order.Remove(el)
+	}
+	r.entries[key] = r.order.PushBack(&recentJob{key: key, commandID: commandID, before: before, at: now, state: state})
+}
+
+// get returns the expected row if the view's row (nil if none) does not
+// show the recent command yet. A row that shows it retires the entry.
+func (r *recentJobs) get(key string, row *chimev1.JobState, now time.Time) *chimev1.JobState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	el, ok := r.entries[key]
+	if !ok {
+		return nil
+	}
+	e := el.Value.(*recentJob)
+	if now.Sub(e.at) > r.ttl || (row != nil && (row.GetLastCommandId() == e.commandID || !slices.Contains(e.before, row.GetLastCommandId()))) {
+		delete(r.entries, key)
+		r.order.Remove(el)
+		return nil
+	}
+	return e.state
+}
+
+func (r *recentJobs) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.order.Len()
+}
