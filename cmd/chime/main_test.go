@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -55,16 +56,36 @@ func startDev(t *testing.T, stateDir string, port int) *devProc {
 	require.NoError(t, cmd.Start())
 	p := &devProc{cmd: cmd, exited: make(chan error, 1)}
 	ready := make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	var lines []string
+	scanned := make(chan struct{})
 	go func() {
+		defer close(scanned)
 		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
+			mu.Lock()
+			lines = append(lines, sc.Text())
+			mu.Unlock()
 			if strings.Contains(sc.Text(), "scheduler ready") {
-				close(ready)
+				once.Do(func() { close(ready) })
 			}
 		}
 	}()
-	go func() { p.exited <- cmd.Wait() }()
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	go func() {
+		<-scanned // Wait must not close the pipe before it is read out
+		p.exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		if t.Failed() {
+			mu.Lock()
+			defer mu.Unlock()
+			// The child's log, e.g. a race report behind exit status 66.
+			t.Logf("chime dev stderr (last lines):\n%s", strings.Join(lines[max(0, len(lines)-150):], "\n"))
+		}
+	})
 	select {
 	case <-ready:
 	case err := <-p.exited:
