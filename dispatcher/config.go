@@ -48,6 +48,13 @@ type Config struct {
 	Now        func() time.Time // default time.Now
 	Logger     *slog.Logger     // default slog.Default()
 	Namespaces Namespaces       // default: every namespace takes the defaults
+	// Breakers is the namespaces' breaker state (views.Breakers), asked
+	// before every call (gate.go). Nil: every breaker is closed.
+	Breakers Breakers
+	// BreakerRamp is the shortest window over which callbacks deferred by
+	// an open breaker come back after its next check; the breaker's
+	// cool-off, when longer, is used instead. Default 5s.
+	BreakerRamp time.Duration
 
 	// Guard is the SSRF guard of the default HTTP client.
 	Guard Guard
@@ -128,6 +135,9 @@ func (c *Config) defaults() error {
 	}
 	if c.Namespaces == nil {
 		c.Namespaces = StaticNamespaces(nil)
+	}
+	if c.BreakerRamp <= 0 {
+		c.BreakerRamp = 5 * time.Second
 	}
 	if c.DefaultTimeout <= 0 {
 		c.DefaultTimeout = 10 * time.Second

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -31,6 +32,13 @@ func GroupName(t schema.Topics) string { return t.Prefix + "dispatcher" }
 // publish their results but no longer commit (the new owner replays them,
 // and the Idempotency-Key lets the endpoint see it is a repeat).
 //
+// Handover. Completed offsets beyond the committed prefix would be
+// replayed to the partition's next owner. So each commit carries them in
+// the offset's metadata (donemeta.go), and on assignment the new owner
+// reads the metadata back and skips those offsets: their results are
+// already in Kafka. Best effort: what completed after the last commit is
+// still replayed (the Idempotency-Key lets the endpoint see the repeat).
+//
 // Lock order: consumer.commitMu, then consumer.mu.
 
 type entry struct {
@@ -48,6 +56,13 @@ type partState struct {
 	next      int64 // one past the completed prefix; -1 none yet
 	nextEpoch int32
 	committed int64
+	// doneSeq counts completions; committedSeq is doneSeq as of the last
+	// commit: while they differ, the done set beyond the prefix changed
+	// and is committed again even if the prefix did not move.
+	doneSeq, committedSeq uint64
+	// skip are offsets the previous owner completed beyond its committed
+	// prefix (from the commit metadata).
+	skip map[int64]bool
 }
 
 type consumer struct {
@@ -63,6 +78,9 @@ type consumer struct {
 	mu    sync.Mutex
 	cond  *sync.Cond // broadcast when a partition's inflight drops
 	parts map[int32]*partState
+	// skips are read from the commit metadata on assignment, for
+	// partitions whose first record has not arrived yet.
+	skips map[int32]map[int64]bool
 	// buffered counts dues taken and not finished, over all partitions
 	// (revoked ones too: their calls still hold resources).
 	buffered int
@@ -74,7 +92,7 @@ type consumer struct {
 // Run consumes due events until ctx ends, then lets calls in flight finish
 // (up to RevokeWait), commits what completed, leaves the group and returns.
 func (d *Dispatcher) Run(ctx context.Context) error {
-	c := &consumer{d: d, topic: d.cfg.Topics.Due(), parts: map[int32]*partState{}}
+	c := &consumer{d: d, topic: d.cfg.Topics.Due(), parts: map[int32]*partState{}, skips: map[int32]map[int64]bool{}}
 	c.cond = sync.NewCond(&c.mu)
 	defer d.closeProducers()
 	cl, err := kgo.NewClient(append(append([]kgo.Opt{
@@ -87,6 +105,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		kgo.ConsumeTopics(c.topic),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsAssigned(c.onAssigned),
 		kgo.OnPartitionsRevoked(c.onRevoked),
 		kgo.OnPartitionsLost(c.onLost),
 	)...)
@@ -163,7 +182,8 @@ func (c *consumer) start(r *kgo.Record, consumed time.Time) {
 	c.mu.Lock()
 	ps := c.parts[r.Partition]
 	if ps == nil {
-		ps = &partState{next: -1, committed: -1}
+		ps = &partState{next: -1, committed: -1, skip: c.skips[r.Partition]}
+		delete(c.skips, r.Partition)
 		ps.owned, ps.disown = context.WithCancel(c.d.callCtx)
 		c.parts[r.Partition] = ps
 	}
@@ -174,8 +194,18 @@ func (c *consumer) start(r *kgo.Record, consumed time.Time) {
 		c.paused = true
 		c.cl.PauseFetchTopics(c.topic)
 	}
+	skip := ps.skip[r.Offset]
+	if skip {
+		delete(ps.skip, r.Offset)
+	}
 	c.mu.Unlock()
 
+	if skip {
+		// The previous owner completed it: its results are in Kafka.
+		c.d.stats.duplicates.Add(1)
+		c.complete(r.Partition, ps, e, true)
+		return
+	}
 	c.handlers.Add(1)
 	go func() {
 		defer c.handlers.Done()
@@ -205,6 +235,7 @@ func (c *consumer) complete(p int32, ps *partState, e *entry, ok bool) {
 		return // stays in entries, undone: nothing past it is committed
 	}
 	e.done = true
+	ps.doneSeq++
 	i := 0
 	for i < len(ps.entries) && ps.entries[i].done {
 		ps.next, ps.nextEpoch = ps.entries[i].offset+1, ps.entries[i].epoch
@@ -216,24 +247,50 @@ func (c *consumer) complete(p int32, ps *partState, e *entry, ok bool) {
 	}
 }
 
-// commit commits the completed prefix of the partitions in only (nil: all).
+// commit commits the completed prefix of the partitions in only (nil: all),
+// with the offsets completed beyond it in the commit's metadata.
 func (c *consumer) commit(ctx context.Context, only []int32) {
 	c.commitMu.Lock()
 	defer c.commitMu.Unlock()
 	offsets := map[int32]kgo.EpochOffset{}
+	meta := map[int32]string{}
+	seqs := map[int32]uint64{}
 	c.mu.Lock()
 	for p, ps := range c.parts {
 		if only != nil && !containsPartition(only, p) {
 			continue
 		}
-		if ps.next > ps.committed {
-			offsets[p] = kgo.EpochOffset{Epoch: ps.nextEpoch, Offset: ps.next}
+		if ps.next <= ps.committed && ps.doneSeq == ps.committedSeq {
+			continue
 		}
+		eo := kgo.EpochOffset{Epoch: ps.nextEpoch, Offset: ps.next}
+		if ps.next < 0 {
+			if len(ps.entries) == 0 {
+				continue
+			}
+			// Nothing completed in order yet: the first offset taken is
+			// where this owner started, committed already or never.
+			eo = kgo.EpochOffset{Epoch: ps.entries[0].epoch, Offset: ps.entries[0].offset}
+		}
+		offsets[p] = eo
+		meta[p] = encodeDone(eo.Offset, ps.entries)
+		seqs[p] = ps.doneSeq
 	}
 	c.mu.Unlock()
 	if len(offsets) == 0 {
 		return
 	}
+	ctx = kgo.PreCommitFnContext(ctx, func(req *kmsg.OffsetCommitRequest) error {
+		for i := range req.Topics {
+			for j := range req.Topics[i].Partitions {
+				rp := &req.Topics[i].Partitions[j]
+				if m, ok := meta[rp.Partition]; ok {
+					rp.Metadata = &m
+				}
+			}
+		}
+		return nil
+	})
 	var commitErr error
 	c.cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{c.topic: offsets}, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 		commitErr = err
@@ -249,8 +306,9 @@ func (c *consumer) commit(ctx context.Context, only []int32) {
 	}
 	c.mu.Lock()
 	for p, eo := range offsets {
-		if ps := c.parts[p]; ps != nil && eo.Offset > ps.committed {
-			ps.committed = eo.Offset
+		if ps := c.parts[p]; ps != nil {
+			ps.committed = max(ps.committed, eo.Offset)
+			ps.committedSeq = max(ps.committedSeq, seqs[p])
 		}
 	}
 	c.mu.Unlock()
@@ -263,6 +321,43 @@ func containsPartition(ps []int32, p int32) bool {
 		}
 	}
 	return false
+}
+
+// onAssigned reads, for the newly assigned partitions, the offsets the
+// previous owner completed beyond its committed prefix. It runs before
+// kgo fetches the committed offsets, so before any record of them
+// arrives. A failure only costs the suppression.
+func (c *consumer) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
+	ps := assigned[c.topic]
+	if len(ps) == 0 {
+		return
+	}
+	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).FetchOffsetsForTopics(fctx, GroupName(c.d.cfg.Topics), c.topic)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		c.d.log.Warn("reading the previous owner's completed offsets failed; its completed dues may be called again", "err", err)
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, p := range ps {
+		o, ok := resp.Lookup(c.topic, p)
+		if !ok || o.At < 0 {
+			continue
+		}
+		if skip := decodeDone(o.At, o.Metadata); len(skip) > 0 {
+			c.skips[p] = skip
+			n += len(skip)
+		}
+	}
+	if n > 0 {
+		c.d.log.Info("partitions assigned; skipping dues the previous owner completed", "partitions", ps, "skipped", n)
+	}
 }
 
 // onRevoked gives the revoked partitions' calls RevokeWait to finish,
@@ -299,6 +394,7 @@ func (c *consumer) forget(ps []int32) {
 			st.disown()
 		}
 		delete(c.parts, p)
+		delete(c.skips, p)
 	}
 }
 

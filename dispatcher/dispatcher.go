@@ -4,12 +4,12 @@
 //
 // Flow, per due event:
 //
-//	due (key ns) ──► consumer.go ──► lanes.go (namespace slots, rate limit)
-//	                    │               │ admitted          │ held back too long
-//	                    │            call.go ──► classify.go ▼
-//	                    │               │        retry.go   Defer
-//	                    │               ▼
-//	                    │   outcomes (key ns), dead-letters, job-commands (Retry/Defer/Ack)
+//	due (key ns) ──► consumer.go ──► gate.go ──► lanes.go ──► gate.go ──► call.go ──► classify.go, retry.go
+//	                    │            breaker:     slots,       again, and
+//	                    │            open → Defer rate limit;  takes the
+//	                    │                         too long →   half-open
+//	                    │                         Defer        probes
+//	                    │   every due ends in: outcomes (key ns), dead-letters, job-commands (Retry/Defer/Ack)
 //	                    └── offset committed once all of those are acknowledged
 //
 // A retry is a command back to the scheduler, never a sleep here: the
@@ -33,6 +33,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/chime-sched/chime/processors/breaker"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -49,6 +50,7 @@ type Dispatcher struct {
 	transport *http.Transport
 	lanes     *lanes
 	dedup     *dedup
+	gate      *gate
 	out       *kgo.Client // outcomes and dead letters
 	cmds      *producer.Producer
 
@@ -58,6 +60,7 @@ type Dispatcher struct {
 
 	stats struct {
 		consumed, completed, calls, duplicates atomic.Int64
+		held, probes                           atomic.Int64
 		byClass                                [7]atomic.Int64
 	}
 }
@@ -67,6 +70,9 @@ type Stats struct {
 	// Consumed due events, Completed ones (results acknowledged by Kafka),
 	// Calls made, Duplicates skipped.
 	Consumed, Completed, Calls, Duplicates int64
+	// Held: dues deferred by their namespace's breaker; Probes: calls
+	// sent as half-open probes.
+	Held, Probes int64
 	// ByClass counts outcomes by class.
 	ByClass map[chimev1.OutcomeClass]int64
 }
@@ -82,6 +88,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		client: cfg.HTTPClient,
 		lanes:  newLanes(cfg.MaxInFlight, cfg.DefaultMaxConcurrency, cfg.MaxQueued),
 		dedup:  newDedup(cfg.DedupSize),
+		gate:   newGate(cfg.Breakers, cfg.BreakerRamp),
 	}
 	if d.client == nil {
 		d.client, d.transport = newHTTPClient(&d.cfg.Guard, cfg.MaxInFlight)
@@ -125,6 +132,8 @@ func (d *Dispatcher) Stats() Stats {
 		Completed:  d.stats.completed.Load(),
 		Calls:      d.stats.calls.Load(),
 		Duplicates: d.stats.duplicates.Load(),
+		Held:       d.stats.held.Load(),
+		Probes:     d.stats.probes.Load(),
 		ByClass:    map[chimev1.OutcomeClass]int64{},
 	}
 	for i := range d.stats.byClass {
@@ -192,11 +201,16 @@ func (d *Dispatcher) handle(owned context.Context, raw []byte, consumed time.Tim
 // Idempotency-Key says so).
 func (d *Dispatcher) process(owned context.Context, due *chimev1.Due, consumed time.Time) bool {
 	ctx := d.callCtx
-	ns := d.cfg.Namespaces.Namespace(due.GetNamespace())
+	name := due.GetNamespace()
+	ns := d.cfg.Namespaces.Namespace(name)
 	if res, expired := d.expired(due, ns); expired {
 		return d.publish(ctx, res)
 	}
-	ln := d.lanes.get(due.GetNamespace(), ns)
+	// An open breaker defers at once, without queueing in the lane.
+	if v := d.gate.peek(name, d.cfg.Now()); !v.allow {
+		return d.publish(ctx, d.held(due, v))
+	}
+	ln := d.lanes.get(name, ns)
 	adm, kind, ok := d.lanes.acquire(owned, ln, time.Now().Add(d.cfg.AdmissionWait))
 	if !ok {
 		if owned.Err() != nil {
@@ -212,13 +226,34 @@ func (d *Dispatcher) process(owned context.Context, due *chimev1.Due, consumed t
 		adm.release()
 		return d.publish(ctx, res)
 	}
+	// Asked again right before the call: the state may have changed while
+	// the due waited for admission, and only this answer takes a probe.
+	v := d.gate.take(name, d.cfg.Now())
+	if !v.allow {
+		adm.release()
+		return d.publish(ctx, d.held(due, v))
+	}
 	d.stats.calls.Add(1)
 	cr := d.call(ctx, due, ns, consumed)
 	adm.release()
 	if ctx.Err() != nil {
+		d.gate.giveBack(name, v)
 		return false // shutdown cut the call short: the next owner makes it
 	}
-	return d.publish(ctx, d.decide(due, ns, cr))
+	res := d.decide(due, ns, cr)
+	res.outcome.Probe = v.probe
+	ok = d.publish(ctx, res)
+	if v.probe {
+		d.stats.probes.Add(1)
+		// A probe whose outcome the breaker never sees (not published) or
+		// does not count (a refused URL says nothing about the client) is
+		// given back: another due becomes the probe, or the half-open
+		// breaker would wait for it forever.
+		if counted, _ := breaker.Classify(res.outcome); !ok || !counted {
+			d.gate.giveBack(name, v)
+		}
+	}
+	return ok
 }
 
 // expired answers a due whose relevancy deadline has passed. The deadline
@@ -249,17 +284,28 @@ func (d *Dispatcher) expired(due *chimev1.Due, ns *chimev1.NamespaceConfig) (res
 // deferred hands a due held back by its namespace's limits back to the
 // scheduler without charging an attempt.
 func (d *Dispatcher) deferred(due *chimev1.Due, kind string) result {
+	reason := fmt.Sprintf("namespace %s: waited %s for its %s; deferred", due.GetNamespace(), d.cfg.AdmissionWait, map[string]string{kindRateLimit: "rate limit", kindConcurrency: "concurrency cap"}[kind])
+	return d.deferTo(due, kind, reason, d.cfg.Now().Add(deferSpread(d.cfg.DeferDelay)))
+}
+
+// held hands a due held back by its namespace's breaker back to the
+// scheduler, for its place in the ramp behind the breaker's next check
+// (gate.go), without charging an attempt.
+func (d *Dispatcher) held(due *chimev1.Due, v verdict) result {
+	d.stats.held.Add(1)
+	return d.deferTo(due, kindBreaker, v.why(due.GetNamespace()), d.gate.notBefore(v, due.GetIdempotencyKey()))
+}
+
+func (d *Dispatcher) deferTo(due *chimev1.Due, kind, reason string, next time.Time) result {
 	now := d.cfg.Now()
-	next := now.Add(deferSpread(d.cfg.DeferDelay))
 	o := d.outcome(due, chimev1.OutcomeClass_OUTCOME_CLASS_DEFERRED)
-	o.ErrorKind = kind
-	o.Error = fmt.Sprintf("namespace %s: waited %s for its %s; deferred", due.GetNamespace(), d.cfg.AdmissionWait, map[string]string{kindRateLimit: "rate limit", kindConcurrency: "concurrency cap"}[kind])
+	o.ErrorKind, o.Error = kind, reason
 	o.StartedAt, o.FinishedAt = timestamppb.New(now), timestamppb.New(now)
 	o.WillRetry, o.NextAttemptAt = true, timestamppb.New(next)
 	cmd := &chimev1.JobCommand{
 		Namespace: due.GetNamespace(), JobId: due.GetJobId(),
 		Command: &chimev1.JobCommand_Defer{Defer: &chimev1.Defer{
-			FireSeq: due.GetFireSeq(), EmitSeq: due.GetEmitSeq(), NotBefore: timestamppb.New(next), Reason: o.Error,
+			FireSeq: due.GetFireSeq(), EmitSeq: due.GetEmitSeq(), NotBefore: timestamppb.New(next), Reason: reason,
 		}},
 	}
 	return result{outcome: o, cmds: []*chimev1.JobCommand{cmd}}

@@ -218,7 +218,17 @@ func TestRebalanceHandsOverCleanly(t *testing.T) {
 		return len(seen) == n
 	})
 	waitFor(t, 30*time.Second, "offsets committed", b.committedAll)
-	t.Logf("first completed %d, second %d, calls %d for %d dues", first.Stats().Completed, second.Stats().Completed, len(rcv.calls()), n)
+	calls := len(rcv.calls())
+	t.Logf("first completed %d, second %d (%d skipped as done by the first), calls %d for %d dues",
+		first.Stats().Completed, second.Stats().Completed, second.Stats().Duplicates, calls, n)
+	// Repeats: the second skips what the first committed as done beyond
+	// its prefix (commit metadata), so what is repeated is what was still
+	// running, or finished after the last commit, when the first let its
+	// partitions go (RevokeWait is short here on purpose). Measured 30-62
+	// on a 2-core machine; before the metadata, 700-1200 (every
+	// completion beyond a partition's stuck prefix).
+	require.GreaterOrEqual(t, calls, n)
+	require.LessOrEqual(t, calls-n, 150, "repeated calls")
 	require.Zero(t, b.outcomes.count(func(o *chimev1.CallbackOutcome) bool {
 		return o.Class != chimev1.OutcomeClass_OUTCOME_CLASS_SUCCESS
 	}))

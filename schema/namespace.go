@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -47,16 +48,45 @@ func NamespaceDefaults() *chimev1.NamespaceConfig {
 // EffectiveNamespace returns cfg with every unset field taken from
 // NamespaceDefaults. cfg may be nil (unknown namespace). The result is a
 // new message; cfg is not modified.
-//
-// proto.Merge does exactly this for proto3: it copies the fields cfg sets
-// (non-zero scalars, present messages, recursively) over the defaults.
 func EffectiveNamespace(ns string, cfg *chimev1.NamespaceConfig) *chimev1.NamespaceConfig {
 	out := NamespaceDefaults()
 	if cfg != nil {
-		proto.Merge(out, cfg)
+		overlay(out.ProtoReflect(), cfg.ProtoReflect())
 	}
 	out.Namespace = ns
 	return out
+}
+
+// overlay copies the fields src sets over dst, recursing into messages.
+// Unlike proto.Merge it treats Duration and Timestamp as values: merged
+// field by field, a 100ms duration over a 5s default would become 5.1s.
+func overlay(dst, src protoreflect.Message) {
+	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if fd.Kind() == protoreflect.MessageKind && !fd.IsList() && !fd.IsMap() {
+			switch fd.Message().FullName() {
+			case "google.protobuf.Duration", "google.protobuf.Timestamp":
+				dst.Set(fd, protoreflect.ValueOfMessage(proto.Clone(v.Message().Interface()).ProtoReflect()))
+			default:
+				overlay(dst.Mutable(fd).Message(), v.Message())
+			}
+			return true
+		}
+		if fd.IsList() || fd.IsMap() {
+			// Lists and maps replace the default's whole.
+			dst.Clear(fd)
+			proto.Merge(dst.Interface(), fieldOnly(src, fd))
+			return true
+		}
+		dst.Set(fd, v)
+		return true
+	})
+}
+
+// fieldOnly is a copy of m with only fd set.
+func fieldOnly(m protoreflect.Message, fd protoreflect.FieldDescriptor) proto.Message {
+	c := m.New()
+	c.Set(fd, m.Get(fd))
+	return c.Interface()
 }
 
 // SigningSecretPrefix starts a Standard Webhooks signing secret.

@@ -53,6 +53,9 @@ func main() {
 	callbacks := flag.Int("callbacks", 50_000, "due events in the dispatcher's throughput run; 0 skips the dispatcher rows")
 	dispatcherOnly := flag.Bool("dispatcher-only", false, "run only the dispatcher rows")
 	outcomes := flag.Int("outcomes", 500_000, "outcomes in the breaker's throughput run; 0 skips the breaker rows")
+	gateRun := flag.Duration("gate-run", 20*time.Second, "length of each dead-endpoint run (without and with the breaker); 0 skips the breaker-gating rows")
+	gateRate := flag.Int("gate-rate", 50, "jobs per second in the dead-endpoint runs")
+	apiCreates := flag.Int("api-creates", 20_000, "single job creates in the API run; 0 skips the API rows")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -89,6 +92,12 @@ func main() {
 	}
 	if *outcomes > 0 {
 		add(benchBreaker(ctx, log, *outcomes, int32(*partitions))...)
+	}
+	if *gateRun > 0 {
+		add(benchBreakerGate(ctx, log, *gateRun, *gateRate, int32(*partitions))...)
+	}
+	if *apiCreates > 0 {
+		add(benchAPI(ctx, log, *apiCreates, int32(*partitions))...)
 	}
 
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)

@@ -3,72 +3,46 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/netip"
-	"os"
-	"strconv"
-	"strings"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/chime-sched/chime/dispatcher"
+	"github.com/chime-sched/chime/infra/config"
 	"github.com/chime-sched/chime/schema/chimev1"
 	"github.com/chime-sched/chime/views"
 )
 
-// Dispatcher settings read from the environment until infra/config
-// carries them (docs/dispatcher.md lists them).
-const (
-	envAllowCIDRs    = "CHIME_DISPATCHER_ALLOW_CIDRS"
-	envAllowLoopback = "CHIME_DISPATCHER_ALLOW_LOOPBACK"
-)
-
-// dispatcherGuard builds the SSRF guard: the allowlisted CIDRs, and
-// loopback when allowed (by default only in `chime dev`, whose callbacks
-// usually go to a local receiver).
-func dispatcherGuard(getenv func(string) string, dev bool) (dispatcher.Guard, error) {
-	g := dispatcher.Guard{AllowLoopback: dev}
-	if v := strings.TrimSpace(getenv(envAllowLoopback)); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return g, fmt.Errorf("%s=%q: must be true or false", envAllowLoopback, v)
-		}
-		g.AllowLoopback = b
+// dispatcherGuard builds the SSRF guard from the configuration: the
+// allowlisted CIDRs, and loopback when allowed (unset: only in `chime dev`,
+// whose callbacks usually go to a local receiver).
+func dispatcherGuard(cfg config.Config, dev bool) dispatcher.Guard {
+	g := dispatcher.Guard{AllowLoopback: dev, Allow: cfg.DispatcherAllowCIDRs}
+	if cfg.DispatcherAllowLoopback != nil {
+		g.AllowLoopback = *cfg.DispatcherAllowLoopback
 	}
-	for _, s := range strings.Split(getenv(envAllowCIDRs), ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			if a, aerr := netip.ParseAddr(s); aerr == nil {
-				p = netip.PrefixFrom(a, a.BitLen())
-			} else {
-				return g, fmt.Errorf("%s: %q is not a CIDR (10.1.2.0/24) or an address: %w", envAllowCIDRs, s, err)
-			}
-		}
-		g.Allow = append(g.Allow, p.Masked())
-	}
-	return g, nil
+	return g
 }
 
 func roleDispatcher(ctx context.Context, e *env) error { return runDispatcher(ctx, e, false) }
 
 // runDispatcher runs the dispatcher role; dev allows loopback callbacks
-// unless CHIME_DISPATCHER_ALLOW_LOOPBACK=false. Namespace configuration
+// unless CHIME_DISPATCHER_ALLOW_LOOPBACK=false (infra/config). Namespace configuration
 // (limits, retry policy, signing secret, allowed hosts) comes from the
-// namespace-config table through a view; the dispatcher starts only once
-// the view has caught up, so no callback goes out unsigned or unlimited
-// because its namespace's config was not read yet.
+// namespace-config table through a view, and every namespace's breaker
+// state from the breaker table through another; the dispatcher starts only
+// once both views have caught up, so no callback goes out unsigned,
+// unlimited or past an open breaker because a table was not read yet.
 func runDispatcher(ctx context.Context, e *env, dev bool) error {
-	guard, err := dispatcherGuard(os.Getenv, dev)
+	guard := dispatcherGuard(e.cfg, dev)
+	log := e.log.With("component", "dispatcher")
+	if guard.AllowLoopback {
+		log.Warn("dispatcher: callbacks to loopback addresses (127.0.0.0/8, ::1) are allowed; set CHIME_DISPATCHER_ALLOW_LOOPBACK=false to refuse them")
+	}
+	nsView, err := views.NewNamespaces(e.brokers, e.cfg.Topics(), e.cfg.ClientID+"-dispatcher-namespaces", e.replicationOf(e.cfg.Topics().NamespaceTable()), log)
 	if err != nil {
 		return err
 	}
-	log := e.log.With("component", "dispatcher")
-	if guard.AllowLoopback {
-		log.Warn("dispatcher: callbacks to loopback addresses (127.0.0.0/8, ::1) are allowed; set " + envAllowLoopback + "=false to refuse them")
-	}
-	nsView, err := views.NewNamespaces(e.brokers, e.cfg.Topics(), e.cfg.ClientID+"-dispatcher-namespaces", e.replicationOf(e.cfg.Topics().NamespaceTable()), log)
+	brkView, err := views.NewBreakers(e.brokers, e.cfg.Topics(), e.cfg.ClientID+"-dispatcher-breakers", e.replicationOf(e.cfg.Topics().BreakerTable()), log)
 	if err != nil {
 		return err
 	}
@@ -85,15 +59,17 @@ func runDispatcher(ctx context.Context, e *env, dev bool) error {
 			}
 			return cfg
 		}),
+		Breakers: brkView,
 	})
 	if err != nil {
 		return err
 	}
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return nsView.Run(ctx) })
+	g.Go(func() error { return brkView.Run(ctx) })
 	g.Go(func() error {
-		if err := nsView.WaitReady(ctx); err != nil {
-			return nil // stopping before the view caught up
+		if nsView.WaitReady(ctx) != nil || brkView.WaitReady(ctx) != nil {
+			return nil // stopping before the views caught up
 		}
 		log.Info("dispatcher starting", "id", d.ID(), "group", dispatcher.GroupName(e.cfg.Topics()), "allow", fmt.Sprint(guard.Allow))
 		return d.Run(ctx)

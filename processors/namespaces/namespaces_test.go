@@ -120,3 +120,16 @@ func TestProcessorAndView(t *testing.T) {
 	require.EqualValues(t, 5, eff.Retry.MaxAttempts, "defaults fill what the namespace did not set")
 	require.EqualValues(t, 5, v.Effective("unknown").Retry.MaxAttempts)
 }
+
+func TestEffectiveNamespaceReplacesDurationsWhole(t *testing.T) {
+	t.Parallel()
+	e := schema.EffectiveNamespace("x", &chimev1.NamespaceConfig{
+		Breaker:       &chimev1.BreakerConfig{SlowCallDuration: durationpb.New(100 * time.Millisecond)},
+		AllowedHosts:  []string{"example.com"},
+		SigningSecret: "whsec_x",
+	})
+	require.Equal(t, 100*time.Millisecond, e.Breaker.SlowCallDuration.AsDuration(), "not 5.1s")
+	require.Equal(t, 30*time.Second, e.Breaker.Window.AsDuration())
+	require.Equal(t, []string{"example.com"}, e.AllowedHosts)
+	require.Equal(t, "whsec_x", e.SigningSecret)
+}
