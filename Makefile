@@ -57,6 +57,35 @@ $(STATICCHECK_STAMP): $(if $(wildcard $(STATICCHECK)),,FORCE)
 .PHONY: FORCE
 FORCE:
 
+# ---------------------------------------------------------------------------
+# Local ClickHouse: the ClickHouse engine as libchdb.so, from the pinned npm
+# package, plus a small C host (infra/clickhouse/host) that serves it on
+# 127.0.0.1. Installed into .tools/chdb (no global npm install); needs npm and
+# a C compiler. infra/clickhouse reads the same paths and version.
+# ---------------------------------------------------------------------------
+CHDB_VERSION := 26.7.3-stable.1
+CHDB_DIR     := $(TOOLS_DIR)/chdb
+CHDB_LIB     := $(CHDB_DIR)/node_modules/@chdb/lib-linux-x64-gnu/libchdb.so
+CHDB_HOST    := $(CHDB_DIR)/chimech
+CHDB_STAMP   := $(STAMP_DIR)/chdb-$(CHDB_VERSION)
+CC ?= cc
+
+$(CHDB_STAMP): $(if $(wildcard $(CHDB_LIB)),,FORCE)
+	@echo "installing @chdb/lib-linux-x64-gnu@$(CHDB_VERSION) into .tools/chdb/"
+	@mkdir -p $(STAMP_DIR) $(CHDB_DIR)
+	npm install --prefix $(CHDB_DIR) --save-exact --no-audit --no-fund --no-progress --loglevel=error \
+		@chdb/lib-linux-x64-gnu@$(CHDB_VERSION)
+	@test -f $(CHDB_LIB) || { echo "npm installed no $(CHDB_LIB)"; exit 1; }
+	@rm -f $(STAMP_DIR)/chdb-*
+	@touch $@
+
+$(CHDB_HOST): infra/clickhouse/host/chimech.c
+	@mkdir -p $(CHDB_DIR)
+	$(CC) -O2 -Wall -Wextra -Werror -o $@ $< -ldl
+
+.PHONY: clickhouse
+clickhouse: $(CHDB_STAMP) $(CHDB_HOST) ## install the local ClickHouse (npm @chdb/lib-linux-x64-gnu + host) into .tools/chdb
+
 .PHONY: tools
 tools: $(BUF_STAMP) $(PROTOC_GEN_GO_STAMP) $(STATICCHECK_STAMP) ## install the pinned tools into .tools/
 
@@ -105,7 +134,7 @@ build: ## build bin/chime
 	$(GO) build -o $(BIN_DIR)/chime ./cmd/chime
 
 .PHONY: run
-run: build ## run everything in one process: bin/chime dev $(RUN_FLAGS)
+run: build clickhouse ## run everything in one process: bin/chime dev $(RUN_FLAGS)
 	$(BIN_DIR)/chime dev $(RUN_FLAGS)
 
 .PHONY: vet
@@ -131,7 +160,7 @@ fmt: ## gofmt -w every Go file
 	$(GO_FILES_CMD) | xargs -0 -r gofmt -w
 
 .PHONY: test
-test: vet fmt-check check-generate ## vet, gofmt check, check-generate, then go test -race ./...
+test: vet fmt-check check-generate clickhouse ## vet, gofmt check, check-generate, local ClickHouse, then go test -race ./...
 	$(GO) test $(TEST_FLAGS) ./...
 
 .PHONY: lint
@@ -139,7 +168,7 @@ lint: $(STATICCHECK_STAMP) vet ## staticcheck ./... and go vet ./...
 	$(STATICCHECK) ./...
 
 .PHONY: bench
-bench: ## run the benchmark harness: go run ./cmd/chime-bench $(BENCH_FLAGS)
+bench: clickhouse ## run the benchmark harness: go run ./cmd/chime-bench $(BENCH_FLAGS)
 	$(GO) run ./cmd/chime-bench $(BENCH_FLAGS)
 
 # `go test -list` prints a package's matching names, then its "ok <pkg>" line:

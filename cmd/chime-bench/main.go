@@ -56,6 +56,8 @@ func main() {
 	gateRun := flag.Duration("gate-run", 20*time.Second, "length of each dead-endpoint run (without and with the breaker); 0 skips the breaker-gating rows")
 	gateRate := flag.Int("gate-rate", 50, "jobs per second in the dead-endpoint runs")
 	apiCreates := flag.Int("api-creates", 20_000, "single job creates in the API run; 0 skips the API rows")
+	analyticsRows := flag.Int("analytics-rows", 1_000_000, "outcomes in the analytics sink's throughput run (local ClickHouse); 0 skips it")
+	analyticsQueryRows := flag.Int("analytics-query-rows", 10_000_000, "attempt rows generated for the analytics query latencies; 0 skips them")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -98,6 +100,9 @@ func main() {
 	}
 	if *apiCreates > 0 {
 		add(benchAPI(ctx, log, *apiCreates, int32(*partitions))...)
+	}
+	if *analyticsRows > 0 || *analyticsQueryRows > 0 {
+		add(benchAnalytics(ctx, log, *analyticsRows, *analyticsQueryRows, int32(*partitions))...)
 	}
 
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)

@@ -23,6 +23,7 @@ Usage:
   chime dispatcher [flags]   the dispatcher role: due events become HTTP callbacks
   chime breaker    [flags]   the circuit breaker and namespace-config processors
   chime api        [flags]   the HTTP API on --addr (docs/api.md)
+  chime sink       [flags]   the analytics sink: outcomes and breaker history into ClickHouse
   chime topics     [flags]   create or check every topic, then exit
   chime version
 
@@ -63,6 +64,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		err = runRole(ctx, "breaker", rest, getenv, stdout, stderr, roleBreaker)
 	case "api":
 		err = runRole(ctx, "api", rest, getenv, stdout, stderr, roleAPI)
+	case "sink":
+		err = runRole(ctx, "sink", rest, getenv, stdout, stderr, roleSink)
 	case "topics":
 		err = runRole(ctx, "topics", rest, getenv, stdout, stderr, roleTopics)
 	case "version", "--version", "-version":

@@ -184,6 +184,7 @@ func roleDev(ctx context.Context, e *env) error {
 	g.Go(func() error { return roleBreaker(ctx, e) })
 	g.Go(func() error { return roleScheduler(ctx, e) })
 	g.Go(func() error { return runDispatcher(ctx, e, true) })
+	g.Go(func() error { return runSink(ctx, e, true) })
 	g.Go(func() error { return runAPI(ctx, e, true) })
 	return g.Wait()
 }

@@ -1,0 +1,462 @@
+// Package sink owns the analytics sink: a Kafka consumer group on the
+// outcomes, breaker-transitions and job-events topics that writes them to
+// ClickHouse (analytics.Store) in batches, by size and by time.
+//
+// Offsets are committed only after the batch's insert succeeded. A sink
+// that dies between the two replays the batch; records at or below the
+// highest offset already stored for their partition are skipped then, so
+// no row or aggregate is counted twice. While ClickHouse is down the sink
+// retries the same batch (same deduplication token) with backoff and reads
+// nothing more: it lags, Kafka keeps the records, and it catches up when
+// the server is back.
+package sink
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/chime-sched/chime/analytics"
+	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/schema/chimev1"
+)
+
+// Config configures a Sink.
+type Config struct {
+	Brokers  []string
+	Topics   schema.Topics
+	ClientID string
+	Store    *analytics.Store
+	// BatchSize is the most rows one insert holds (default 50,000).
+	BatchSize int
+	// FlushInterval is the longest a record waits in a batch (default 1s).
+	FlushInterval time.Duration
+	// MaxBackoff caps the wait between retries of a failed insert
+	// (default 10s; the first wait is 250 ms).
+	MaxBackoff time.Duration
+	Logger     *slog.Logger
+	// KgoOptions are added to the consumer's options (tests).
+	KgoOptions []kgo.Opt
+
+	// afterInsert runs between a successful insert and its commit; an
+	// error ends Run there, as a crash would (tests).
+	afterInsert func() error
+}
+
+// GroupName is the sink's consumer group.
+func GroupName(t schema.Topics) string { return t.Prefix + "analytics-sink" }
+
+// Sink copies chime's event streams into ClickHouse.
+type Sink struct {
+	cfg   Config
+	log   *slog.Logger
+	table map[string]string // topic → table
+
+	rows, batches, skipped, bad, retries atomic.Int64
+}
+
+// Counters are the sink's running totals.
+type Counters struct {
+	// Rows inserted, in Batches inserts.
+	Rows, Batches int64
+	// Skipped records were already stored (a replay); Bad ones could not
+	// be decoded and were passed over.
+	Skipped, Bad int64
+	// Retries counts ClickHouse calls retried while it was unavailable.
+	Retries int64
+}
+
+// New checks cfg and returns a Sink; Run starts it.
+func New(cfg Config) (*Sink, error) {
+	if len(cfg.Brokers) == 0 {
+		return nil, errors.New("sink: no Kafka brokers")
+	}
+	if cfg.Store == nil {
+		return nil, errors.New("sink: no analytics store")
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 50_000
+	}
+	if cfg.FlushInterval <= 0 {
+		cfg.FlushInterval = time.Second
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = 10 * time.Second
+	}
+	if cfg.ClientID == "" {
+		cfg.ClientID = "chime"
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	t := cfg.Topics
+	return &Sink{cfg: cfg, log: log, table: map[string]string{
+		t.Outcomes():           analytics.TableAttempts,
+		t.BreakerTransitions(): analytics.TableTransitions,
+		t.JobEvents():          analytics.TableJobEvents,
+	}}, nil
+}
+
+// Counters returns the running totals.
+func (s *Sink) Counters() Counters {
+	return Counters{Rows: s.rows.Load(), Batches: s.batches.Load(), Skipped: s.skipped.Load(), Bad: s.bad.Load(), Retries: s.retries.Load()}
+}
+
+type tp struct {
+	topic     string
+	partition int32
+}
+
+// span is the offsets of one partition in a batch.
+type span struct {
+	first, last int64
+	epoch       int32
+}
+
+type run struct {
+	s  *Sink
+	cl *kgo.Client
+	// batch and spans are being filled. spans hold every record consumed
+	// since the last launch, stored or skipped: what the commit covers.
+	batch   *analytics.Batch
+	spans   map[tp]*span
+	started time.Time // first record of the batch
+	spare   *analytics.Batch
+	// flying is the batch being inserted while the next one fills: one at
+	// a time, committed in order.
+	flying *inflight
+	// ictx is the inserts' context: it outlives Run's for a final flush.
+	ictx      context.Context
+	lastAllow time.Time
+	// stored is the highest stored offset per table and partition, read
+	// after each assignment (nil: read it before the next record).
+	stored     map[string]map[int32]int64
+	reassigned atomic.Bool
+}
+
+type inflight struct {
+	batch *analytics.Batch
+	spans map[tp]*span
+	done  chan error
+}
+
+// Run consumes until ctx ends (then it flushes and commits what it has)
+// or a fatal error.
+func (s *Sink) Run(ctx context.Context) error {
+	ictx, cancelInserts := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelInserts()
+	r := &run{s: s, batch: new(analytics.Batch), spans: map[tp]*span{}, ictx: ictx, lastAllow: time.Now()}
+	r.reassigned.Store(true)
+	topics := make([]string, 0, len(s.table))
+	for t := range s.table {
+		topics = append(topics, t)
+	}
+	slices.Sort(topics)
+	cl, err := kgo.NewClient(append(append([]kgo.Opt{
+		kgo.SeedBrokers(s.cfg.Brokers...),
+		kgo.ClientID(s.cfg.ClientID + "-sink"),
+		kgo.FetchMaxWait(200 * time.Millisecond),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	}, s.cfg.KgoOptions...),
+		kgo.ConsumerGroup(GroupName(s.cfg.Topics)),
+		kgo.ConsumeTopics(topics...),
+		kgo.DisableAutoCommit(),
+		// Partitions move only when no batch is pending or in flight
+		// (AllowRebalance after its commit), so a batch never holds
+		// records of a partition another sink owns.
+		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) { r.reassigned.Store(true) }),
+	)...)
+	if err != nil {
+		return fmt.Errorf("sink: kafka consumer: %w", err)
+	}
+	r.cl = cl
+	defer cl.Close()
+	s.log.Info("analytics sink consuming", "topics", strings.Join(topics, ","), "group", GroupName(s.cfg.Topics))
+
+	for {
+		if r.flying != nil {
+			select {
+			case err := <-r.flying.done:
+				if err := r.land(ctx, err); err != nil {
+					return r.shutdown(err, cancelInserts)
+				}
+			default:
+			}
+		}
+		wait := s.cfg.FlushInterval
+		if len(r.spans) > 0 {
+			wait = max(time.Until(r.started.Add(s.cfg.FlushInterval)), time.Millisecond)
+		}
+		pctx, cancel := context.WithTimeout(ctx, wait)
+		fs := cl.PollRecords(pctx, s.cfg.BatchSize-r.batch.Len())
+		cancel()
+		if fs.IsClientClosed() {
+			return r.shutdown(nil, cancelInserts)
+		}
+		fs.EachError(func(t string, p int32, err error) {
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+				s.log.Warn("fetch error", "topic", t, "partition", p, "err", err)
+			}
+		})
+		if fs.NumRecords() > 0 {
+			if err := r.loadStored(ctx); err != nil {
+				return r.shutdown(err, cancelInserts)
+			}
+			fs.EachRecord(r.add)
+		}
+		if ctx.Err() != nil {
+			return r.shutdown(nil, cancelInserts)
+		}
+		if r.batch.Len() >= s.cfg.BatchSize || len(r.spans) > 0 && time.Since(r.started) >= s.cfg.FlushInterval {
+			if err := r.launch(ctx); err != nil {
+				return r.shutdown(err, cancelInserts)
+			}
+		}
+		// Under steady load a batch is always filling or flying: drain now
+		// and then so that a rebalance waits a few seconds at most.
+		if (len(r.spans) > 0 || r.flying != nil) && time.Since(r.lastAllow) > 3*s.cfg.FlushInterval {
+			if err := r.drain(ctx); err != nil {
+				return r.shutdown(err, cancelInserts)
+			}
+		}
+		if len(r.spans) == 0 && r.flying == nil {
+			cl.AllowRebalance()
+			r.lastAllow = time.Now()
+		}
+	}
+}
+
+// shutdown ends Run. Without an error it first flushes and commits what is
+// pending, for up to 10 s; a failed final flush loses nothing, since its
+// records are not committed. With an error, an insert in flight is waited
+// for but not committed.
+func (r *run) shutdown(err error, cancelInserts context.CancelFunc) error {
+	stop := time.AfterFunc(10*time.Second, cancelInserts)
+	defer stop.Stop()
+	if err == nil {
+		if ferr := r.drain(r.ictx); ferr != nil && !errors.Is(ferr, context.Canceled) {
+			r.s.log.Warn("final flush failed; the records will be read again", "err", ferr)
+		}
+	} else if r.flying != nil {
+		<-r.flying.done
+		r.flying = nil
+	}
+	r.cl.AllowRebalance()
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// launch waits for the insert in flight and commits it, then starts
+// inserting the filled batch.
+func (r *run) launch(ctx context.Context) error {
+	if err := r.wait(ctx); err != nil {
+		return err
+	}
+	if len(r.spans) == 0 {
+		return nil
+	}
+	p := &inflight{batch: r.batch, spans: r.spans, done: make(chan error, 1)}
+	r.batch, r.spare = r.spare, nil
+	if r.batch == nil {
+		r.batch = new(analytics.Batch)
+	}
+	r.spans = map[tp]*span{}
+	r.flying = p
+	go func() { p.done <- r.insert(p) }()
+	return nil
+}
+
+// drain inserts and commits everything: the batch in flight and the one
+// filling.
+func (r *run) drain(ctx context.Context) error {
+	if err := r.launch(ctx); err != nil {
+		return err
+	}
+	return r.wait(ctx)
+}
+
+// wait lands the insert in flight, if any.
+func (r *run) wait(ctx context.Context) error {
+	if r.flying == nil {
+		return nil
+	}
+	select {
+	case err := <-r.flying.done:
+		return r.land(ctx, err)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// land commits a finished insert's offsets.
+func (r *run) land(ctx context.Context, insertErr error) error {
+	p := r.flying
+	r.flying = nil
+	if insertErr != nil {
+		return insertErr
+	}
+	offsets := map[string]map[int32]kgo.EpochOffset{}
+	for k, sp := range p.spans {
+		if offsets[k.topic] == nil {
+			offsets[k.topic] = map[int32]kgo.EpochOffset{}
+		}
+		offsets[k.topic][k.partition] = kgo.EpochOffset{Epoch: sp.epoch, Offset: sp.last + 1}
+	}
+	var commitErr error
+	r.cl.CommitOffsetsSync(context.WithoutCancel(ctx), offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		commitErr = err
+		if err == nil {
+			commitErr = commitResponseErr(resp)
+		}
+	})
+	if commitErr != nil {
+		// The rows are stored; a replay skips them. Not fatal.
+		r.s.log.Warn("commit failed; the stored records will be skipped when read again", "err", commitErr)
+	}
+	p.batch.Reset()
+	r.spare = p.batch
+	return nil
+}
+
+// insert stores a batch (on its own goroutine; it touches only p and the
+// Sink's counters).
+func (r *run) insert(p *inflight) error {
+	n := p.batch.Len()
+	if n == 0 {
+		return nil
+	}
+	tok := token(p.spans)
+	if err := r.retry(r.ictx, "insert "+strconv.Itoa(n)+" rows", func() error {
+		return r.s.cfg.Store.Insert(r.ictx, p.batch, tok)
+	}); err != nil {
+		return err
+	}
+	r.s.rows.Add(int64(n))
+	r.s.batches.Add(1)
+	if r.s.cfg.afterInsert != nil {
+		return r.s.cfg.afterInsert()
+	}
+	return nil
+}
+
+// loadStored reads the stored offsets after an assignment, retrying while
+// ClickHouse is down.
+func (r *run) loadStored(ctx context.Context) error {
+	if !r.reassigned.Swap(false) && r.stored != nil {
+		return nil
+	}
+	return r.retry(ctx, "read stored offsets", func() error {
+		m, err := r.s.cfg.Store.StoredOffsets(ctx)
+		if err == nil {
+			r.stored = m
+		}
+		return err
+	})
+}
+
+func (r *run) add(rec *kgo.Record) {
+	key := tp{rec.Topic, rec.Partition}
+	sp := r.spans[key]
+	if sp == nil {
+		sp = &span{first: rec.Offset}
+		r.spans[key] = sp
+		if len(r.spans) == 1 {
+			r.started = time.Now()
+		}
+	}
+	sp.last, sp.epoch = rec.Offset, rec.LeaderEpoch
+
+	table := r.s.table[rec.Topic]
+	if stored, ok := r.stored[table][rec.Partition]; ok && rec.Offset <= stored {
+		r.s.skipped.Add(1)
+		return
+	}
+	pos := analytics.Pos{Partition: rec.Partition, Offset: rec.Offset, Time: rec.Timestamp}
+	var err error
+	switch table {
+	case analytics.TableAttempts:
+		m := new(chimev1.CallbackOutcome)
+		if err = proto.Unmarshal(rec.Value, m); err == nil {
+			r.batch.AddOutcome(m, pos)
+		}
+	case analytics.TableTransitions:
+		m := new(chimev1.BreakerTransition)
+		if err = proto.Unmarshal(rec.Value, m); err == nil {
+			r.batch.AddTransition(m, pos)
+		}
+	case analytics.TableJobEvents:
+		m := new(chimev1.JobEvent)
+		if err = proto.Unmarshal(rec.Value, m); err == nil {
+			r.batch.AddJobEvent(m, pos)
+		}
+	}
+	if err != nil {
+		r.s.bad.Add(1)
+		r.s.log.Error("undecodable record passed over", "topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "err", err)
+	}
+}
+
+// token names a batch by the offsets it covers: the same records give the
+// same token, so a retried insert is dropped by ClickHouse.
+func token(spans map[tp]*span) string {
+	keys := make([]tp, 0, len(spans))
+	for k := range spans {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b tp) int {
+		if c := strings.Compare(a.topic, b.topic); c != 0 {
+			return c
+		}
+		return int(a.partition - b.partition)
+	})
+	h := sha256.New()
+	for _, k := range keys {
+		sp := spans[k]
+		fmt.Fprintf(h, "%s/%d/%d-%d;", k.topic, k.partition, sp.first, sp.last)
+	}
+	return "sink-" + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// retry runs f until it succeeds or ctx ends, backing off while
+// ClickHouse is unavailable. Other errors (bad data, a bug) are fatal.
+func (r *run) retry(ctx context.Context, what string, f func() error) error {
+	wait := 250 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := f()
+		if err == nil {
+			if attempt > 1 {
+				r.s.log.Info("ClickHouse is back", "op", what, "attempts", attempt)
+			}
+			return nil
+		}
+		if !errors.Is(err, analytics.ErrUnavailable) {
+			return fmt.Errorf("sink: %s: %w", what, err)
+		}
+		r.s.retries.Add(1)
+		if attempt == 1 || attempt%10 == 0 {
+			r.s.log.Warn("ClickHouse unavailable; the sink lags until it is back", "op", what, "attempt", attempt, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, r.s.cfg.MaxBackoff)
+	}
+}

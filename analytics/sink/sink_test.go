@@ -1,0 +1,277 @@
+package sink_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/chime-sched/chime/analytics"
+	"github.com/chime-sched/chime/analytics/sink"
+	"github.com/chime-sched/chime/infra/clickhouse"
+	"github.com/chime-sched/chime/infra/clickhouse/clickhousetest"
+	"github.com/chime-sched/chime/infra/kafkatest"
+	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/schema/chimev1"
+)
+
+func TestMain(m *testing.M) { clickhousetest.Main(m) }
+
+const partitions = 3
+
+var base = time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
+
+type testBundle struct {
+	ctx    context.Context
+	kafka  *kafkatest.Cluster
+	topics schema.Topics
+	prod   *kgo.Client
+	adm    *kadm.Client
+	store  *analytics.Store
+	sent   int // outcomes produced so far
+}
+
+func setup(t *testing.T, dsn string) *testBundle {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	t.Cleanup(cancel)
+	k := kafkatest.New(t)
+	k.Provision(t, k.Topics(), partitions)
+	store, err := analytics.Open(ctx, dsn, analytics.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { store.Close() })
+	return &testBundle{
+		ctx:    ctx,
+		kafka:  k,
+		topics: k.Topics(),
+		prod:   k.Client(t, kgo.DefaultProduceTopic(k.Topics().Outcomes())),
+		adm:    k.Admin(t),
+		store:  store,
+	}
+}
+
+func (tb *testBundle) config() sink.Config {
+	return sink.Config{
+		Brokers:       tb.kafka.Brokers(),
+		Topics:        tb.topics,
+		Store:         tb.store,
+		BatchSize:     300,
+		FlushInterval: 100 * time.Millisecond,
+		MaxBackoff:    500 * time.Millisecond,
+	}
+}
+
+// running is a sink started by start.
+type running struct {
+	*sink.Sink
+	cancel context.CancelFunc
+	done   chan error
+	err    error
+	ended  bool
+}
+
+// wait returns Run's error once it returns by itself.
+func (r *running) wait() error {
+	if !r.ended {
+		r.err, r.ended = <-r.done, true
+	}
+	return r.err
+}
+
+// stop ends Run and returns its error.
+func (r *running) stop() error {
+	r.cancel()
+	return r.wait()
+}
+
+// start runs a sink until the test ends or it is stopped.
+func (tb *testBundle) start(t *testing.T, cfg sink.Config) *running {
+	t.Helper()
+	s, err := sink.New(cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(tb.ctx)
+	r := &running{Sink: s, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- s.Run(ctx) }()
+	t.Cleanup(func() { _ = r.stop() })
+	return r
+}
+
+func produce(t *testing.T, tb *testBundle, recs ...*kgo.Record) {
+	t.Helper()
+	require.NoError(t, tb.prod.ProduceSync(tb.ctx, recs...).FirstErr())
+}
+
+func record(topic, key string, m proto.Message) *kgo.Record {
+	v, err := proto.Marshal(m)
+	if err != nil {
+		panic(err)
+	}
+	return &kgo.Record{Topic: topic, Key: []byte(key), Value: v}
+}
+
+// sendOutcomes produces n successful outcomes spread over five namespaces
+// and the first minutes after base.
+func (tb *testBundle) sendOutcomes(t *testing.T, n int) {
+	t.Helper()
+	var recs []*kgo.Record
+	for range n {
+		i := tb.sent
+		tb.sent++
+		ns := fmt.Sprintf("ns%d", i%5)
+		at := base.Add(time.Duration(i) * 50 * time.Millisecond)
+		recs = append(recs, record(tb.topics.Outcomes(), ns, &chimev1.CallbackOutcome{
+			EventId:    fmt.Sprintf("ev-%d", i),
+			Namespace:  ns,
+			JobId:      fmt.Sprintf("job-%d", i),
+			FireSeq:    1,
+			Attempt:    1,
+			Class:      chimev1.OutcomeClass_OUTCOME_CLASS_SUCCESS,
+			StatusCode: 200,
+			Latency:    durationpb.New(15 * time.Millisecond),
+			StartedAt:  timestamppb.New(at),
+			FinishedAt: timestamppb.New(at),
+		}))
+	}
+	produce(t, tb, recs...)
+}
+
+func (tb *testBundle) count(t *testing.T, q string) uint64 {
+	t.Helper()
+	var n uint64
+	require.NoError(t, tb.store.Conn().QueryRow(tb.ctx, q).Scan(&n))
+	return n
+}
+
+// requests sums Stats over every namespace: the materialized view's count.
+func (tb *testBundle) requests(t *testing.T) uint64 {
+	t.Helper()
+	var total uint64
+	for i := range 5 {
+		points, err := tb.store.Stats(tb.ctx, fmt.Sprintf("ns%d", i), base, base.Add(time.Hour), time.Hour)
+		require.NoError(t, err)
+		for _, p := range points {
+			total += p.Requests
+		}
+	}
+	return total
+}
+
+func (tb *testBundle) committed(t *testing.T) int64 {
+	t.Helper()
+	return tb.committedTopic(t, "")
+}
+
+// committedTopic sums the sink's committed offsets of topic ("" for all).
+func (tb *testBundle) committedTopic(t *testing.T, topic string) int64 {
+	t.Helper()
+	offs, err := tb.adm.FetchOffsets(tb.ctx, sink.GroupName(tb.topics))
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return 0
+	}
+	require.NoError(t, err)
+	var n int64
+	offs.Each(func(o kadm.OffsetResponse) {
+		if topic == "" || o.Topic == topic {
+			n += o.At
+		}
+	})
+	return n
+}
+
+func TestSinkStoresEveryStreamAndCommits(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, clickhousetest.New(t).DSN)
+	tb.sendOutcomes(t, 1000)
+	for i := range 10 {
+		produce(t, tb, record(tb.topics.BreakerTransitions(), "ns1", &chimev1.BreakerTransition{
+			EventId: fmt.Sprintf("tr-%d", i), Namespace: "ns1", From: chimev1.BreakerState_BREAKER_STATE_CLOSED,
+			To: chimev1.BreakerState_BREAKER_STATE_OPEN, Reason: "r", At: timestamppb.New(base.Add(time.Duration(i) * time.Second)),
+		}))
+	}
+	for i := range 20 {
+		produce(t, tb, record(tb.topics.JobEvents(), "ns2", &chimev1.JobEvent{
+			EventId: fmt.Sprintf("je-%d", i), Namespace: "ns2", JobId: "j", Type: chimev1.JobEventType_JOB_EVENT_TYPE_FIRED,
+			At: timestamppb.New(base.Add(time.Duration(i) * time.Second)),
+		}))
+	}
+	// A record that is not protobuf is passed over, not fatal.
+	produce(t, tb, &kgo.Record{Topic: tb.topics.JobEvents(), Key: []byte("ns2"), Value: []byte{0xff, 0xff}})
+
+	s := tb.start(t, tb.config())
+	// Offsets are committed after the insert returned: by then the
+	// materialized views are written too (a raw part can be visible first).
+	kafkatest.WaitFor(t, time.Minute, "every record committed", func() bool { return tb.committed(t) == 1000+10+21 })
+	require.Equal(t, uint64(1000), tb.count(t, "SELECT count() FROM callback_attempts"))
+	require.Equal(t, uint64(10), tb.count(t, "SELECT count() FROM breaker_transitions"))
+	require.Equal(t, uint64(20), tb.count(t, "SELECT count() FROM job_events"))
+	require.Equal(t, uint64(1000), tb.requests(t))
+	hist, err := tb.store.BreakerHistory(tb.ctx, "ns1", base, base.Add(time.Hour))
+	require.NoError(t, err)
+	require.Len(t, hist, 10)
+	require.NoError(t, s.stop())
+	c := s.Counters()
+	require.Equal(t, int64(1030), c.Rows)
+	require.Equal(t, int64(1), c.Bad)
+	require.Greater(t, c.Batches, int64(3), "batches are cut by size")
+}
+
+// TestSinkCrashBetweenInsertAndCommitLeavesNoDuplicates: the first sink
+// stores a batch and dies before committing it; the next one reads the
+// batch again and skips it. Neither the rows nor the per-minute aggregates
+// count anything twice.
+func TestSinkCrashBetweenInsertAndCommitLeavesNoDuplicates(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, clickhousetest.New(t).DSN)
+	tb.sendOutcomes(t, 1000)
+
+	errCrash := errors.New("crash")
+	crashed := tb.start(t, sink.WithAfterInsert(tb.config(), func() error { return errCrash }))
+	require.ErrorIs(t, crashed.wait(), errCrash)
+	stored := tb.count(t, "SELECT count() FROM callback_attempts")
+	require.Positive(t, stored)
+	require.Zero(t, tb.committed(t), "nothing may be committed before the crash")
+	require.Equal(t, stored, tb.count(t, "SELECT count() FROM callback_attempts"))
+
+	s := tb.start(t, tb.config())
+	kafkatest.WaitFor(t, time.Minute, "every record committed", func() bool { return tb.committed(t) == 1000 })
+	require.NoError(t, s.stop())
+	require.Equal(t, uint64(1000), tb.count(t, "SELECT count() FROM callback_attempts"), "raw rows, without FINAL")
+	require.Equal(t, uint64(1000), tb.count(t, "SELECT uniqExact(event_id) FROM callback_attempts"))
+	require.Equal(t, uint64(1000), tb.requests(t), "per-minute aggregates")
+	require.Equal(t, int64(stored), s.Counters().Skipped, "the replayed batch was skipped")
+	require.Equal(t, int64(1000-stored), s.Counters().Rows)
+}
+
+// TestSinkCatchesUpAfterClickHouseOutage stops ClickHouse while outcomes
+// keep coming; the sink lags, retries, and stores everything exactly once
+// when the server is back.
+func TestSinkCatchesUpAfterClickHouseOutage(t *testing.T) {
+	t.Parallel()
+	srv := clickhousetest.NewServer(t)
+	tb := setup(t, clickhouse.DSN(srv.TCPAddr(), "chime"))
+	s := tb.start(t, tb.config())
+
+	tb.sendOutcomes(t, 100)
+	kafkatest.WaitFor(t, time.Minute, "the first rows", func() bool { return tb.committed(t) == 100 })
+
+	require.NoError(t, srv.Stop())
+	tb.sendOutcomes(t, 400)
+	kafkatest.WaitFor(t, time.Minute, "the sink retrying", func() bool { return s.Counters().Retries >= 3 })
+	require.Equal(t, int64(100), tb.committed(t), "nothing committed while ClickHouse is down")
+
+	srv, err := srv.Restart(tb.ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Stop() })
+	kafkatest.WaitFor(t, 2*time.Minute, "the sink caught up", func() bool { return tb.committed(t) == 500 })
+	require.Equal(t, uint64(500), tb.count(t, "SELECT count() FROM callback_attempts"))
+	require.Equal(t, uint64(500), tb.requests(t))
+}

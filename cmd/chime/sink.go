@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/chime-sched/chime/analytics"
+	"github.com/chime-sched/chime/analytics/sink"
+	"github.com/chime-sched/chime/infra/clickhouse"
+)
+
+// roleSink runs the analytics sink: outcomes, breaker transitions and job
+// events into ClickHouse (CHIME_CLICKHOUSE_DSN, or a local server).
+func roleSink(ctx context.Context, e *env) error {
+	return runSink(ctx, e, false)
+}
+
+// runSink connects to ClickHouse and runs the sink until ctx ends. In
+// `chime dev` (dev) analytics is not allowed to stop the other roles: a
+// missing engine is a warning and a server that cannot be reached is
+// retried, while the rest of chime runs and the sink's records wait in Kafka.
+func runSink(ctx context.Context, e *env, dev bool) error {
+	log := e.log.With("component", "sink")
+	store, stop, err := openAnalytics(ctx, e)
+	if err != nil {
+		if dev && ctx.Err() == nil {
+			log.Warn("analytics disabled: "+err.Error(), "hint", "set CHIME_CLICKHOUSE_DSN or run `make clickhouse`")
+			<-ctx.Done()
+			return nil
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	defer stop()
+	s, err := sink.New(sink.Config{
+		Brokers:  e.brokers,
+		Topics:   e.cfg.Topics(),
+		ClientID: e.cfg.ClientID,
+		Store:    store,
+		Logger:   log,
+	})
+	if err != nil {
+		return err
+	}
+	return s.Run(ctx)
+}
+
+// openAnalytics opens the analytics store, first starting the local
+// ClickHouse when no DSN is configured. While the server is unavailable it
+// retries until ctx ends. stop closes the store and stops a local server.
+func openAnalytics(ctx context.Context, e *env) (*analytics.Store, func(), error) {
+	log := e.log.With("component", "clickhouse")
+	dsn := e.cfg.ClickHouseDSN
+	var local *clickhouse.Server
+	if dsn == "" {
+		tools, err := findClickHouse()
+		if err != nil {
+			return nil, nil, err
+		}
+		local, err = clickhouse.Start(ctx, clickhouse.Options{
+			Dir:      e.cfg.ClickHouseDataDir(),
+			ToolsDir: tools,
+			Log:      logWriter{log},
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("local ClickHouse: %w", err)
+		}
+		dsn = clickhouse.DSN(local.TCPAddr(), "chime")
+		log.Info("local ClickHouse started", "native", local.TCPAddr(), "http", local.HTTPURL(), "data_dir", local.Dir(),
+			"hint", "other chime processes can share it with CHIME_CLICKHOUSE_DSN="+dsn)
+	}
+	stopLocal := func() {
+		if local != nil {
+			if err := local.Stop(); err != nil {
+				log.Error("stopping local ClickHouse", "err", err)
+			}
+		}
+	}
+	opts := analytics.Options{Retention: time.Duration(e.cfg.AnalyticsRetentionDays) * 24 * time.Hour}
+	wait := time.Second
+	for {
+		store, err := analytics.Open(ctx, dsn, opts)
+		if err == nil {
+			return store, func() { store.Close(); stopLocal() }, nil
+		}
+		if !errors.Is(err, analytics.ErrUnavailable) || ctx.Err() != nil {
+			stopLocal()
+			return nil, nil, err
+		}
+		log.Warn("ClickHouse unavailable; retrying", "err", err, "in", wait)
+		select {
+		case <-ctx.Done():
+			stopLocal()
+			return nil, nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
+}
+
+// findClickHouse looks for the local engine in .tools beside the working
+// dir or the chime binary (bin/chime) or their parents.
+func findClickHouse() (string, error) {
+	tools, err := clickhouse.FindTools(".")
+	if err == nil {
+		return tools, nil
+	}
+	if exe, xerr := os.Executable(); xerr == nil {
+		if t, xerr := clickhouse.FindTools(filepath.Dir(exe)); xerr == nil {
+			return t, nil
+		}
+	}
+	return "", err
+}
+
+// logWriter sends the local server's output lines to the log at debug
+// level: it is chatty, and its errors reach chime as query errors.
+type logWriter struct {
+	log interface{ Debug(string, ...any) }
+}
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.log.Debug(string(p))
+	return len(p), nil
+}

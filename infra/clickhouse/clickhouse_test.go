@@ -1,0 +1,89 @@
+package clickhouse_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	ch "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chime-sched/chime/infra/clickhouse"
+	"github.com/chime-sched/chime/infra/clickhouse/clickhousetest"
+)
+
+func TestMain(m *testing.M) { clickhousetest.Main(m) }
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestServerKeepsDataAcrossStopAndKill starts the local server, writes over
+// the native protocol, stops it cleanly, restarts, kills it, restarts, and
+// reads the rows back each time.
+func TestServerKeepsDataAcrossStopAndKill(t *testing.T) {
+	t.Parallel()
+	srv := clickhousetest.NewServer(t)
+	ctx := ctxT(t)
+
+	conn := open(t, srv.DSN())
+	require.NoError(t, conn.Exec(ctx, "CREATE TABLE kv (k UInt32, v String) ENGINE = MergeTree ORDER BY k"))
+	require.NoError(t, conn.Exec(ctx, "INSERT INTO kv VALUES (1, 'a'), (2, 'b')"))
+	conn.Close()
+
+	// A second server on the same dir is refused while the first runs.
+	_, err := clickhouse.Start(ctx, clickhouse.Options{Dir: srv.Dir(), ToolsDir: clickhousetest.Tools(t)})
+	require.ErrorContains(t, err, "in use")
+
+	require.NoError(t, srv.Stop())
+	srv, err = srv.Restart(ctx)
+	require.NoError(t, err)
+	require.Equal(t, uint64(2), count(t, srv.DSN()))
+
+	require.NoError(t, srv.Kill())
+	srv, err = srv.Restart(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Stop() })
+	require.Equal(t, uint64(2), count(t, srv.DSN()))
+
+	out, err := srv.Query(ctx, "SELECT version()")
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(out, "26."), "version %q", out)
+}
+
+func TestDatabasePerTest(t *testing.T) {
+	t.Parallel()
+	db := clickhousetest.New(t)
+	conn := open(t, db.DSN)
+	var name string
+	require.NoError(t, conn.QueryRow(ctxT(t), "SELECT currentDatabase()").Scan(&name))
+	require.Equal(t, db.Database, name)
+}
+
+func TestStartWithoutEngineSaysHowToInstall(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	_, err := clickhouse.Start(context.Background(), clickhouse.Options{Dir: dir, ToolsDir: filepath.Join(dir, "no-tools")})
+	require.ErrorIs(t, err, clickhouse.ErrNotInstalled)
+	require.ErrorContains(t, err, "make clickhouse")
+}
+
+func open(t *testing.T, dsn string) ch.Conn {
+	opts, err := ch.ParseDSN(dsn)
+	require.NoError(t, err)
+	conn, err := ch.Open(opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+func count(t *testing.T, dsn string) uint64 {
+	conn := open(t, dsn)
+	var n uint64
+	require.NoError(t, conn.QueryRow(ctxT(t), "SELECT count() FROM kv").Scan(&n))
+	return n
+}
