@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
@@ -13,7 +12,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -56,25 +54,16 @@ var apiReadyLine = regexp.MustCompile(`msg="api ready".* addr=(\S+)`)
 // the API is ready.
 func startDevAPI(t *testing.T, stateDir string, port int) *devAPI {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "dev", "--state-dir", stateDir, "--embedded-broker-port", fmt.Sprint(port), "--partitions", "4", "--addr", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "CHIME_RUN_MAIN=1")
 	stdout := new(syncBuffer)
-	cmd.Stdout = stdout
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	p := &devProc{cmd: cmd, exited: make(chan error, 1)}
 	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := apiReadyLine.FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
+	p := startChild(t, stdout, func(line string) {
+		if m := apiReadyLine.FindStringSubmatch(line); m != nil {
+			select {
+			case addr <- m[1]:
+			default:
 			}
 		}
-	}()
-	go func() { p.exited <- cmd.Wait() }()
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	}, "dev", "--state-dir", stateDir, "--embedded-broker-port", fmt.Sprint(port), "--partitions", "4", "--addr", "127.0.0.1:0")
 	select {
 	case a := <-addr:
 		return &devAPI{devProc: p, base: "http://" + a, stdout: stdout}

@@ -25,5 +25,6 @@ func runBreaker(ctx context.Context, e *env) error {
 		ClientID:    e.cfg.ClientID + "-breaker",
 		Replication: e.replicationOf(e.cfg.Topics().BreakerTable()),
 		Logger:      e.log.With("component", "breaker"),
+		Registerer:  e.registry,
 	}).Run(ctx)
 }

@@ -64,6 +64,9 @@ func runDispatcher(ctx context.Context, e *env, dev bool) error {
 	if err != nil {
 		return err
 	}
+	if err := e.registry.Register(newDispatcherCollector(d)); err != nil {
+		return err
+	}
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return nsView.Run(ctx) })
 	g.Go(func() error { return brkView.Run(ctx) })

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -49,14 +50,35 @@ func freePort(t *testing.T) int {
 // startDev starts `chime dev` and waits until its scheduler is ready.
 func startDev(t *testing.T, stateDir string, port int) *devProc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "dev", "--state-dir", stateDir, "--embedded-broker-port", fmt.Sprint(port), "--partitions", "4", "--addr", "127.0.0.1:0")
+	ready := make(chan struct{})
+	var once sync.Once
+	p := startChild(t, nil, func(line string) {
+		if strings.Contains(line, "scheduler ready") {
+			once.Do(func() { close(ready) })
+		}
+	}, "dev", "--state-dir", stateDir, "--embedded-broker-port", fmt.Sprint(port), "--partitions", "4", "--addr", "127.0.0.1:0")
+	select {
+	case <-ready:
+	case err := <-p.exited:
+		t.Fatalf("chime dev exited before it was ready: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("chime dev not ready within 60s")
+	}
+	return p
+}
+
+// startChild runs this test binary as `chime args...`, hands every stderr
+// line to onLine, and shows the child's last log lines if the test fails
+// (e.g. the race report behind an exit status 66).
+func startChild(t *testing.T, stdout io.Writer, onLine func(string), args ...string) *devProc {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "CHIME_RUN_MAIN=1")
+	cmd.Stdout = stdout
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
 	p := &devProc{cmd: cmd, exited: make(chan error, 1)}
-	ready := make(chan struct{})
-	var once sync.Once
 	var mu sync.Mutex
 	var lines []string
 	scanned := make(chan struct{})
@@ -68,9 +90,7 @@ func startDev(t *testing.T, stateDir string, port int) *devProc {
 			mu.Lock()
 			lines = append(lines, sc.Text())
 			mu.Unlock()
-			if strings.Contains(sc.Text(), "scheduler ready") {
-				once.Do(func() { close(ready) })
-			}
+			onLine(sc.Text())
 		}
 	}()
 	go func() {
@@ -82,17 +102,9 @@ func startDev(t *testing.T, stateDir string, port int) *devProc {
 		if t.Failed() {
 			mu.Lock()
 			defer mu.Unlock()
-			// The child's log, e.g. a race report behind exit status 66.
-			t.Logf("chime dev stderr (last lines):\n%s", strings.Join(lines[max(0, len(lines)-150):], "\n"))
+			t.Logf("chime %s stderr (last lines):\n%s", args[0], strings.Join(lines[max(0, len(lines)-150):], "\n"))
 		}
 	})
-	select {
-	case <-ready:
-	case err := <-p.exited:
-		t.Fatalf("chime dev exited before it was ready: %v", err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("chime dev not ready within 60s")
-	}
 	return p
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,10 +12,13 @@ import (
 	"time"
 
 	"github.com/lovoo/goka/storage"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/chime-sched/chime/analytics/sink"
+	"github.com/chime-sched/chime/dispatcher"
 	"github.com/chime-sched/chime/infra/broker"
 	"github.com/chime-sched/chime/infra/config"
 	"github.com/chime-sched/chime/infra/topics"
@@ -30,6 +34,7 @@ type env struct {
 	log         *slog.Logger
 	out         io.Writer
 	brokers     []string
+	registry    *prometheus.Registry
 	replication int16          // of the scheduler table
 	replicas    map[string]int // per table topic
 	embedded    *broker.Broker
@@ -48,13 +53,30 @@ func runRole(ctx context.Context, name string, args []string, getenv func(string
 		return fmt.Errorf("chime %s: unexpected arguments %q", name, fs.Args())
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})).With("role", name)
-	e := &env{cfg: cfg, log: log, out: stdout}
+	e := &env{cfg: cfg, log: log, out: stdout, registry: newRegistry()}
 	if err := e.connect(ctx); err != nil {
 		return err
 	}
 	defer e.close()
-	return r(ctx, e)
+	t := cfg.Topics()
+	e.registry.MustRegister(newLagCollector(e.brokers, t.SchedulerGroup(), dispatcher.GroupName(t), t.BreakerGroup(), t.NamespaceGroup(), sink.GroupName(t)))
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return serveMetrics(gctx, e) })
+	g.Go(func() error {
+		err := r(gctx, e)
+		if err == nil {
+			err = errRoleDone // stop serving metrics too
+		}
+		return err
+	})
+	if err := g.Wait(); err != nil && !errors.Is(err, errRoleDone) {
+		return err
+	}
+	return nil
 }
+
+// errRoleDone ends a role's errgroup when the role itself returned.
+var errRoleDone = errors.New("role done")
 
 // connect starts the embedded broker when no brokers are configured, and
 // makes sure every topic exists as chime needs it.
@@ -134,6 +156,7 @@ func (e *env) schedulerConfig(st storage.Builder) scheduler.Config {
 		Replication:       int(e.replication),
 		Storage:           st,
 		Logger:            e.log.With("component", "scheduler"),
+		Registerer:        e.registry,
 		KafkaTargetTopics: e.cfg.KafkaTargetTopics,
 	}
 }
@@ -184,8 +207,11 @@ func roleDev(ctx context.Context, e *env) error {
 	g.Go(func() error { return roleBreaker(ctx, e) })
 	g.Go(func() error { return roleScheduler(ctx, e) })
 	g.Go(func() error { return runDispatcher(ctx, e, true) })
-	g.Go(func() error { return runSink(ctx, e, true) })
-	g.Go(func() error { return runAPI(ctx, e, true) })
+	// The API reads analytics from the ClickHouse the sink opens (the
+	// local one when no DSN is configured).
+	ch := newAnalyticsSource()
+	g.Go(func() error { return runSink(ctx, e, true, ch.set) })
+	g.Go(func() error { return runAPI(ctx, e, true, ch) })
 	return g.Wait()
 }
 

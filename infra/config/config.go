@@ -66,6 +66,9 @@ type Config struct {
 	LogLevel slog.Level
 	// APIAddr is where the HTTP API listens (host:port).
 	APIAddr string
+	// MetricsAddr, if set, serves /metrics (Prometheus) for roles without
+	// the API; the API serves the same metrics on its own /metrics.
+	MetricsAddr string
 	// AdminToken is the API's admin bearer token; empty means none (chime
 	// dev then generates one and keeps it in the state dir).
 	AdminToken string
@@ -326,6 +329,26 @@ var settings = []setting{
 				return fmt.Errorf("%q: port must be a number from 0 to 65535", v)
 			}
 			c.APIAddr = v
+			return nil
+		},
+	},
+	{
+		env: "CHIME_METRICS_ADDR", flag: "metrics-addr",
+		usage: "`host:port` to serve /metrics on for roles without the API (the API serves /metrics itself); empty: off",
+		def:   func(c Config) string { return c.MetricsAddr },
+		apply: func(c *Config, v string) error {
+			if v == "" {
+				c.MetricsAddr = ""
+				return nil
+			}
+			_, port, err := net.SplitHostPort(v)
+			if err != nil {
+				return fmt.Errorf("%q is not host:port (e.g. 127.0.0.1:8080)", v)
+			}
+			if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+				return fmt.Errorf("%q: port must be a number from 0 to 65535", v)
+			}
+			c.MetricsAddr = v
 			return nil
 		},
 	},

@@ -20,12 +20,14 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/storage"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -50,6 +52,10 @@ type Config struct {
 	Now         func() time.Time // default time.Now
 	Logger      *slog.Logger     // default slog.Default()
 
+	// Registerer, if set, gets the breaker's metrics: the state of every
+	// namespace's breaker this instance decided, and transitions.
+	Registerer prometheus.Registerer
+
 	// extraOptions are appended to the goka options (unit tests).
 	extraOptions []goka.ProcessorOption
 }
@@ -65,6 +71,9 @@ type Processor struct {
 	cache   map[string]cachedConfig
 
 	outcomes atomic.Uint64
+
+	state       *prometheus.GaugeVec
+	transitions *prometheus.CounterVec
 }
 
 // cachedConfig avoids resolving the defaults for every outcome; a change
@@ -94,7 +103,19 @@ func New(cfg Config) *Processor {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Processor{cfg: cfg, cache: map[string]cachedConfig{}}
+	p := &Processor{cfg: cfg, cache: map[string]cachedConfig{}}
+	p.state = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "chime_breaker_state",
+		Help: "1 for the state each namespace's breaker is in (as last decided by this instance), 0 for the others.",
+	}, []string{"namespace", "state"})
+	p.transitions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "chime_breaker_transitions_total",
+		Help: "Breaker state changes, by the state entered.",
+	}, []string{"to"})
+	if cfg.Registerer != nil {
+		cfg.Registerer.MustRegister(p.state, p.transitions)
+	}
+	return p
 }
 
 // Graph declares the processor. Inputs arrive as raw bytes and are decoded
@@ -278,6 +299,9 @@ func (p *Processor) apply(ctx goka.Context, st *chimev1.BreakerStatus, res Resul
 	t := p.cfg.Topics
 	for _, tr := range res.Transitions {
 		ctx.Emit(goka.Stream(t.BreakerTransitions()), ctx.Key(), tr)
+		p.state.WithLabelValues(tr.GetNamespace(), stateLabel(tr.GetFrom())).Set(0)
+		p.state.WithLabelValues(tr.GetNamespace(), stateLabel(tr.GetTo())).Set(1)
+		p.transitions.WithLabelValues(stateLabel(tr.GetTo())).Inc()
 		p.cfg.Logger.Info("breaker transition", "namespace", tr.GetNamespace(), "from", tr.GetFrom(), "to", tr.GetTo(), "reason", tr.GetReason())
 	}
 	if res.Timer != nil {
@@ -329,4 +353,9 @@ func CoolOffCommand(t schema.Topics, tm *chimev1.BreakerTimer, now time.Time) ([
 		}}},
 	}
 	return proto.Marshal(cmd)
+}
+
+// stateLabel is the metric label of a state: "open", "half_open", ...
+func stateLabel(s chimev1.BreakerState) string {
+	return strings.ToLower(strings.TrimPrefix(s.String(), "BREAKER_STATE_"))
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/storage"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chime-sched/chime/processors"
@@ -77,6 +78,10 @@ type Config struct {
 	// FireEvents also writes a job event for every fire (the outcomes
 	// stream already records every attempt). Default off.
 	FireEvents bool
+
+	// Registerer, if set, gets the scheduler's metrics: fire lag, fires,
+	// pending timers.
+	Registerer prometheus.Registerer
 
 	// tickSender replaces the franz-go tick producer in unit tests.
 	tickSender tickSender
@@ -143,6 +148,9 @@ type Scheduler struct {
 
 	mu   sync.Mutex
 	proc *goka.Processor
+
+	fireLag prometheus.Histogram
+	fires   *prometheus.CounterVec
 }
 
 // New builds a scheduler. It does not connect until Run.
@@ -176,7 +184,35 @@ func New(cfg Config) (*Scheduler, error) {
 		sender = &kgoTickSender{cl: cl, topic: cfg.Topics.Ticks(), logger: cfg.Logger}
 	}
 	s.timers = newTimers(cfg, cfg.Topics.SchedulerTable(), sender)
+	if err := s.registerMetrics(cfg.Registerer); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+func (s *Scheduler) registerMetrics(reg prometheus.Registerer) error {
+	s.fireLag = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "chime_scheduler_fire_lag_seconds",
+		Help:    "Due events: time between when the timer was meant to go off (scheduled time plus jitter, or the retry time) and when the due event was emitted.",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
+	})
+	s.fires = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "chime_scheduler_fires_total",
+		Help: "Occurrences and retries emitted, by target (http: due events; kafka: Kafka-target deliveries).",
+	}, []string{"target"})
+	if reg == nil {
+		return nil
+	}
+	pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "chime_scheduler_pending_timers",
+		Help: "Timers in the partitions this instance owns.",
+	}, func() float64 { return float64(s.PendingTimers()) })
+	for _, c := range []prometheus.Collector{s.fireLag, s.fires, pending} {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("scheduler metrics: %w", err)
+		}
+	}
+	return nil
 }
 
 // Graph is the scheduler's goka group graph: the whole data flow of the
@@ -316,6 +352,13 @@ func (s *Scheduler) apply(ctx goka.Context, d decision) {
 	t := s.cfg.Topics
 	for _, due := range d.dues {
 		ctx.Emit(goka.Stream(t.Due()), due.GetNamespace(), due)
+		s.fireLag.Observe(due.GetEmittedAt().AsTime().Sub(due.GetFireAt().AsTime()).Seconds())
+	}
+	if len(d.dues) > 0 {
+		s.fires.WithLabelValues("http").Add(float64(len(d.dues)))
+	}
+	if len(d.deliver) > 0 {
+		s.fires.WithLabelValues("kafka").Add(float64(len(d.deliver)))
 	}
 	for _, k := range d.deliver {
 		var opts []goka.ContextOption
