@@ -173,10 +173,16 @@ func benchScheduler(ctx context.Context, log *slog.Logger, jobs int, partitions 
 	if err != nil {
 		fail("%v", err)
 	}
-	defer cons.Close()
+	// The consumer loop must end with this function: polling a closed
+	// client returns at once, and the loop would spin through the later
+	// benchmarks.
+	cctx, cstop := context.WithCancel(ctx)
+	consumed := make(chan struct{})
+	defer func() { cstop(); <-consumed; cons.Close() }()
 	go func() {
-		for ctx.Err() == nil {
-			fs := cons.PollFetches(ctx)
+		defer close(consumed)
+		for cctx.Err() == nil {
+			fs := cons.PollFetches(cctx)
 			now := time.Now()
 			fs.EachRecord(func(r *kgo.Record) {
 				d := new(chimev1.Due)
