@@ -47,13 +47,13 @@ func TestMigrateIsIdempotentAndAppliesRetention(t *testing.T) {
 
 	v, err := analytics.SchemaVersion(tb.ctx, tb.store.Conn())
 	require.NoError(t, err)
-	require.Equal(t, uint32(3), v)
+	require.Equal(t, uint32(4), v)
 
 	// Again, with another retention: no new version rows, TTL changed.
 	again, err := analytics.Open(tb.ctx, tb.dsn, analytics.Options{Retention: 30 * 24 * time.Hour})
 	require.NoError(t, err)
 	defer again.Close()
-	require.Equal(t, uint64(3), count(t, tb, "SELECT count() FROM schema_migrations FINAL"))
+	require.Equal(t, uint64(4), count(t, tb, "SELECT count() FROM schema_migrations FINAL"))
 	var ddl string
 	require.NoError(t, tb.store.Conn().QueryRow(tb.ctx,
 		"SELECT create_table_query FROM system.tables WHERE database = currentDatabase() AND name = 'callback_attempts'").Scan(&ddl))

@@ -17,6 +17,7 @@ const (
 	TableJobEvents   = "job_events"
 	TableAttempts1m  = "attempts_1m"
 	TableSinkOffsets = "sink_offsets"
+	TableDeadLetters = "dead_letters"
 	TableMigrations  = "schema_migrations"
 )
 
@@ -174,6 +175,33 @@ var migrations = []migration{
 		SELECT 'job_events' AS source, kafka_partition, max(kafka_offset) AS max_offset
 		FROM job_events GROUP BY kafka_partition`,
 	}},
+	// A dead letter keeps the due it gave up on (callback, retry policy,
+	// labels) as protobuf bytes, so it can be replayed as it was.
+	{4, "dead letters", []string{
+		`CREATE TABLE IF NOT EXISTS dead_letters (
+			event_id        String,
+			namespace       LowCardinality(String),
+			job_id          String,
+			fire_seq        UInt64,
+			attempt         UInt32,
+			reason          String,
+			at              DateTime64(3, 'UTC'),
+			url             String,
+			method          LowCardinality(String),
+			status_code     Int32,
+			error           String,
+			due             String,
+			kafka_partition Int32,
+			kafka_offset    Int64
+		) ENGINE = ReplacingMergeTree
+		PARTITION BY toDate(at)
+		ORDER BY (namespace, event_id)
+		TTL toDateTime(at) + INTERVAL {ttl} DAY
+		SETTINGS non_replicated_deduplication_window = 1000`,
+		`CREATE MATERIALIZED VIEW IF NOT EXISTS sink_offsets_dead_letters_mv TO sink_offsets AS
+		SELECT 'dead_letters' AS source, kafka_partition, max(kafka_offset) AS max_offset
+		FROM dead_letters GROUP BY kafka_partition`,
+	}},
 }
 
 // ttlExprs are the TTL of each table that has one, for a retention change.
@@ -182,6 +210,7 @@ var ttlExprs = map[string]string{
 	TableTransitions: "toDateTime(at) + INTERVAL {ttl} DAY",
 	TableJobEvents:   "toDateTime(at) + INTERVAL {ttl} DAY",
 	TableAttempts1m:  "minute + INTERVAL {ttl} DAY",
+	TableDeadLetters: "toDateTime(at) + INTERVAL {ttl} DAY",
 }
 
 // Migrate brings the connection's database up to the latest schema version

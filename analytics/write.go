@@ -2,11 +2,13 @@ package analytics
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/chime-sched/chime/schema/chimev1"
 )
@@ -29,6 +31,8 @@ type Batch struct {
 	transPos    []Pos
 	events      []*chimev1.JobEvent
 	eventPos    []Pos
+	dead        []*chimev1.DeadLetter
+	deadPos     []Pos
 }
 
 // AddOutcome adds a callback attempt.
@@ -46,14 +50,23 @@ func (b *Batch) AddJobEvent(e *chimev1.JobEvent, p Pos) {
 	b.events, b.eventPos = append(b.events, e), append(b.eventPos, p)
 }
 
+// AddDeadLetter adds a dead letter.
+func (b *Batch) AddDeadLetter(d *chimev1.DeadLetter, p Pos) {
+	b.dead, b.deadPos = append(b.dead, d), append(b.deadPos, p)
+}
+
 // Len is the number of rows.
-func (b *Batch) Len() int { return len(b.outcomes) + len(b.transitions) + len(b.events) }
+func (b *Batch) Len() int {
+	return len(b.outcomes) + len(b.transitions) + len(b.events) + len(b.dead)
+}
 
 // Reset empties the batch, keeping its memory.
 func (b *Batch) Reset() {
 	clear(b.outcomes)
 	clear(b.transitions)
 	clear(b.events)
+	clear(b.dead)
+	b.dead, b.deadPos = b.dead[:0], b.deadPos[:0]
 	b.outcomes, b.outcomePos = b.outcomes[:0], b.outcomePos[:0]
 	b.transitions, b.transPos = b.transitions[:0], b.transPos[:0]
 	b.events, b.eventPos = b.events[:0], b.eventPos[:0]
@@ -77,6 +90,11 @@ func (s *Store) Insert(ctx context.Context, b *Batch, token string) error {
 	}
 	if len(b.events) > 0 {
 		if err := s.insert(ctx, TableJobEvents, token, func(bt driver.Batch) error { return appendJobEvents(bt, b) }); err != nil {
+			return err
+		}
+	}
+	if len(b.dead) > 0 {
+		if err := s.insert(ctx, TableDeadLetters, token, func(bt driver.Batch) error { return appendDeadLetters(bt, b) }); err != nil {
 			return err
 		}
 	}
@@ -219,6 +237,47 @@ func appendJobEvents(bt driver.Batch, b *Batch) error {
 	c.add(col(n, func(i int) int32 { return p[i].Partition }))
 	c.add(col(n, func(i int) int64 { return p[i].Offset }))
 	return c.err
+}
+
+func appendDeadLetters(bt driver.Batch, b *Batch) error {
+	d, p, n := b.dead, b.deadPos, len(b.dead)
+	dues := make([]string, n)
+	for i := range d {
+		raw, err := proto.MarshalOptions{Deterministic: true}.Marshal(d[i].GetDue())
+		if err != nil {
+			return fmt.Errorf("dead letter %s: marshal its due: %w", d[i].GetEventId(), err)
+		}
+		dues[i] = string(raw)
+	}
+	last := func(i int) *chimev1.CallbackOutcome {
+		if a := d[i].GetAttempts(); len(a) > 0 {
+			return a[len(a)-1]
+		}
+		return nil
+	}
+	c := &cols{bt: bt}
+	c.add(col(n, func(i int) string { return d[i].GetEventId() }))
+	c.add(col(n, func(i int) string { return d[i].GetDue().GetNamespace() }))
+	c.add(col(n, func(i int) string { return d[i].GetDue().GetJobId() }))
+	c.add(col(n, func(i int) uint64 { return d[i].GetDue().GetFireSeq() }))
+	c.add(col(n, func(i int) uint32 { return max(d[i].GetDue().GetAttempt(), last(i).GetAttempt()) }))
+	c.add(col(n, func(i int) string { return d[i].GetReason() }))
+	c.add(col(n, func(i int) time.Time { return rowTime(p[i], d[i].GetAt()) }))
+	c.add(col(n, func(i int) string { return d[i].GetDue().GetCallback().GetUrl() }))
+	c.add(col(n, func(i int) string { return callbackMethod(d[i].GetDue().GetCallback()) }))
+	c.add(col(n, func(i int) int32 { return last(i).GetStatusCode() }))
+	c.add(col(n, func(i int) string { return last(i).GetError() }))
+	c.add(dues)
+	c.add(col(n, func(i int) int32 { return p[i].Partition }))
+	c.add(col(n, func(i int) int64 { return p[i].Offset }))
+	return c.err
+}
+
+func callbackMethod(h *chimev1.HttpCallback) string {
+	if m := h.GetMethod(); m != "" {
+		return m
+	}
+	return "POST"
 }
 
 // ClassName is the stored name of an outcome class: "success",

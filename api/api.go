@@ -74,6 +74,12 @@ type Config struct {
 	Breakers   BreakerView
 	JobStates  JobView
 
+	// Analytics answers breaker history, stats, attempts and dead letters
+	// from ClickHouse. Nil: those routes answer 503 (not configured).
+	Analytics AnalyticsStore
+	// AnalyticsTimeout bounds one analytics query; default 15s.
+	AnalyticsTimeout time.Duration
+
 	// AdminToken is accepted on every route. Empty disables admin access.
 	AdminToken string
 	// Ready reports whether the views have caught up with their tables;
@@ -139,6 +145,9 @@ func New(cfg Config) (*fiber.App, error) {
 	if cfg.PublishTimeout <= 0 {
 		cfg.PublishTimeout = 10 * time.Second
 	}
+	if cfg.AnalyticsTimeout <= 0 {
+		cfg.AnalyticsTimeout = 15 * time.Second
+	}
 	if cfg.Registerer == nil || cfg.Gatherer == nil {
 		reg := prometheus.NewRegistry()
 		cfg.Registerer, cfg.Gatherer = reg, reg
@@ -202,12 +211,17 @@ func (s *server) routes(app *fiber.App) {
 	v1.Post("/jobs", s.createJob)
 	v1.Post("/jobs\\:batch", s.createJobs)
 	v1.Get("/jobs/:id", s.getJob)
+	v1.Get("/jobs/:id/attempts", s.getAttempts)
 	v1.Delete("/jobs/:id", s.cancelJob)
 	v1.Post("/jobs/:id/pause", s.pauseJob)
 	v1.Post("/jobs/:id/resume", s.resumeJob)
 	v1.Get("/breaker", s.getBreaker)
 	v1.Put("/breaker", s.adminOnly, s.putBreaker)
 	v1.Post("/breaker/reset", s.adminOnly, s.resetBreaker)
+	v1.Get("/breaker/history", s.getBreakerHistory)
+	v1.Get("/stats", s.getStats)
+	v1.Get("/dead-letters", s.listDeadLetters)
+	v1.Post("/dead-letters/:id/replay", s.replayDeadLetter)
 }
 
 func (s *server) healthz(c *fiber.Ctx) error {

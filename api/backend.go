@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/chime-sched/chime/analytics"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/views"
@@ -26,6 +27,21 @@ type Backend struct {
 	Breakers   *views.Breakers
 	Jobs       *views.Jobs
 }
+
+// AnalyticsStore answers the routes that read ClickHouse: breaker history,
+// stats, a job's attempts and dead letters; *analytics.Store is one. Its
+// errors wrap analytics.ErrInvalid (a 400) or analytics.ErrUnavailable (a
+// 503).
+type AnalyticsStore interface {
+	BreakerHistory(ctx context.Context, namespace string, from, to time.Time) ([]analytics.Transition, error)
+	Stats(ctx context.Context, namespace string, from, to time.Time, step time.Duration) ([]analytics.Point, error)
+	Attempts(ctx context.Context, namespace, jobID string) ([]analytics.Attempt, error)
+	ListDeadLetters(ctx context.Context, namespace string, limit int, before analytics.DeadLetterCursor) ([]analytics.DeadLetter, error)
+	// GetDeadLetter returns nil, nil for an unknown id.
+	GetDeadLetter(ctx context.Context, namespace, id string) (*analytics.DeadLetter, error)
+}
+
+var _ AnalyticsStore = (*analytics.Store)(nil)
 
 // BackendConfig says where Kafka is.
 type BackendConfig struct {

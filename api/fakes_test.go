@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/chime-sched/chime/analytics"
 	"github.com/chime-sched/chime/processors/namespaces"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
@@ -116,4 +117,90 @@ func (f *fakeJobStates) put(ns, id string, st *chimev1.JobState) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.rows[schema.JobKey(ns, id)] = st
+}
+
+// fakeAnalytics is the ClickHouse store: it records the queries it is
+// asked and answers from its maps, or with err.
+type fakeAnalytics struct {
+	mu          sync.Mutex
+	err         error
+	transitions []analytics.Transition
+	points      []analytics.Point
+	attempts    []analytics.Attempt
+	dead        []analytics.DeadLetter // newest first
+	queries     []analyticsQuery
+}
+
+type analyticsQuery struct {
+	kind     string
+	ns, id   string
+	from, to time.Time
+	step     time.Duration
+	limit    int
+	before   analytics.DeadLetterCursor
+}
+
+func (f *fakeAnalytics) record(q analyticsQuery) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.queries = append(f.queries, q)
+	return f.err
+}
+
+func (f *fakeAnalytics) last() analyticsQuery {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.queries[len(f.queries)-1]
+}
+
+func (f *fakeAnalytics) BreakerHistory(_ context.Context, ns string, from, to time.Time) ([]analytics.Transition, error) {
+	if err := f.record(analyticsQuery{kind: "history", ns: ns, from: from, to: to}); err != nil {
+		return nil, err
+	}
+	return f.transitions, nil
+}
+
+func (f *fakeAnalytics) Stats(_ context.Context, ns string, from, to time.Time, step time.Duration) ([]analytics.Point, error) {
+	if err := f.record(analyticsQuery{kind: "stats", ns: ns, from: from, to: to, step: step}); err != nil {
+		return nil, err
+	}
+	return f.points, nil
+}
+
+func (f *fakeAnalytics) Attempts(_ context.Context, ns, id string) ([]analytics.Attempt, error) {
+	if err := f.record(analyticsQuery{kind: "attempts", ns: ns, id: id}); err != nil {
+		return nil, err
+	}
+	return f.attempts, nil
+}
+
+func (f *fakeAnalytics) ListDeadLetters(_ context.Context, ns string, limit int, before analytics.DeadLetterCursor) ([]analytics.DeadLetter, error) {
+	if err := f.record(analyticsQuery{kind: "dead-letters", ns: ns, limit: limit, before: before}); err != nil {
+		return nil, err
+	}
+	var out []analytics.DeadLetter
+	for _, d := range f.dead {
+		if d.Namespace != ns {
+			continue
+		}
+		if !before.IsZero() && !(d.At.Before(before.At) || d.At.Equal(before.At) && d.ID < before.ID) {
+			continue
+		}
+		if len(out) < limit {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeAnalytics) GetDeadLetter(_ context.Context, ns, id string) (*analytics.DeadLetter, error) {
+	if err := f.record(analyticsQuery{kind: "dead-letter", ns: ns, id: id}); err != nil {
+		return nil, err
+	}
+	for _, d := range f.dead {
+		if d.Namespace == ns && d.ID == id {
+			return &d, nil
+		}
+	}
+	return nil, nil
 }

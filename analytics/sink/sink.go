@@ -1,6 +1,7 @@
 // Package sink owns the analytics sink: a Kafka consumer group on the
-// outcomes, breaker-transitions and job-events topics that writes them to
-// ClickHouse (analytics.Store) in batches, by size and by time.
+// outcomes, breaker-transitions, job-events and dead-letters topics that
+// writes them to ClickHouse (analytics.Store) in batches, by size and by
+// time.
 //
 // Offsets are committed only after the batch's insert succeeded. A sink
 // that dies between the two replays the batch; records at or below the
@@ -107,6 +108,7 @@ func New(cfg Config) (*Sink, error) {
 		t.Outcomes():           analytics.TableAttempts,
 		t.BreakerTransitions(): analytics.TableTransitions,
 		t.JobEvents():          analytics.TableJobEvents,
+		t.DeadLetters():        analytics.TableDeadLetters,
 	}}, nil
 }
 
@@ -404,6 +406,11 @@ func (r *run) add(rec *kgo.Record) {
 		m := new(chimev1.JobEvent)
 		if err = proto.Unmarshal(rec.Value, m); err == nil {
 			r.batch.AddJobEvent(m, pos)
+		}
+	case analytics.TableDeadLetters:
+		m := new(chimev1.DeadLetter)
+		if err = proto.Unmarshal(rec.Value, m); err == nil {
+			r.batch.AddDeadLetter(m, pos)
 		}
 	}
 	if err != nil {

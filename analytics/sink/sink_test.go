@@ -275,3 +275,38 @@ func TestSinkCatchesUpAfterClickHouseOutage(t *testing.T) {
 	require.Equal(t, uint64(500), tb.count(t, "SELECT count() FROM callback_attempts"))
 	require.Equal(t, uint64(500), tb.requests(t))
 }
+
+// TestSinkStoresDeadLetters: dead letters reach their table with the due a
+// replay needs, once each even when the records are read again.
+func TestSinkStoresDeadLetters(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, clickhousetest.New(t).DSN)
+	due := &chimev1.Due{
+		Namespace: "shop", JobId: "order-7", FireSeq: 2, Attempt: 3,
+		Callback: &chimev1.HttpCallback{Url: "https://example.test/hook", Body: []byte("hi")},
+		Retry:    &chimev1.RetryPolicy{MaxAttempts: 3},
+		Labels:   map[string]string{"k": "v"},
+	}
+	for i := range 3 {
+		d := proto.Clone(due).(*chimev1.Due)
+		d.FireSeq = uint64(i + 1)
+		produce(t, tb, record(tb.topics.DeadLetters(), "shop", &chimev1.DeadLetter{
+			EventId: fmt.Sprintf("dl-%d", i), Due: d, Reason: "HTTP 500", At: timestamppb.New(base.Add(time.Duration(i) * time.Second)),
+			Attempts: []*chimev1.CallbackOutcome{{Attempt: 3, StatusCode: 500}},
+		}))
+	}
+	s := tb.start(t, tb.config())
+	kafkatest.WaitFor(t, time.Minute, "every dead letter committed", func() bool { return tb.committedTopic(t, tb.topics.DeadLetters()) == 3 })
+	require.NoError(t, s.stop())
+	require.Equal(t, uint64(3), tb.count(t, "SELECT count() FROM dead_letters"))
+
+	list, err := tb.store.ListDeadLetters(tb.ctx, "shop", 10, analytics.DeadLetterCursor{})
+	require.NoError(t, err)
+	require.Len(t, list, 3)
+	require.Equal(t, "dl-2", list[0].ID)
+	require.Equal(t, "POST", list[0].Method)
+	require.Equal(t, int32(500), list[0].StatusCode)
+	got, err := tb.store.GetDeadLetter(tb.ctx, "shop", "dl-1")
+	require.NoError(t, err)
+	require.True(t, proto.Equal(due, got.Due), "due: %v", got.Due)
+}

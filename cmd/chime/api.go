@@ -7,24 +7,38 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/chime-sched/chime/analytics"
 	"github.com/chime-sched/chime/api"
 	"github.com/chime-sched/chime/infra/config"
 )
 
-// roleAPI runs the HTTP API against the configured brokers.
-func roleAPI(ctx context.Context, e *env) error { return runAPI(ctx, e, false) }
+// roleAPI runs the HTTP API against the configured brokers, reading
+// analytics from CHIME_CLICKHOUSE_DSN when it is set.
+func roleAPI(ctx context.Context, e *env) error {
+	var src *analyticsSource
+	if e.cfg.ClickHouseDSN != "" {
+		src = newAnalyticsSource()
+		src.set(e.cfg.ClickHouseDSN, nil)
+	}
+	return runAPI(ctx, e, false, src)
+}
 
 // runAPI serves the API on --addr. It listens at once (GET /readyz says
 // when the views have caught up); in dev, an unset admin token is taken
-// from, or generated into, the state dir.
-func runAPI(ctx context.Context, e *env, dev bool) error {
+// from, or generated into, the state dir. The analytics routes read the
+// ClickHouse src names, once it does; nil src: they answer 503, not
+// configured.
+func runAPI(ctx context.Context, e *env, dev bool, src *analyticsSource) error {
 	log := e.log.With("component", "api")
 	token := e.cfg.AdminToken
 	if token == "" && dev {
@@ -50,6 +64,17 @@ func runAPI(ctx context.Context, e *env, dev bool) error {
 	cfg := be.Config()
 	cfg.AdminToken = token
 	cfg.Logger = log
+	// /metrics serves the whole process: in chime dev that includes the
+	// scheduler, dispatcher and breaker.
+	cfg.Registerer, cfg.Gatherer = e.registry, e.registry
+	var store *analyticsHandle
+	if src != nil {
+		store = &analyticsHandle{}
+		defer store.close()
+		cfg.Analytics = store
+	} else {
+		log.Info("analytics routes (breaker history, stats, attempts, dead letters) answer 503: set CHIME_CLICKHOUSE_DSN to enable them")
+	}
 	app, err := api.New(cfg)
 	if err != nil {
 		return err
@@ -62,6 +87,9 @@ func runAPI(ctx context.Context, e *env, dev bool) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return be.Run(ctx) })
 	g.Go(func() error { return api.Serve(ctx, app, ln) })
+	if store != nil {
+		g.Go(func() error { store.open(ctx, e, log, src); return nil })
+	}
 	g.Go(func() error {
 		if be.WaitReady(ctx) == nil {
 			log.Info("api ready", "addr", ln.Addr().String())
@@ -104,4 +132,137 @@ func devAdminToken(e *env) (string, error) {
 	}
 	fmt.Fprintf(e.out, "chime dev: admin token (shown once, kept in %s):\n%s\n", path, tok)
 	return tok, nil
+}
+
+// analyticsSource says which ClickHouse the API reads: the configured DSN,
+// or in `chime dev` the one the sink opened (the local server it started),
+// once it has, or why there is none.
+type analyticsSource struct {
+	once sync.Once
+	done chan struct{}
+	dsn  string
+	err  error
+}
+
+func newAnalyticsSource() *analyticsSource { return &analyticsSource{done: make(chan struct{})} }
+
+// set is called once; later calls are ignored.
+func (s *analyticsSource) set(dsn string, err error) {
+	s.once.Do(func() {
+		s.dsn, s.err = dsn, err
+		close(s.done)
+	})
+}
+
+func (s *analyticsSource) wait(ctx context.Context) (string, error) {
+	select {
+	case <-s.done:
+		return s.dsn, s.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// analyticsHandle is the API's analytics store. The API listens at once;
+// the store comes when ClickHouse answers. Until then, or when analytics
+// is off, every query fails with analytics.ErrUnavailable (a 503).
+type analyticsHandle struct {
+	mu    sync.Mutex
+	store *analytics.Store
+	err   error
+}
+
+var _ api.AnalyticsStore = (*analyticsHandle)(nil)
+
+// open waits for the source and connects, retrying while ClickHouse is
+// unavailable, until ctx ends.
+func (h *analyticsHandle) open(ctx context.Context, e *env, log *slog.Logger, src *analyticsSource) {
+	dsn, err := src.wait(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			h.set(nil, fmt.Errorf("%w: analytics is disabled in this process (%v)", analytics.ErrUnavailable, err))
+		}
+		return
+	}
+	store, err := openStore(ctx, e, log, dsn)
+	if err != nil {
+		if ctx.Err() == nil {
+			log.Error("analytics routes disabled: cannot open ClickHouse", "err", err)
+			if !errors.Is(err, analytics.ErrUnavailable) {
+				err = fmt.Errorf("%w: %w", analytics.ErrUnavailable, err)
+			}
+			h.set(nil, err)
+		}
+		return
+	}
+	log.Info("analytics routes reading ClickHouse")
+	h.set(store, nil)
+}
+
+func (h *analyticsHandle) set(store *analytics.Store, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.store, h.err = store, err
+}
+
+func (h *analyticsHandle) get() (*analytics.Store, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.store != nil:
+		return h.store, nil
+	case h.err != nil:
+		return nil, h.err
+	}
+	return nil, fmt.Errorf("%w: this API process has not connected to ClickHouse yet", analytics.ErrUnavailable)
+}
+
+func (h *analyticsHandle) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.store != nil {
+		h.store.Close()
+		h.store = nil
+	}
+	h.err = fmt.Errorf("%w: the API is shutting down", analytics.ErrUnavailable)
+}
+
+func (h *analyticsHandle) BreakerHistory(ctx context.Context, ns string, from, to time.Time) ([]analytics.Transition, error) {
+	s, err := h.get()
+	if err != nil {
+		return nil, err
+	}
+	return s.BreakerHistory(ctx, ns, from, to)
+}
+
+func (h *analyticsHandle) Stats(ctx context.Context, ns string, from, to time.Time, step time.Duration) ([]analytics.Point, error) {
+	s, err := h.get()
+	if err != nil {
+		return nil, err
+	}
+	return s.Stats(ctx, ns, from, to, step)
+}
+
+func (h *analyticsHandle) Attempts(ctx context.Context, ns, jobID string) ([]analytics.Attempt, error) {
+	s, err := h.get()
+	if err != nil {
+		return nil, err
+	}
+	return s.Attempts(ctx, ns, jobID)
+}
+
+func (h *analyticsHandle) ListDeadLetters(ctx context.Context, ns string, limit int, before analytics.DeadLetterCursor) ([]analytics.DeadLetter, error) {
+	s, err := h.get()
+	if err != nil {
+		return nil, err
+	}
+	return s.ListDeadLetters(ctx, ns, limit, before)
+}
+
+func (h *analyticsHandle) GetDeadLetter(ctx context.Context, ns, id string) (*analytics.DeadLetter, error) {
+	s, err := h.get()
+	if err != nil {
+		return nil, err
+	}
+	return s.GetDeadLetter(ctx, ns, id)
 }

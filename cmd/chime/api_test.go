@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/chime-sched/chime/infra/clickhouse"
 )
 
 // devAPI is a `chime dev` child process with its API address.
@@ -172,7 +174,7 @@ func TestDevAPIEndToEnd(t *testing.T) {
 		require.Equal(t, 201, st, "%v", out)
 		return out["id"].(string)
 	}
-	job("/once", `{"in": "2s"}`, `, "body": "hello", "headers": {"X-Test": "yes"}`)
+	onceID := job("/once", `{"in": "2s"}`, `, "body": "hello", "headers": {"X-Test": "yes"}`)
 	every := job("/every", `{"every": "1s"}`, "")
 	cron := job("/cron", `{"cron": "*/2 * * * * *"}`, "")
 
@@ -195,6 +197,23 @@ func TestDevAPIEndToEnd(t *testing.T) {
 	require.Equal(t, "hello", string(once.body))
 	require.Equal(t, "yes", once.header.Get("X-Test"))
 	require.Equal(t, "e2e", once.header.Get("X-Chime-Namespace"))
+
+	// The API reads analytics from the ClickHouse dev's sink started: the
+	// one-shot's attempt arrives there.
+	if tools, err := clickhouse.FindTools("."); err == nil && clickhouse.Installed(tools) {
+		var out map[string]any
+		waitUntil(t, 90*time.Second, "the one-shot's attempt in GET .../attempts", func() bool {
+			var st int
+			st, out = dev.call(t, "GET", "/v1/namespaces/e2e/jobs/"+onceID+"/attempts", key, "")
+			atts, _ := out["attempts"].([]any)
+			return st == 200 && len(atts) == 1
+		})
+		require.Equal(t, "success", out["attempts"].([]any)[0].(map[string]any)["class"])
+		st, out := dev.call(t, "GET", "/v1/namespaces/e2e/stats", key, "")
+		require.Equal(t, 200, st, "%v", out)
+	} else {
+		t.Log("no local ClickHouse (make clickhouse): the analytics routes are not checked")
+	}
 
 	for _, id := range []string{every, cron} {
 		st, out := dev.call(t, "DELETE", "/v1/namespaces/e2e/jobs/"+id, key, "")

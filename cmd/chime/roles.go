@@ -207,8 +207,11 @@ func roleDev(ctx context.Context, e *env) error {
 	g.Go(func() error { return roleBreaker(ctx, e) })
 	g.Go(func() error { return roleScheduler(ctx, e) })
 	g.Go(func() error { return runDispatcher(ctx, e, true) })
-	g.Go(func() error { return runSink(ctx, e, true) })
-	g.Go(func() error { return runAPI(ctx, e, true) })
+	// The API reads analytics from the ClickHouse the sink opens (the
+	// local one when no DSN is configured).
+	ch := newAnalyticsSource()
+	g.Go(func() error { return runSink(ctx, e, true, ch.set) })
+	g.Go(func() error { return runAPI(ctx, e, true, ch) })
 	return g.Wait()
 }
 

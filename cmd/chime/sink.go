@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -13,20 +14,27 @@ import (
 	"github.com/chime-sched/chime/infra/clickhouse"
 )
 
-// roleSink runs the analytics sink: outcomes, breaker transitions and job
-// events into ClickHouse (CHIME_CLICKHOUSE_DSN, or a local server).
+// roleSink runs the analytics sink: outcomes, breaker transitions, job
+// events and dead letters into ClickHouse (CHIME_CLICKHOUSE_DSN, or a local
+// server).
 func roleSink(ctx context.Context, e *env) error {
-	return runSink(ctx, e, false)
+	return runSink(ctx, e, false, nil)
 }
 
 // runSink connects to ClickHouse and runs the sink until ctx ends. In
 // `chime dev` (dev) analytics is not allowed to stop the other roles: a
 // missing engine is a warning and a server that cannot be reached is
 // retried, while the rest of chime runs and the sink's records wait in Kafka.
-func runSink(ctx context.Context, e *env, dev bool) error {
+// opened, if not nil, is told once the DSN of the store (in dev, that of the
+// local server it started) or why there is none.
+func runSink(ctx context.Context, e *env, dev bool, opened func(dsn string, err error)) error {
+	if opened == nil {
+		opened = func(string, error) {}
+	}
 	log := e.log.With("component", "sink")
-	store, stop, err := openAnalytics(ctx, e)
+	store, dsn, stop, err := openAnalytics(ctx, e)
 	if err != nil {
+		opened("", err)
 		if dev && ctx.Err() == nil {
 			log.Warn("analytics disabled: "+err.Error(), "hint", "set CHIME_CLICKHOUSE_DSN or run `make clickhouse`")
 			<-ctx.Done()
@@ -38,6 +46,7 @@ func runSink(ctx context.Context, e *env, dev bool) error {
 		return err
 	}
 	defer stop()
+	opened(dsn, nil)
 	s, err := sink.New(sink.Config{
 		Brokers:  e.brokers,
 		Topics:   e.cfg.Topics(),
@@ -53,15 +62,16 @@ func runSink(ctx context.Context, e *env, dev bool) error {
 
 // openAnalytics opens the analytics store, first starting the local
 // ClickHouse when no DSN is configured. While the server is unavailable it
-// retries until ctx ends. stop closes the store and stops a local server.
-func openAnalytics(ctx context.Context, e *env) (*analytics.Store, func(), error) {
+// retries until ctx ends. It returns the DSN it opened; stop closes the
+// store and stops a local server.
+func openAnalytics(ctx context.Context, e *env) (*analytics.Store, string, func(), error) {
 	log := e.log.With("component", "clickhouse")
 	dsn := e.cfg.ClickHouseDSN
 	var local *clickhouse.Server
 	if dsn == "" {
 		tools, err := findClickHouse()
 		if err != nil {
-			return nil, nil, err
+			return nil, "", nil, err
 		}
 		local, err = clickhouse.Start(ctx, clickhouse.Options{
 			Dir:      e.cfg.ClickHouseDataDir(),
@@ -69,7 +79,7 @@ func openAnalytics(ctx context.Context, e *env) (*analytics.Store, func(), error
 			Log:      logWriter{log},
 		})
 		if err != nil {
-			return nil, nil, fmt.Errorf("local ClickHouse: %w", err)
+			return nil, "", nil, fmt.Errorf("local ClickHouse: %w", err)
 		}
 		dsn = clickhouse.DSN(local.TCPAddr(), "chime")
 		log.Info("local ClickHouse started", "native", local.TCPAddr(), "http", local.HTTPURL(), "data_dir", local.Dir(),
@@ -82,22 +92,31 @@ func openAnalytics(ctx context.Context, e *env) (*analytics.Store, func(), error
 			}
 		}
 	}
+	store, err := openStore(ctx, e, log, dsn)
+	if err != nil {
+		stopLocal()
+		return nil, "", nil, err
+	}
+	return store, dsn, func() { store.Close(); stopLocal() }, nil
+}
+
+// openStore opens the store at dsn, retrying while the server is
+// unavailable, until ctx ends.
+func openStore(ctx context.Context, e *env, log *slog.Logger, dsn string) (*analytics.Store, error) {
 	opts := analytics.Options{Retention: time.Duration(e.cfg.AnalyticsRetentionDays) * 24 * time.Hour}
 	wait := time.Second
 	for {
 		store, err := analytics.Open(ctx, dsn, opts)
 		if err == nil {
-			return store, func() { store.Close(); stopLocal() }, nil
+			return store, nil
 		}
 		if !errors.Is(err, analytics.ErrUnavailable) || ctx.Err() != nil {
-			stopLocal()
-			return nil, nil, err
+			return nil, err
 		}
 		log.Warn("ClickHouse unavailable; retrying", "err", err, "in", wait)
 		select {
 		case <-ctx.Done():
-			stopLocal()
-			return nil, nil, ctx.Err()
+			return nil, ctx.Err()
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, 30*time.Second)

@@ -1,0 +1,79 @@
+package analytics_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/chime-sched/chime/analytics"
+	"github.com/chime-sched/chime/schema/chimev1"
+)
+
+func deadLetter(ns, job string, seq uint64, at time.Time) *chimev1.DeadLetter {
+	return &chimev1.DeadLetter{
+		EventId: fmt.Sprintf("dl-%s-%s-%d", ns, job, seq),
+		Reason:  "HTTP 500 after 3 attempts",
+		At:      timestamppb.New(at),
+		Due: &chimev1.Due{
+			Namespace: ns, JobId: job, FireSeq: seq, Attempt: 3,
+			Callback: &chimev1.HttpCallback{
+				Url: "https://example.test/hook", Method: "PUT",
+				Headers: map[string]string{"X-A": "1"}, Body: []byte(`{"k":1}`), Timeout: durationpb.New(5 * time.Second),
+			},
+			Retry:  &chimev1.RetryPolicy{MaxAttempts: 3, InitialInterval: durationpb.New(time.Second)},
+			Labels: map[string]string{"team": "billing"},
+		},
+		Attempts: []*chimev1.CallbackOutcome{{Attempt: 3, StatusCode: 500, Error: "boom"}},
+	}
+}
+
+// TestDeadLetters stores dead letters (one twice) and pages through them,
+// newest first, with their dues intact.
+func TestDeadLetters(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	var b analytics.Batch
+	for i := range 5 {
+		b.AddDeadLetter(deadLetter("shop", "job", uint64(i+1), base.Add(time.Duration(i)*time.Minute)), analytics.Pos{Offset: int64(i)})
+	}
+	b.AddDeadLetter(deadLetter("other", "job", 1, base), analytics.Pos{Offset: 5})
+	require.NoError(t, tb.store.Insert(tb.ctx, &b, "d1"))
+	// A replayed record (another batch): stored once.
+	b.Reset()
+	b.AddDeadLetter(deadLetter("shop", "job", 1, base), analytics.Pos{Offset: 0})
+	require.NoError(t, tb.store.Insert(tb.ctx, &b, "d2"))
+
+	page, err := tb.store.ListDeadLetters(tb.ctx, "shop", 3, analytics.DeadLetterCursor{})
+	require.NoError(t, err)
+	require.Len(t, page, 3)
+	require.Equal(t, []uint64{5, 4, 3}, []uint64{page[0].FireSeq, page[1].FireSeq, page[2].FireSeq})
+	last := page[2]
+	page, err = tb.store.ListDeadLetters(tb.ctx, "shop", 3, analytics.DeadLetterCursor{At: last.At, ID: last.ID})
+	require.NoError(t, err)
+	require.Len(t, page, 2, "the duplicate is stored once")
+	require.Equal(t, []uint64{2, 1}, []uint64{page[0].FireSeq, page[1].FireSeq})
+
+	d, err := tb.store.GetDeadLetter(tb.ctx, "shop", "dl-shop-job-1")
+	require.NoError(t, err)
+	require.NotNil(t, d)
+	want := deadLetter("shop", "job", 1, base)
+	require.True(t, proto.Equal(want.GetDue(), d.Due), "due: %v", d.Due)
+	require.Equal(t, base, d.At)
+	require.Equal(t, "PUT", d.Method)
+	require.Equal(t, int32(500), d.StatusCode)
+	require.Equal(t, "boom", d.Error)
+	require.Equal(t, uint32(3), d.Attempt)
+	require.Equal(t, want.GetReason(), d.Reason)
+
+	d, err = tb.store.GetDeadLetter(tb.ctx, "other", "dl-shop-job-1")
+	require.NoError(t, err)
+	require.Nil(t, d, "another namespace's dead letter is not found")
+
+	_, err = tb.store.ListDeadLetters(tb.ctx, "shop", 0, analytics.DeadLetterCursor{})
+	require.ErrorIs(t, err, analytics.ErrInvalid)
+}

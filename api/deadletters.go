@@ -1,0 +1,248 @@
+package api
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/chime-sched/chime/analytics"
+	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/schema/chimev1"
+)
+
+// LabelReplayOf is the label a replayed dead letter's job carries: the
+// dead letter's id.
+const LabelReplayOf = "chime.replay_of"
+
+// DefaultDeadLetterPage is the page size of GET .../dead-letters without
+// limit.
+const DefaultDeadLetterPage = 100
+
+type deadLetterJSON struct {
+	ID             string            `json:"id"`
+	Namespace      string            `json:"namespace"`
+	JobID          string            `json:"job_id"`
+	FireSeq        uint64            `json:"fire_seq"`
+	Attempts       uint32            `json:"attempts"`
+	Reason         string            `json:"reason"`
+	At             time.Time         `json:"at"`
+	ScheduledAt    *string           `json:"scheduled_at,omitempty"`
+	Callback       callbackOut       `json:"callback"`
+	Labels         map[string]string `json:"labels,omitempty"`
+	LastStatusCode int32             `json:"last_status_code,omitempty"`
+	LastError      string            `json:"last_error,omitempty"`
+	// ReplayJobID is the job a replay creates (or created).
+	ReplayJobID string `json:"replay_job_id"`
+	// ReplayPath is where to POST the replay (the id percent-encoded).
+	ReplayPath string `json:"replay_path"`
+}
+
+type deadLettersResponse struct {
+	DeadLetters []deadLetterJSON `json:"dead_letters"`
+	// NextBefore is the before of the next page; null on the last one.
+	NextBefore *string `json:"next_before"`
+}
+
+func renderDeadLetter(d *analytics.DeadLetter) deadLetterJSON {
+	h := d.Due.GetCallback()
+	method := h.GetMethod()
+	if method == "" {
+		method = "POST"
+	}
+	return deadLetterJSON{
+		ID:             d.ID,
+		Namespace:      d.Namespace,
+		JobID:          d.JobID,
+		FireSeq:        d.FireSeq,
+		Attempts:       d.Attempt,
+		Reason:         d.Reason,
+		At:             d.At,
+		ScheduledAt:    fmtTime(d.Due.GetScheduledAt()),
+		Callback:       callbackOut{URL: h.GetUrl(), Method: method, Headers: h.GetHeaders(), Body: string(h.GetBody()), Timeout: fmtDuration(h.GetTimeout())},
+		Labels:         d.Due.GetLabels(),
+		LastStatusCode: d.StatusCode,
+		LastError:      d.Error,
+		ReplayJobID:    replayJobID(d.JobID, d.ID),
+		ReplayPath:     "/v1/namespaces/" + d.Namespace + "/dead-letters/" + url.PathEscape(d.ID) + "/replay",
+	}
+}
+
+// replayJobID names the job that replays a dead letter:
+// "<job id>.replay-<12 hex digits of the dead letter id's SHA-256>", the
+// job id shortened to keep it within schema.MaxJobIDLen.
+func replayJobID(jobID, deadLetterID string) string {
+	h := sha256.Sum256([]byte(deadLetterID))
+	suffix := ".replay-" + hex.EncodeToString(h[:6])
+	if n := schema.MaxJobIDLen - len(suffix); len(jobID) > n {
+		jobID = jobID[:n]
+	}
+	return jobID + suffix
+}
+
+// encodeCursor and decodeCursor make the opaque before of a page.
+func encodeCursor(d analytics.DeadLetter) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(d.At.UnixMilli(), 10) + ":" + d.ID))
+}
+
+func decodeCursor(v string) (analytics.DeadLetterCursor, bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil {
+		return analytics.DeadLetterCursor{}, false
+	}
+	ms, id, ok := strings.Cut(string(raw), ":")
+	if !ok || id == "" {
+		return analytics.DeadLetterCursor{}, false
+	}
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return analytics.DeadLetterCursor{}, false
+	}
+	return analytics.DeadLetterCursor{At: time.UnixMilli(n).UTC(), ID: id}, true
+}
+
+func (s *server) listDeadLetters(c *fiber.Ctx) error {
+	store, err := s.analyticsStore()
+	if err != nil {
+		return err
+	}
+	limit := DefaultDeadLetterPage
+	if v := c.Query("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > analytics.MaxDeadLetters {
+			return badQuery("limit", "%q is not a whole number from 1 to %d", v, analytics.MaxDeadLetters)
+		}
+		limit = n
+	}
+	var before analytics.DeadLetterCursor
+	if v := c.Query("before"); v != "" {
+		var ok bool
+		if before, ok = decodeCursor(v); !ok {
+			return badQuery("before", "%q is not a cursor; pass the next_before of the previous page as is", v)
+		}
+	}
+	ns := c.Params("ns")
+	ctx, cancel := s.analyticsCtx(c)
+	defer cancel()
+	list, err := store.ListDeadLetters(ctx, ns, limit, before)
+	if err != nil {
+		return analyticsError(err)
+	}
+	out := deadLettersResponse{DeadLetters: make([]deadLetterJSON, 0, len(list))}
+	for i := range list {
+		out.DeadLetters = append(out.DeadLetters, renderDeadLetter(&list[i]))
+	}
+	if len(list) == limit {
+		next := encodeCursor(list[len(list)-1])
+		out.NextBefore = &next
+	}
+	return c.JSON(out)
+}
+
+// replayDeadLetter schedules the dead letter's callback again as a new
+// one-shot job, due now, with the original retry policy and labels plus
+// chime.replay_of. The job id and the command id derive from the dead
+// letter's id: replaying it again answers the job already created (200),
+// and a replay that races another is ignored by the scheduler as the same
+// command.
+func (s *server) replayDeadLetter(c *fiber.Ctx) error {
+	store, err := s.analyticsStore()
+	if err != nil {
+		return err
+	}
+	ns := c.Params("ns")
+	// Dead letter ids hold '/' and '#' ("dl-<ns>/<job>/<fire>#<emit>"):
+	// clients percent-encode them, and the router leaves them encoded.
+	dlID, err := url.PathUnescape(c.Params("id"))
+	if err != nil || dlID == "" {
+		return invalidFields(FieldError{Field: "id", Reason: fmt.Sprintf("%q is not a percent-encoded dead letter id; use the replay_path of GET .../dead-letters", c.Params("id"))})
+	}
+	nsCfg, err := s.namespaceFor(ns)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.analyticsCtx(c)
+	d, err := store.GetDeadLetter(ctx, ns, dlID)
+	cancel()
+	if err != nil {
+		return analyticsError(err)
+	}
+	if d == nil {
+		return problem(fiber.StatusNotFound, "dead-letter-not-found",
+			"namespace %q has no dead letter %q (GET /v1/namespaces/%s/dead-letters lists them; they are kept for the analytics retention)", ns, dlID, ns)
+	}
+	id := replayJobID(d.JobID, d.ID)
+	now := s.now()
+	row, err := s.cfg.JobStates.Get(ns, id)
+	if err != nil {
+		return err
+	}
+	if pending := s.recent.get(schema.JobKey(ns, id), row, now); pending != nil {
+		c.Set(headerReplayed, "true")
+		return c.JSON(renderJob(ns, id, pending, true))
+	}
+	if row != nil {
+		c.Set(headerReplayed, "true")
+		return c.JSON(renderJob(ns, id, row, false))
+	}
+	cb := d.Due.GetCallback()
+	if cb.GetUrl() == "" {
+		return problem(fiber.StatusUnprocessableEntity, "dead-letter-not-replayable", "dead letter %q holds no HTTP callback to replay", dlID)
+	}
+	if host, ok := hostAllowed(nsCfg.GetAllowedHosts(), cb.GetUrl()); !ok {
+		return problem(fiber.StatusUnprocessableEntity, "dead-letter-not-replayable",
+			"dead letter %q calls host %q, which is no longer in namespace %q's allowed_hosts %q; add it with PUT /v1/namespaces/%s to replay it",
+			dlID, host, ns, nsCfg.GetAllowedHosts(), ns)
+	}
+	labels := maps.Clone(d.Due.GetLabels())
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[LabelReplayOf] = d.ID
+	spec := &chimev1.JobSpec{
+		Namespace:       ns,
+		Id:              id,
+		Schedule:        &chimev1.Schedule{Kind: &chimev1.Schedule_At{At: timestamppb.New(now)}},
+		Target:          &chimev1.Target{Kind: &chimev1.Target_Http{Http: proto.Clone(cb).(*chimev1.HttpCallback)}},
+		RelevancyWindow: d.Due.GetRelevancyWindow(),
+		Labels:          labels,
+	}
+	if r := d.Due.GetRetry(); r != nil {
+		spec.Retry = proto.Clone(r).(*chimev1.RetryPolicy)
+	}
+	h := sha256.Sum256([]byte(ns + "\x00" + d.ID))
+	cmd := &chimev1.JobCommand{
+		CommandId: "replay-" + hex.EncodeToString(h[:16]),
+		IssuedAt:  timestamppb.New(now),
+		Namespace: ns,
+		JobId:     id,
+		Command:   &chimev1.JobCommand_Upsert{Upsert: &chimev1.Upsert{Spec: spec}},
+	}
+	if err := schema.ValidateCommand(cmd, schema.ValidateOptions{Now: now}); err != nil {
+		return problem(fiber.StatusUnprocessableEntity, "dead-letter-not-replayable", "dead letter %q cannot be replayed as job %q: %s", dlID, id, validationReason(err))
+	}
+	pctx, pcancel := s.publishCtx(c)
+	defer pcancel()
+	if _, err := s.cfg.Jobs.Publish(pctx, cmd); err != nil {
+		return unavailable("the replay", err)
+	}
+	next := fmtTime(timestamppb.New(now))
+	s.accepted(&converted{cmd: cmd, next: next}, now)
+	s.metrics.jobsAccepted.Inc()
+	st := &chimev1.JobState{
+		Spec: spec, Status: chimev1.JobStatus_JOB_STATUS_SCHEDULED,
+		CreatedAt: timestamppb.New(now), UpdatedAt: timestamppb.New(now),
+		NextScheduledAt: timestamppb.New(now), LastCommandId: cmd.GetCommandId(),
+	}
+	c.Location("/v1/namespaces/" + ns + "/jobs/" + id)
+	return c.Status(fiber.StatusCreated).JSON(renderJob(ns, id, st, true))
+}
