@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -20,7 +19,6 @@ import (
 	"github.com/chime-sched/chime/analytics/sink"
 	"github.com/chime-sched/chime/infra/broker"
 	"github.com/chime-sched/chime/infra/clickhouse"
-	"github.com/chime-sched/chime/infra/topics"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
@@ -68,9 +66,7 @@ func benchSink(ctx context.Context, log *slog.Logger, store *analytics.Store, di
 		fail("%v", err)
 	}
 	defer cl.Close()
-	if err := topics.Ensure(ctx, kadm.NewClient(cl), tp.All(), partitions, 1); err != nil {
-		fail("topics: %v", err)
-	}
+	provision(ctx, cl, tp, partitions)
 	fmt.Fprintf(os.Stderr, "analytics: producing %d outcomes...\n", n)
 	now := time.Now()
 	for i := range n {

@@ -15,12 +15,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chime-sched/chime/api"
-	"github.com/chime-sched/chime/infra/broker"
-	"github.com/chime-sched/chime/infra/topics"
 	"github.com/chime-sched/chime/processors/namespaces"
 	"github.com/chime-sched/chime/schema"
 )
@@ -32,26 +29,16 @@ import (
 // per request. A 201 means Kafka acknowledged the command; the scheduler
 // is not running, so this is the API and the produce path alone.
 func benchAPI(ctx context.Context, log *slog.Logger, creates int, partitions int32) []result {
-	dir, err := os.MkdirTemp("", "chime-bench-api-")
-	if err != nil {
-		fail("%v", err)
-	}
-	defer os.RemoveAll(dir)
-	b, err := broker.Start(broker.Options{DataDir: dir})
-	if err != nil {
-		fail("broker: %v", err)
-	}
-	defer b.Close()
-	brokers := b.Addrs()
+	bb := startBroker("api")
+	defer bb.close()
+	brokers := bb.Brokers
 	tp := schema.NewTopics("bench.")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		fail("%v", err)
 	}
 	defer cl.Close()
-	if err := topics.Ensure(ctx, kadm.NewClient(cl), tp.All(), partitions, 1); err != nil {
-		fail("topics: %v", err)
-	}
+	provision(ctx, cl, tp, partitions)
 
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup

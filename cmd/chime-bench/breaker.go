@@ -10,14 +10,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/chime-sched/chime/infra/broker"
-	"github.com/chime-sched/chime/infra/topics"
 	"github.com/chime-sched/chime/processors/breaker"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
@@ -31,17 +28,9 @@ import (
 // reaction time from the outcome that crosses a namespace's threshold to a
 // breaker view (what a dispatcher reads) gating the namespace.
 func benchBreaker(ctx context.Context, log *slog.Logger, outcomes int, partitions int32) []result {
-	dir, err := os.MkdirTemp("", "chime-bench-breaker-")
-	if err != nil {
-		fail("%v", err)
-	}
-	defer os.RemoveAll(dir)
-	b, err := broker.Start(broker.Options{DataDir: dir})
-	if err != nil {
-		fail("broker: %v", err)
-	}
-	defer b.Close()
-	brokers := b.Addrs()
+	bb := startBroker("breaker")
+	defer bb.close()
+	brokers := bb.Brokers
 	tp := schema.NewTopics("bench.")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerLinger(5*time.Millisecond),
 		kgo.RecordPartitioner(producer.GokaPartitioner()))
@@ -49,9 +38,7 @@ func benchBreaker(ctx context.Context, log *slog.Logger, outcomes int, partition
 		fail("%v", err)
 	}
 	defer cl.Close()
-	if err := topics.Ensure(ctx, kadm.NewClient(cl), tp.All(), partitions, 1); err != nil {
-		fail("topics: %v", err)
-	}
+	provision(ctx, cl, tp, partitions)
 
 	// The backlog: 1000 namespaces, one failure in ten (under every
 	// threshold, so each outcome takes the full path and no breaker opens).

@@ -10,14 +10,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/dispatcher"
-	"github.com/chime-sched/chime/infra/broker"
-	"github.com/chime-sched/chime/infra/topics"
 	"github.com/chime-sched/chime/processors/breaker"
 	"github.com/chime-sched/chime/processors/scheduler"
 	"github.com/chime-sched/chime/producer"
@@ -36,17 +33,9 @@ import (
 // Kafka) to two dispatchers' breaker views both gating it, as the
 // dispatcher asks (breaker.Gate on the view's status).
 func benchBreakerGate(ctx context.Context, log *slog.Logger, run time.Duration, perSec int, partitions int32) []result {
-	dir, err := os.MkdirTemp("", "chime-bench-gate-")
-	if err != nil {
-		fail("%v", err)
-	}
-	defer os.RemoveAll(dir)
-	b, err := broker.Start(broker.Options{DataDir: dir})
-	if err != nil {
-		fail("broker: %v", err)
-	}
-	defer b.Close()
-	brokers := b.Addrs()
+	bb := startBroker("gate")
+	defer bb.close()
+	brokers := bb.Brokers
 
 	// A dead endpoint: a port nothing listens on.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -64,9 +53,7 @@ func benchBreakerGate(ctx context.Context, log *slog.Logger, run time.Duration, 
 		if err != nil {
 			fail("%v", err)
 		}
-		if err := topics.Ensure(ctx, kadm.NewClient(cl), tp.All(), partitions, 1); err != nil {
-			fail("topics: %v", err)
-		}
+		provision(ctx, cl, tp, partitions)
 		rctx, stop := context.WithCancel(ctx)
 		var wg sync.WaitGroup
 		s, err := scheduler.New(scheduler.Config{Brokers: brokers, Topics: tp, Logger: log, PumpIdle: 100 * time.Millisecond})

@@ -13,15 +13,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/dispatcher"
-	"github.com/chime-sched/chime/infra/broker"
-	"github.com/chime-sched/chime/infra/topics"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
@@ -33,17 +30,9 @@ import (
 // throughput while another namespace on the same partition hangs, as a
 // ratio to its throughput alone.
 func benchDispatcher(ctx context.Context, log *slog.Logger, callbacks int, partitions int32) []result {
-	dir, err := os.MkdirTemp("", "chime-bench-dispatch-")
-	if err != nil {
-		fail("%v", err)
-	}
-	defer os.RemoveAll(dir)
-	b, err := broker.Start(broker.Options{DataDir: dir})
-	if err != nil {
-		fail("broker: %v", err)
-	}
-	defer b.Close()
-	brokers := b.Addrs()
+	bb := startBroker("dispatch")
+	defer bb.close()
+	brokers := bb.Brokers
 	rcv := startReceiver()
 	defer rcv.close()
 
@@ -54,9 +43,7 @@ func benchDispatcher(ctx context.Context, log *slog.Logger, callbacks int, parti
 	}
 	defer cl.Close()
 	provision := func(tp schema.Topics, n int32) {
-		if err := topics.Ensure(ctx, kadm.NewClient(cl), tp.All(), n, 1); err != nil {
-			fail("topics: %v", err)
-		}
+		provision(ctx, cl, tp, n)
 	}
 	produce := func(tp schema.Topics, dues []*chimev1.Due) {
 		for _, d := range dues {

@@ -128,25 +128,15 @@ func fail(format string, a ...any) {
 // benchScheduler ingests jobs through the producer, lets them all fall due
 // in the same second and measures the fire lag of the due events.
 func benchScheduler(ctx context.Context, log *slog.Logger, jobs int, partitions int32, lead time.Duration) []result {
-	dir, err := os.MkdirTemp("", "chime-bench-")
-	if err != nil {
-		fail("%v", err)
-	}
-	defer os.RemoveAll(dir)
-	b, err := broker.Start(broker.Options{DataDir: dir})
-	if err != nil {
-		fail("broker: %v", err)
-	}
-	defer b.Close()
-	brokers := b.Addrs()
+	bb := startBroker("scheduler")
+	defer bb.close()
+	brokers := bb.Brokers
 	tp := schema.NewTopics("bench.")
 	adm, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		fail("%v", err)
 	}
-	if err := topics.Ensure(ctx, kadm.NewClient(adm), tp.All(), partitions, 1); err != nil {
-		fail("topics: %v", err)
-	}
+	provision(ctx, adm, tp, partitions)
 	adm.Close()
 
 	s, err := scheduler.New(scheduler.Config{Brokers: brokers, Topics: tp, Logger: log})
@@ -299,4 +289,37 @@ func quantiles(d []time.Duration) (p50, p99, max time.Duration) {
 
 func ms(d time.Duration) string {
 	return strings.TrimSuffix(fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)), "")
+}
+
+// benchBroker is an embedded broker in a temporary directory for one
+// benchmark phase; close stops it and removes the directory.
+type benchBroker struct {
+	b       *broker.Broker
+	dir     string
+	Brokers []string
+}
+
+func startBroker(phase string) *benchBroker {
+	dir, err := os.MkdirTemp("", "chime-bench-"+phase+"-")
+	if err != nil {
+		fail("%v", err)
+	}
+	b, err := broker.Start(broker.Options{DataDir: dir})
+	if err != nil {
+		os.RemoveAll(dir)
+		fail("broker: %v", err)
+	}
+	return &benchBroker{b: b, dir: dir, Brokers: b.Addrs()}
+}
+
+func (bb *benchBroker) close() {
+	bb.b.Close()
+	os.RemoveAll(bb.dir)
+}
+
+// provision creates every topic under tp with the given partitions.
+func provision(ctx context.Context, cl *kgo.Client, tp schema.Topics, partitions int32) {
+	if err := topics.Ensure(ctx, kadm.NewClient(cl), tp.All(), partitions, 1); err != nil {
+		fail("topics: %v", err)
+	}
 }
