@@ -177,77 +177,30 @@ func (b *bundle) committedAll() bool {
 
 // collector consumes a topic from the start and keeps every message by key.
 type collector[M proto.Message] struct {
-	mu    sync.Mutex
-	byKey map[string][]M
-	all   []M
+	*kafkatest.Collector[M]
 }
 
 func collect[M proto.Message](t *testing.T, brokers []string, topic string, key func(M) string) *collector[M] {
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(brokers...),
-		kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(50*time.Millisecond),
-	)
-	require.NoError(t, err)
-	c := &collector[M]{byKey: map[string][]M{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			fs := cl.PollFetches(ctx)
-			fs.EachRecord(func(r *kgo.Record) {
-				var zero M
-				m := zero.ProtoReflect().New().Interface().(M)
-				if err := proto.Unmarshal(r.Value, m); err != nil {
-					t.Errorf("collector %s: %v", topic, err)
-					return
-				}
-				c.mu.Lock()
-				c.byKey[key(m)] = append(c.byKey[key(m)], m)
-				c.all = append(c.all, m)
-				c.mu.Unlock()
-			})
+	return &collector[M]{kafkatest.Collect(t, brokers, topic, func(r *kgo.Record) (string, M) {
+		var zero M
+		m := zero.ProtoReflect().New().Interface().(M)
+		if err := proto.Unmarshal(r.Value, m); err != nil {
+			t.Errorf("collector %s: %v", topic, err)
 		}
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		cl.Close()
-	})
-	return c
+		return key(m), m
+	})}
 }
 
-func (c *collector[M]) get(key string) []M {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]M(nil), c.byKey[key]...)
-}
+func (c *collector[M]) get(key string) []M { return c.Get(key) }
 
 func (c *collector[M]) count(match func(M) bool) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, m := range c.all {
-		if match == nil || match(m) {
-			n++
-		}
+	if match == nil {
+		return c.Count()
 	}
-	return n
+	return c.CountWhere(match)
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+var waitFor = kafkatest.WaitFor
 
 // receiver is an httptest server that records requests and answers with
 // a scripted sequence of handlers (the last repeats).

@@ -15,7 +15,7 @@ import (
 type Collector[T any] struct {
 	mu    sync.Mutex
 	byKey map[string][]T
-	n     int
+	all   []T
 }
 
 // Collect starts a Collector on topic; it stops when the test ends.
@@ -40,7 +40,7 @@ func Collect[T any](t testing.TB, brokers []string, topic string, decode func(r 
 				k, v := decode(r)
 				c.mu.Lock()
 				c.byKey[k] = append(c.byKey[k], v)
-				c.n++
+				c.all = append(c.all, v)
 				c.mu.Unlock()
 			})
 		}
@@ -64,7 +64,20 @@ func (c *Collector[T]) Get(key string) []T {
 func (c *Collector[T]) Count() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.n
+	return len(c.all)
+}
+
+// CountWhere is the number of records collected that match.
+func (c *Collector[T]) CountWhere(match func(T) bool) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, v := range c.all {
+		if match(v) {
+			n++
+		}
+	}
+	return n
 }
 
 // Keys is the number of distinct keys collected.
