@@ -1,7 +1,6 @@
 package dispatcher
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/http"
@@ -18,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/chime-sched/chime/infra/kafkatest"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
@@ -98,32 +98,12 @@ func TestDispatcherProcessHelper(t *testing.T) {
 
 func startDispatcherProcess(t *testing.T, b *bundle) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestDispatcherProcessHelper$", "-test.v")
-	cmd.Env = append(os.Environ(),
+	return kafkatest.StartHelperProcess(t, "TestDispatcherProcessHelper", "dispatcher-ready",
 		"CHIME_DISPATCHER_HELPER=1",
 		"CHIME_BROKERS="+strings.Join(b.cluster.Brokers(), ","),
 		"CHIME_TOPIC_PREFIX="+b.topics.Prefix,
 		"CHIME_MAX_CONCURRENCY=4",
 	)
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if sc.Text() == "dispatcher-ready" {
-				close(ready)
-			}
-		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(60 * time.Second):
-		t.Fatal("dispatcher process did not start")
-	}
-	return cmd
 }
 
 // TestKilledDispatcherLosesNothing kills the dispatcher process with

@@ -1,7 +1,6 @@
 package scheduler_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chime-sched/chime/infra/kafkatest"
 	"github.com/chime-sched/chime/processors/scheduler"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -48,32 +48,12 @@ func TestSchedulerProcessHelper(t *testing.T) {
 
 func startHelper(t *testing.T, b *bundle, storageDir string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestSchedulerProcessHelper$", "-test.v")
-	cmd.Env = append(os.Environ(),
+	return kafkatest.StartHelperProcess(t, "TestSchedulerProcessHelper", "scheduler-ready",
 		"CHIME_SCHEDULER_HELPER=1",
 		"CHIME_BROKERS="+strings.Join(b.cluster.Brokers(), ","),
 		"CHIME_TOPIC_PREFIX="+b.topics.Prefix,
 		"CHIME_STORAGE_DIR="+storageDir,
 	)
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if sc.Text() == "scheduler-ready" {
-				close(ready)
-			}
-		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(90 * time.Second):
-		t.Fatal("scheduler process did not become ready")
-	}
-	return cmd
 }
 
 // TestKilledSchedulerLosesNothing kills the scheduler process with SIGKILL
