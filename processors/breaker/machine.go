@@ -312,6 +312,39 @@ func OnTimer(st *chimev1.BreakerStatus, cfg Thresholds, tm *chimev1.BreakerTimer
 	}
 }
 
+// TimerGrace is how long past next_check_at a breaker waits for its timer
+// before an outcome stands in for it.
+const TimerGrace = 5 * time.Second
+
+// Overdue stands in for a lost timer. The cool-off and half-open timers are
+// scheduler jobs whose delivery can be lost in a crash; while a breaker is
+// open, dispatchers keep reporting the callbacks they hold back (DEFERRED
+// outcomes), so the first outcome seen well past next_check_at does what
+// the timer would have done. ok is false when nothing is overdue.
+func Overdue(st *chimev1.BreakerStatus, cfg Thresholds, now time.Time) (res Result, ok bool) {
+	state := StateOf(st)
+	if (state != chimev1.BreakerState_BREAKER_STATE_OPEN && state != chimev1.BreakerState_BREAKER_STATE_HALF_OPEN) ||
+		st.GetNextCheckAt() == nil || now.Before(st.GetNextCheckAt().AsTime().Add(TimerGrace)) {
+		return Result{}, false
+	}
+	late := now.Sub(st.GetNextCheckAt().AsTime()).Round(time.Millisecond)
+	res = OnTimer(st, cfg, &chimev1.BreakerTimer{Namespace: st.GetNamespace(), Version: st.GetVersion(), FireAt: st.GetNextCheckAt()}, now)
+	for _, tr := range res.Transitions {
+		tr.Reason += fmt.Sprintf(" (its timer was %s overdue; an outcome stood in for it)", late)
+		st.Reason = tr.Reason
+	}
+	return res, true
+}
+
+// Merge combines the results of two steps applied one after the other.
+func Merge(a, b Result) Result {
+	out := Result{Changed: a.Changed || b.Changed, Transitions: append(a.Transitions, b.Transitions...), Timer: b.Timer, Ignored: b.Ignored}
+	if out.Timer == nil {
+		out.Timer = a.Timer
+	}
+	return out
+}
+
 // HalfOpenTimeout is how long a half-open episode waits for its probes'
 // outcomes before granting them again.
 func HalfOpenTimeout(cfg Thresholds) time.Duration {

@@ -530,3 +530,27 @@ func TestHalfOpenWithoutProbeResultsIsGrantedAgain(t *testing.T) {
 	require.NotEmpty(t, OnTimer(st, cfg, old, now.Add(time.Hour)).Ignored)
 	require.NotNil(t, res.Timer)
 }
+
+func TestOverdueTimerIsTakenFromAnOutcome(t *testing.T) {
+	t.Parallel()
+	cfg := Thresholds{Window: 10 * time.Second, MinRequests: 1, FailureRateThreshold: 50, CoolOff: time.Second, MaxCoolOff: time.Minute, HalfOpenProbes: 2, TripsToDisable: 3}
+	st := NewStatus("acme")
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	fail := &chimev1.CallbackOutcome{Namespace: "acme", Class: chimev1.OutcomeClass_OUTCOME_CLASS_RETRYABLE, StatusCode: 500, FinishedAt: timestamppb.New(now)}
+	Observe(st, cfg, fail, now)
+	require.Equal(t, chimev1.BreakerState_BREAKER_STATE_OPEN, StateOf(st))
+
+	// Within the grace: still waiting for the timer.
+	_, ok := Overdue(st, cfg, now.Add(time.Second+TimerGrace-time.Millisecond))
+	require.False(t, ok)
+	// The timer was lost: a held-back callback's outcome stands in for it.
+	res, ok := Overdue(st, cfg, now.Add(time.Second+TimerGrace+time.Second))
+	require.True(t, ok)
+	require.Equal(t, chimev1.BreakerState_BREAKER_STATE_HALF_OPEN, StateOf(st))
+	require.Contains(t, res.Transitions[0].Reason, "overdue")
+	require.NotNil(t, res.Timer, "the half-open timeout is armed again")
+
+	// Nothing is overdue in CLOSED.
+	_, ok = Overdue(NewStatus("x"), cfg, now.Add(time.Hour))
+	require.False(t, ok)
+}

@@ -211,7 +211,9 @@ func (p *Processor) onOutcome(ctx goka.Context, msg any) {
 	}
 	now := p.cfg.Now()
 	st := p.status(ctx)
-	p.apply(ctx, st, Observe(st, p.config(ctx), o, now), now)
+	cfg := p.config(ctx)
+	res, _ := Overdue(st, cfg, now)
+	p.apply(ctx, st, Merge(res, Observe(st, cfg, o, now)), now)
 }
 
 func (p *Processor) onTimer(ctx goka.Context, msg any) {
