@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -70,6 +71,14 @@ type Config struct {
 	// CatchupScanLimit bounds the occurrences counted one by one when a
 	// cron job catches up after downtime. Default 10000.
 	CatchupScanLimit int
+	// SweepInterval is how often every owned row is visited as a safety
+	// net: a row whose timer is more than SweepOverdue in the past is
+	// handled as if its tick had come. The pump is the timer; the sweep
+	// only catches what it somehow missed. Default 5m; <0 disables.
+	SweepInterval time.Duration
+	// SweepOverdue is how late a timer must be for the sweep to act.
+	// Default 1m.
+	SweepOverdue time.Duration
 	// AckTimeout is how long a fire waits for the dispatcher's retry,
 	// defer or ack before its due event is emitted again (doubling per
 	// redelivery, at most 1h). It recovers a due event lost in a crash.
@@ -125,6 +134,12 @@ func (c *Config) defaults() {
 	}
 	if c.MaxOpenFires <= 0 {
 		c.MaxOpenFires = 256
+	}
+	if c.SweepInterval == 0 {
+		c.SweepInterval = 5 * time.Minute
+	}
+	if c.SweepOverdue <= 0 {
+		c.SweepOverdue = time.Minute
 	}
 	if c.AckTimeout == 0 {
 		c.AckTimeout = 2 * time.Minute
@@ -225,6 +240,7 @@ func (s *Scheduler) Graph() *goka.GroupGraph {
 		// not a processor failure.
 		goka.Input(goka.Stream(t.JobCommands()), new(schema.BytesCodec), s.onCommand),
 		goka.Input(goka.Stream(t.Ticks()), new(schema.BytesCodec), s.onTick),
+		goka.Visitor(sweepVisitor, s.onSweep),
 		goka.Persist(new(schema.JobStateCodec)),
 		goka.Output(goka.Stream(t.Due()), new(schema.DueCodec)),
 		goka.Output(goka.Stream(t.JobEvents()), new(schema.JobEventCodec)),
@@ -267,7 +283,10 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		return p.Run(ctx)
+		pctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go s.sweep(pctx, p)
+		return p.Run(pctx)
 	})
 }
 
@@ -388,3 +407,43 @@ func (s *Scheduler) apply(ctx goka.Context, d decision) {
 
 // Partitions lists the partitions this instance actively owns.
 func (s *Scheduler) Partitions() []int32 { return s.timers.Partitions() }
+
+const sweepVisitor = "sweep"
+
+// sweep visits every row this instance owns every SweepInterval.
+func (s *Scheduler) sweep(ctx context.Context, p *goka.Processor) {
+	if s.cfg.SweepInterval <= 0 {
+		return
+	}
+	t := time.NewTicker(s.cfg.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !p.Recovered() {
+			continue
+		}
+		// VisitAll fails while partitions move; the next sweep retries.
+		if err := p.VisitAll(ctx, sweepVisitor, s.cfg.Now().UnixNano()); err != nil && ctx.Err() == nil {
+			s.cfg.Logger.Debug("sweep interrupted", "err", err)
+		}
+	}
+}
+
+// onSweep handles a row the sweep visits: one whose timer is long overdue
+// is treated as ticked. meta is the sweep's start (Unix ns), which names
+// its events.
+func (s *Scheduler) onSweep(ctx goka.Context, meta any) {
+	cur := current(ctx)
+	now := s.cfg.Now()
+	if cur == nil || cur.GetTimerAt() == nil || cur.GetTimerAt().AsTime().After(now.Add(-s.cfg.SweepOverdue)) {
+		return
+	}
+	id, _ := meta.(int64)
+	in := &input{key: ctx.Key(), topic: "sweep-" + strconv.FormatInt(id, 10) + "-" + ctx.Key(), partition: ctx.Partition()}
+	s.cfg.Logger.Warn("sweep found an overdue timer; handling it", "key", ctx.Key(), "timer", cur.GetTimerAt().AsTime())
+	s.apply(ctx, s.decider.onTick(in, cur, now))
+}
