@@ -80,7 +80,7 @@ func TestKilledSchedulerLosesNothing(t *testing.T) {
 	firedBefore := b.dues.Keys()
 
 	startHelper(t, b, storageDir)
-	waitFor(t, 90*time.Second, "every job to fire", func() bool { return b.dues.Keys() == jobs })
+	waitFor(t, 150*time.Second, "every job to fire", func() bool { return b.dues.Keys() == jobs })
 	t.Logf("fired before the kill: %d of %d; total due events: %d", firedBefore, jobs, b.dues.Count())
 	for i := range jobs {
 		for _, d := range b.dues.Get(fmt.Sprintf("ns/j%04d", i)) {

@@ -54,7 +54,7 @@ func setup(t *testing.T) *bundle {
 
 func testLogger(t *testing.T) *slog.Logger {
 	if os.Getenv("CHIME_TEST_VERBOSE") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	return slog.New(slog.NewTextHandler(nopWriter{}, nil))
 }
