@@ -25,6 +25,7 @@ Usage:
   chime api        [flags]   the HTTP API on --addr (docs/api.md)
   chime sink       [flags]   the analytics sink: outcomes and breaker history into ClickHouse
   chime topics     [flags]   create or check every topic, then exit
+  chime client     ...       call the HTTP API ("chime client" for the shortcuts)
   chime version
 
 Run "chime <command> -h" for the flags; docs/configuration.md lists them all
@@ -66,6 +67,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		err = runRole(ctx, "api", rest, getenv, stdout, stderr, roleAPI)
 	case "sink":
 		err = runRole(ctx, "sink", rest, getenv, stdout, stderr, roleSink)
+	case "client":
+		return runClient(ctx, rest, getenv, os.Stdin, stdout, stderr)
 	case "topics":
 		err = runRole(ctx, "topics", rest, getenv, stdout, stderr, roleTopics)
 	case "version", "--version", "-version":
