@@ -12,6 +12,7 @@ import (
 
 	"github.com/chime-sched/chime/analytics"
 	"github.com/chime-sched/chime/infra/clickhouse/clickhousetest"
+	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
@@ -220,8 +221,8 @@ func TestBreakerHistoryInOrder(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, got, len(steps))
 	for i, s := range steps {
-		require.Equal(t, analytics.StateName(s.from), got[i].From)
-		require.Equal(t, analytics.StateName(s.to), got[i].To)
+		require.Equal(t, schema.BreakerStateName(s.from), got[i].From)
+		require.Equal(t, schema.BreakerStateName(s.to), got[i].To)
 		require.Equal(t, s.reason, got[i].Reason)
 		require.Equal(t, base.Add(time.Duration(i)*30*time.Second), got[i].At)
 		require.Equal(t, uint64(25-i), got[i].Window.Failures)

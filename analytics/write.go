@@ -3,13 +3,13 @@ package analytics
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
@@ -173,7 +173,7 @@ func appendOutcomes(bt driver.Batch, b *Batch) error {
 	c.add(col(n, func(i int) string { return o[i].GetJobId() }))
 	c.add(col(n, func(i int) uint64 { return o[i].GetFireSeq() }))
 	c.add(col(n, func(i int) uint32 { return o[i].GetAttempt() }))
-	c.add(col(n, func(i int) string { return ClassName(o[i].GetClass()) }))
+	c.add(col(n, func(i int) string { return schema.OutcomeClassName(o[i].GetClass()) }))
 	c.add(col(n, func(i int) int32 { return o[i].GetStatusCode() }))
 	c.add(col(n, func(i int) float64 { return float64(o[i].GetLatency().AsDuration()) / float64(time.Millisecond) }))
 	c.add(col(n, func(i int) string { return o[i].GetErrorKind() }))
@@ -201,8 +201,8 @@ func appendTransitions(bt driver.Batch, b *Batch) error {
 	c.add(col(n, func(i int) string { return t[i].GetEventId() }))
 	c.add(col(n, func(i int) string { return t[i].GetNamespace() }))
 	c.add(col(n, func(i int) time.Time { return rowTime(p[i], t[i].GetAt()) }))
-	c.add(col(n, func(i int) string { return StateName(t[i].GetFrom()) }))
-	c.add(col(n, func(i int) string { return StateName(t[i].GetTo()) }))
+	c.add(col(n, func(i int) string { return schema.BreakerStateName(t[i].GetFrom()) }))
+	c.add(col(n, func(i int) string { return schema.BreakerStateName(t[i].GetTo()) }))
 	c.add(col(n, func(i int) string { return t[i].GetReason() }))
 	c.add(col(n, func(i int) uint64 { return t[i].GetWindow().GetRequests() }))
 	c.add(col(n, func(i int) uint64 { return t[i].GetWindow().GetFailures() }))
@@ -225,7 +225,7 @@ func appendJobEvents(bt driver.Batch, b *Batch) error {
 	c.add(col(n, func(i int) string { return e[i].GetEventId() }))
 	c.add(col(n, func(i int) string { return e[i].GetNamespace() }))
 	c.add(col(n, func(i int) string { return e[i].GetJobId() }))
-	c.add(col(n, func(i int) string { return JobEventName(e[i].GetType()) }))
+	c.add(col(n, func(i int) string { return schema.JobEventTypeName(e[i].GetType()) }))
 	c.add(col(n, func(i int) time.Time { return rowTime(p[i], e[i].GetAt()) }))
 	c.add(col(n, func(i int) uint64 { return e[i].GetFireSeq() }))
 	c.add(col(n, func(i int) uint32 { return e[i].GetAttempt() }))
@@ -278,28 +278,6 @@ func callbackMethod(h *chimev1.HttpCallback) string {
 		return m
 	}
 	return "POST"
-}
-
-// ClassName is the stored name of an outcome class: "success",
-// "retryable", "permanent", "expired", "deferred", "refused".
-func ClassName(c chimev1.OutcomeClass) string {
-	return enumName(c.String(), "OUTCOME_CLASS_")
-}
-
-// StateName is the stored name of a breaker state: "closed", "open",
-// "half_open", "disabled", "forced_open", "forced_closed".
-func StateName(s chimev1.BreakerState) string {
-	return enumName(s.String(), "BREAKER_STATE_")
-}
-
-// JobEventName is the stored name of a job event type ("created",
-// "fired", "retry_scheduled", ...).
-func JobEventName(t chimev1.JobEventType) string {
-	return enumName(t.String(), "JOB_EVENT_TYPE_")
-}
-
-func enumName(s, prefix string) string {
-	return strings.ToLower(strings.TrimPrefix(s, prefix))
 }
 
 // StoredOffsets returns, per source table and Kafka partition, the highest

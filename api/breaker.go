@@ -1,11 +1,10 @@
 package api
 
 import (
-	"strings"
-
 	"github.com/gofiber/fiber/v2"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
@@ -43,7 +42,7 @@ func breakerStateName(st chimev1.BreakerState) string {
 	if st == chimev1.BreakerState_BREAKER_STATE_UNSPECIFIED {
 		return "closed"
 	}
-	return strings.ToLower(strings.TrimPrefix(st.String(), "BREAKER_STATE_"))
+	return schema.BreakerStateName(st)
 }
 
 func renderBreaker(ns string, st *chimev1.BreakerStatus) breakerResponse {

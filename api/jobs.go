@@ -600,7 +600,7 @@ func stateName(st chimev1.JobStatus) string {
 	if st == chimev1.JobStatus_JOB_STATUS_UNSPECIFIED {
 		return "unknown"
 	}
-	return strings.ToLower(strings.TrimPrefix(st.String(), "JOB_STATUS_"))
+	return schema.JobStatusName(st)
 }
 
 func renderJob(ns, id string, row *chimev1.JobState, pending bool) jobResponse {

@@ -20,7 +20,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -101,7 +100,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		// Outcomes are keyed by namespace and read by goka (the breaker):
 		// sarama's partitioning, or a namespace's outcomes split.
-		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(kgo.SaramaCompatHasher(fnv32a))),
+		kgo.RecordPartitioner(producer.GokaPartitioner()),
 	)...)
 	if err != nil {
 		return nil, fmt.Errorf("dispatcher: kafka client: %w", err)
@@ -142,12 +141,6 @@ func (d *Dispatcher) Stats() Stats {
 		}
 	}
 	return s
-}
-
-func fnv32a(key []byte) uint32 {
-	h := fnv.New32a()
-	_, _ = h.Write(key)
-	return h.Sum32()
 }
 
 // result is everything one due produces, published together.

@@ -44,7 +44,7 @@ func setup(t *testing.T, partitions int32) *bundle {
 	tp := c.Topics()
 	c.Provision(t, tp, partitions)
 	b := &bundle{t: t, cluster: c, topics: tp}
-	b.in = c.Client(t, kgo.RecordPartitioner(kgo.StickyKeyPartitioner(kgo.SaramaCompatHasher(fnv32a))))
+	b.in = c.Client(t, kgo.RecordPartitioner(producer.GokaPartitioner()))
 	b.outcomes = collect[*chimev1.CallbackOutcome](t, c.Brokers(), tp.Outcomes(), func(m *chimev1.CallbackOutcome) string { return m.GetNamespace() + "/" + m.GetJobId() })
 	b.commands = collect[*chimev1.JobCommand](t, c.Brokers(), tp.JobCommands(), func(m *chimev1.JobCommand) string { return m.GetNamespace() + "/" + m.GetJobId() })
 	b.dead = collect[*chimev1.DeadLetter](t, c.Brokers(), tp.DeadLetters(), func(m *chimev1.DeadLetter) string {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/chime-sched/chime/schema"
 )
 
 // The SSRF guard runs in net.Dialer.Control: after DNS resolution, on the
@@ -103,27 +105,7 @@ func (g *Guard) dialer() *net.Dialer {
 	return &net.Dialer{Control: g.control, Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 }
 
-// hostAllowed reports whether a namespace with allowed_hosts may call host.
-// Entries are exact hostnames or "*.example.com" (any subdomain, not the
-// domain itself). An empty list allows every host. The list narrows what a
-// namespace may call; it never lets a namespace reach an address the guard
-// blocks: only the operator's allowlist does that.
-func hostAllowed(allowed []string, host string) bool {
-	if len(allowed) == 0 {
-		return true
-	}
-	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	for _, a := range allowed {
-		a = strings.ToLower(strings.TrimSuffix(strings.TrimSpace(a), "."))
-		if suffix, ok := strings.CutPrefix(a, "*."); ok {
-			if strings.HasSuffix(host, "."+suffix) {
-				return true
-			}
-			continue
-		}
-		if a == host {
-			return true
-		}
-	}
-	return false
-}
+// hostAllowed is the namespace's allowed_hosts rule (schema.HostAllowed).
+// The list narrows what a namespace may call; it never lets a namespace
+// reach an address the guard blocks: only the operator's allowlist does that.
+func hostAllowed(allowed []string, host string) bool { return schema.HostAllowed(allowed, host) }

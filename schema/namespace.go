@@ -89,6 +89,30 @@ func fieldOnly(m protoreflect.Message, fd protoreflect.FieldDescriptor) proto.Me
 	return c.Interface()
 }
 
+// HostAllowed reports whether a namespace whose config lists allowed_hosts
+// may call host. Entries are exact host names or "*.example.com" (any
+// subdomain, not the domain itself); an empty list allows every host. The
+// API checks it when a job is accepted, the dispatcher again at call time.
+func HostAllowed(allowed []string, host string) bool {
+	if len(allowed) == 0 {
+		return true
+	}
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	for _, a := range allowed {
+		a = strings.ToLower(strings.TrimSuffix(strings.TrimSpace(a), "."))
+		if suffix, ok := strings.CutPrefix(a, "*."); ok {
+			if strings.HasSuffix(host, "."+suffix) {
+				return true
+			}
+			continue
+		}
+		if a == host {
+			return true
+		}
+	}
+	return false
+}
+
 // SigningSecretPrefix starts a Standard Webhooks signing secret.
 const SigningSecretPrefix = "whsec_"
 

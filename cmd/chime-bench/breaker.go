@@ -96,16 +96,10 @@ func benchBreaker(ctx context.Context, log *slog.Logger, outcomes int, partition
 		fail("view: %v", err)
 	}
 	fmt.Fprintf(os.Stderr, "breaker: measuring reaction time...\n")
-	min := schema.NamespaceDefaults().GetBreaker().GetMinRequests()
 	var reactions []time.Duration
 	for i := range 50 {
 		ns := "react" + strconv.Itoa(i)
-		var recs []*kgo.Record
-		for range min {
-			raw, _ := proto.Marshal(&chimev1.CallbackOutcome{Namespace: ns, Class: chimev1.OutcomeClass_OUTCOME_CLASS_RETRYABLE, StatusCode: 500, FinishedAt: timestamppb.Now()})
-			recs = append(recs, &kgo.Record{Topic: tp.Outcomes(), Key: []byte(ns), Value: raw})
-		}
-		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		if err := cl.ProduceSync(ctx, tripOutcomes(tp, ns)...).FirstErr(); err != nil {
 			fail("produce: %v", err)
 		}
 		crossed := time.Now()
@@ -127,4 +121,15 @@ func benchBreaker(ctx context.Context, log *slog.Logger, outcomes int, partition
 		{fmt.Sprintf("breaker reaction p50 (threshold outcome → view gating, %d trips)", len(reactions)), ms(p50), "", ""},
 		{fmt.Sprintf("breaker reaction p99 (threshold outcome → view gating, %d trips)", len(reactions)), ms(p99), "≤ 1 s", verdict(p99 <= time.Second)},
 	}
+}
+
+// tripOutcomes are just enough failed outcomes (the default min_requests,
+// all 500s) to trip ns's breaker with the default thresholds.
+func tripOutcomes(tp schema.Topics, ns string) []*kgo.Record {
+	var recs []*kgo.Record
+	for range schema.NamespaceDefaults().GetBreaker().GetMinRequests() {
+		raw, _ := proto.Marshal(&chimev1.CallbackOutcome{Namespace: ns, Class: chimev1.OutcomeClass_OUTCOME_CLASS_RETRYABLE, StatusCode: 500, FinishedAt: timestamppb.Now()})
+		recs = append(recs, &kgo.Record{Topic: tp.Outcomes(), Key: []byte(ns), Value: raw})
+	}
+	return recs
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/dispatcher"
@@ -154,16 +153,10 @@ func benchBreakerGate(ctx context.Context, log *slog.Logger, run time.Duration, 
 // dispatcher view gating the namespace.
 func benchReaction(ctx context.Context, cl *kgo.Client, tp schema.Topics, gates []*views.Breakers) []result {
 	fmt.Fprintf(os.Stderr, "breaker gate: reaction time to %d dispatcher views...\n", len(gates))
-	minReq := schema.NamespaceDefaults().GetBreaker().GetMinRequests()
 	var reactions []time.Duration
 	for i := range 40 {
 		ns := "react" + strconv.Itoa(i)
-		var recs []*kgo.Record
-		for range minReq {
-			raw, _ := proto.Marshal(&chimev1.CallbackOutcome{Namespace: ns, Class: chimev1.OutcomeClass_OUTCOME_CLASS_RETRYABLE, StatusCode: 500, FinishedAt: timestamppb.Now()})
-			recs = append(recs, &kgo.Record{Topic: tp.Outcomes(), Key: []byte(ns), Value: raw})
-		}
-		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		if err := cl.ProduceSync(ctx, tripOutcomes(tp, ns)...).FirstErr(); err != nil {
 			fail("produce: %v", err)
 		}
 		crossed := time.Now()

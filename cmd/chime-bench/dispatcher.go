@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"net"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/dispatcher"
+	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
@@ -37,7 +37,7 @@ func benchDispatcher(ctx context.Context, log *slog.Logger, callbacks int, parti
 	defer rcv.close()
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerLinger(5*time.Millisecond),
-		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(kgo.SaramaCompatHasher(fnv32a))))
+		kgo.RecordPartitioner(producer.GokaPartitioner()))
 	if err != nil {
 		fail("%v", err)
 	}
@@ -264,11 +264,4 @@ func us(d time.Duration) string {
 		return fmt.Sprintf("%d µs", d.Microseconds())
 	}
 	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
-}
-
-// fnv32a is goka's (sarama's) key hash, for sarama-compatible partitioning.
-func fnv32a(key []byte) uint32 {
-	h := fnv.New32a()
-	_, _ = h.Write(key)
-	return h.Sum32()
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chime-sched/chime/dispatcher"
-	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/schema"
 )
 
 // newRegistry is the process's metrics registry: every role of the process
@@ -96,26 +96,8 @@ func (c *dispatcherCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.prob, s.Probes)
 	ch <- prometheus.MustNewConstMetric(c.inFlight, prometheus.GaugeValue, float64(s.Consumed-s.Completed))
 	for class, n := range s.ByClass {
-		ch <- prometheus.MustNewConstMetric(c.outcomes, prometheus.CounterValue, float64(n), outcomeLabel(class))
+		ch <- prometheus.MustNewConstMetric(c.outcomes, prometheus.CounterValue, float64(n), schema.OutcomeClassName(class))
 	}
-}
-
-func outcomeLabel(c chimev1.OutcomeClass) string {
-	switch c {
-	case chimev1.OutcomeClass_OUTCOME_CLASS_SUCCESS:
-		return "success"
-	case chimev1.OutcomeClass_OUTCOME_CLASS_RETRYABLE:
-		return "retryable"
-	case chimev1.OutcomeClass_OUTCOME_CLASS_PERMANENT:
-		return "permanent"
-	case chimev1.OutcomeClass_OUTCOME_CLASS_EXPIRED:
-		return "expired"
-	case chimev1.OutcomeClass_OUTCOME_CLASS_DEFERRED:
-		return "deferred"
-	case chimev1.OutcomeClass_OUTCOME_CLASS_REFUSED:
-		return "refused"
-	}
-	return "unknown"
 }
 
 // lagCollector reports consumer lag of chime's consumer groups, asked of

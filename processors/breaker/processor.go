@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -301,9 +300,9 @@ func (p *Processor) apply(ctx goka.Context, st *chimev1.BreakerStatus, res Resul
 	t := p.cfg.Topics
 	for _, tr := range res.Transitions {
 		ctx.Emit(goka.Stream(t.BreakerTransitions()), ctx.Key(), tr)
-		p.state.WithLabelValues(tr.GetNamespace(), stateLabel(tr.GetFrom())).Set(0)
-		p.state.WithLabelValues(tr.GetNamespace(), stateLabel(tr.GetTo())).Set(1)
-		p.transitions.WithLabelValues(stateLabel(tr.GetTo())).Inc()
+		p.state.WithLabelValues(tr.GetNamespace(), schema.BreakerStateName(tr.GetFrom())).Set(0)
+		p.state.WithLabelValues(tr.GetNamespace(), schema.BreakerStateName(tr.GetTo())).Set(1)
+		p.transitions.WithLabelValues(schema.BreakerStateName(tr.GetTo())).Inc()
 		p.cfg.Logger.Info("breaker transition", "namespace", tr.GetNamespace(), "from", tr.GetFrom(), "to", tr.GetTo(), "reason", tr.GetReason())
 	}
 	if res.Timer != nil {
@@ -355,9 +354,4 @@ func CoolOffCommand(t schema.Topics, tm *chimev1.BreakerTimer, now time.Time) ([
 		}}},
 	}
 	return proto.Marshal(cmd)
-}
-
-// stateLabel is the metric label of a state: "open", "half_open", ...
-func stateLabel(s chimev1.BreakerState) string {
-	return strings.ToLower(strings.TrimPrefix(s.String(), "BREAKER_STATE_"))
 }

@@ -230,7 +230,7 @@ func (d *decider) pause(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobStat
 	case cur.GetStatus() == chimev1.JobStatus_JOB_STATUS_PAUSED:
 		return decision{}
 	case isTerminal(cur.GetStatus()):
-		return d.reject(in, cmd, "pause", fmt.Sprintf("job %q is %s and cannot be paused", in.key, statusName(cur.GetStatus())), now)
+		return d.reject(in, cmd, "pause", fmt.Sprintf("job %q is %s and cannot be paused", in.key, schema.JobStatusName(cur.GetStatus())), now)
 	}
 	st := cur
 	st.Status = chimev1.JobStatus_JOB_STATUS_PAUSED
@@ -247,7 +247,7 @@ func (d *decider) resume(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobSta
 	case cur.GetStatus() == chimev1.JobStatus_JOB_STATUS_SCHEDULED:
 		return decision{}
 	case isTerminal(cur.GetStatus()):
-		return d.reject(in, cmd, "resume", fmt.Sprintf("job %q is %s and cannot be resumed", in.key, statusName(cur.GetStatus())), now)
+		return d.reject(in, cmd, "resume", fmt.Sprintf("job %q is %s and cannot be resumed", in.key, schema.JobStatusName(cur.GetStatus())), now)
 	}
 	st := cur
 	st.Status = chimev1.JobStatus_JOB_STATUS_SCHEDULED
@@ -649,22 +649,6 @@ func (d *decider) setTimer(key string, st *chimev1.JobState) {
 		return
 	}
 	st.TimerAt = timestamppb.New(at)
-}
-
-func statusName(s chimev1.JobStatus) string {
-	switch s {
-	case chimev1.JobStatus_JOB_STATUS_SCHEDULED:
-		return "scheduled"
-	case chimev1.JobStatus_JOB_STATUS_PAUSED:
-		return "paused"
-	case chimev1.JobStatus_JOB_STATUS_COMPLETED:
-		return "completed"
-	case chimev1.JobStatus_JOB_STATUS_CANCELLED:
-		return "cancelled"
-	case chimev1.JobStatus_JOB_STATUS_DEAD:
-		return "dead"
-	}
-	return "unknown"
 }
 
 func allowList(m map[string]bool) string {
