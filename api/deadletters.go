@@ -41,10 +41,42 @@ type deadLetterJSON struct {
 	Labels         map[string]string `json:"labels,omitempty"`
 	LastStatusCode int32             `json:"last_status_code,omitempty"`
 	LastError      string            `json:"last_error,omitempty"`
+	// AttemptHistory lists the fire's attempts, oldest first (at most the
+	// scheduler's MaxAttemptHistory before the last).
+	AttemptHistory []historyJSON `json:"attempt_history"`
 	// ReplayJobID is the job a replay creates (or created).
 	ReplayJobID string `json:"replay_job_id"`
 	// ReplayPath is where to POST the replay (the id percent-encoded).
 	ReplayPath string `json:"replay_path"`
+}
+
+// historyJSON is one attempt in a dead letter's history.
+type historyJSON struct {
+	Attempt     uint32  `json:"attempt"`
+	Class       string  `json:"class"`
+	StatusCode  int32   `json:"status_code,omitempty"`
+	LatencyMs   float64 `json:"latency_ms"`
+	ErrorKind   string  `json:"error_kind,omitempty"`
+	Error       string  `json:"error,omitempty"`
+	StartedAt   *string `json:"started_at,omitempty"`
+	BodySnippet string  `json:"body_snippet,omitempty"`
+}
+
+func renderHistory(h []*chimev1.CallbackOutcome) []historyJSON {
+	out := make([]historyJSON, 0, len(h))
+	for _, o := range h {
+		out = append(out, historyJSON{
+			Attempt:     o.GetAttempt(),
+			Class:       schema.OutcomeClassName(o.GetClass()),
+			StatusCode:  o.GetStatusCode(),
+			LatencyMs:   float64(o.GetLatency().AsDuration().Microseconds()) / 1000,
+			ErrorKind:   o.GetErrorKind(),
+			Error:       o.GetError(),
+			StartedAt:   fmtTime(o.GetStartedAt()),
+			BodySnippet: strings.ToValidUTF8(string(o.GetBodySnippet()), "\uFFFD"),
+		})
+	}
+	return out
 }
 
 type deadLettersResponse struct {
@@ -72,6 +104,7 @@ func renderDeadLetter(d *analytics.DeadLetter) deadLetterJSON {
 		Labels:         d.Due.GetLabels(),
 		LastStatusCode: d.StatusCode,
 		LastError:      d.Error,
+		AttemptHistory: renderHistory(d.Due.GetHistory()),
 		ReplayJobID:    replayJobID(d.JobID, d.ID),
 		ReplayPath:     "/v1/namespaces/" + d.Namespace + "/dead-letters/" + url.PathEscape(d.ID) + "/replay",
 	}

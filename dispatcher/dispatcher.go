@@ -342,7 +342,7 @@ func (d *Dispatcher) decide(due *chimev1.Due, ns *chimev1.NamespaceConfig, cr ca
 			Namespace: due.GetNamespace(), JobId: due.GetJobId(),
 			Command: &chimev1.JobCommand_Retry{Retry: &chimev1.Retry{
 				FireSeq: due.GetFireSeq(), EmitSeq: due.GetEmitSeq(), Attempt: attempt + 1,
-				NotBefore: timestamppb.New(next), Reason: reason,
+				NotBefore: timestamppb.New(next), Reason: reason, Outcome: historyEntry(o),
 			}},
 		})
 		return res
@@ -360,14 +360,31 @@ func describe(cr callResult) string {
 	return cr.errKind + ": " + cr.err
 }
 
+// historySnippet is how much of a failed attempt's response body its
+// history entry keeps: the row and every later due event carry it.
+const historySnippet = 256
+
+// historyEntry is the copy of a failed attempt that the Retry command hands
+// to the scheduler for the fire's history.
+func historyEntry(o *chimev1.CallbackOutcome) *chimev1.CallbackOutcome {
+	h := proto.CloneOf(o)
+	if len(h.BodySnippet) > historySnippet {
+		h.BodySnippet = h.BodySnippet[:historySnippet]
+	}
+	return h
+}
+
 // dead adds the dead letter and the closing ack. The dead letter carries
-// the due (callback, retry policy, labels) and this attempt's outcome; the
-// earlier attempts are on the outcomes topic under the same fire_seq.
+// the due (callback, retry policy, labels) and every attempt of the fire:
+// the earlier ones from the due's history (kept by the scheduler from the
+// Retry commands), then this one.
 func (d *Dispatcher) dead(due *chimev1.Due, res result, ack chimev1.AckResult, reason string) result {
+	attempts := make([]*chimev1.CallbackOutcome, 0, len(due.GetHistory())+1)
+	attempts = append(append(attempts, due.GetHistory()...), res.outcome)
 	res.dead = &chimev1.DeadLetter{
 		EventId:  "dl-" + emissionKey(due.GetIdempotencyKey(), due.GetEmitSeq()),
 		Due:      due,
-		Attempts: []*chimev1.CallbackOutcome{res.outcome},
+		Attempts: attempts,
 		Reason:   reason,
 		At:       timestamppb.New(d.cfg.Now()),
 	}

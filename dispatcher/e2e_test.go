@@ -84,6 +84,18 @@ func TestRetriesEndToEnd(t *testing.T) {
 			require.Equal(t, c.ack, ackOf(b.commands.get(key)).Result)
 			if c.dead {
 				waitFor(t, 10*time.Second, "dead letter", func() bool { return len(b.dead.get(key)) == 1 })
+				// The dead letter lists every attempt, in order: the
+				// earlier ones travelled with the Retry commands through
+				// the scheduler's row and the next due events.
+				dl := b.dead.get(key)[0]
+				require.Len(t, dl.GetAttempts(), len(c.classes))
+				for i, a := range dl.GetAttempts() {
+					require.EqualValues(t, i+1, a.GetAttempt())
+					require.Equal(t, c.classes[i], a.GetClass())
+					require.NotZero(t, a.GetStatusCode(), "attempt %d", i+1)
+					require.Equal(t, b.outcomes.get(key)[i].EventId, a.GetEventId(), "attempt %d is the outcome event", i+1)
+				}
+				require.Len(t, dl.GetDue().GetHistory(), len(c.classes)-1, "the last due carried the earlier attempts")
 			} else {
 				require.Empty(t, b.dead.get(key))
 			}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -62,6 +63,16 @@ func (in *input) eventID() string {
 type decider struct {
 	cfg     Config
 	allowed map[string]bool
+	// incarnation names the running goka processor; a new one starts with
+	// every processor (re)start. See chimev1.Delivery.
+	incarnation atomic.Pointer[string]
+}
+
+func (d *decider) currentIncarnation() string {
+	if p := d.incarnation.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 func isTerminal(s chimev1.JobStatus) bool {
@@ -108,9 +119,9 @@ func (d *decider) onCommand(in *input, cur *chimev1.JobState, now time.Time) dec
 	case *chimev1.JobCommand_Resume:
 		return d.resume(in, cmd, cur, now)
 	case *chimev1.JobCommand_Retry:
-		return d.rearm(in, cur, c.Retry.GetFireSeq(), c.Retry.GetEmitSeq(), c.Retry.GetAttempt(), c.Retry.GetNotBefore().AsTime(), false, c.Retry.GetReason(), now)
+		return d.rearm(in, cur, c.Retry.GetFireSeq(), c.Retry.GetEmitSeq(), c.Retry.GetAttempt(), c.Retry.GetNotBefore().AsTime(), false, c.Retry.GetReason(), c.Retry.GetOutcome(), now)
 	case *chimev1.JobCommand_Defer:
-		return d.rearm(in, cur, c.Defer.GetFireSeq(), c.Defer.GetEmitSeq(), 0, c.Defer.GetNotBefore().AsTime(), true, c.Defer.GetReason(), now)
+		return d.rearm(in, cur, c.Defer.GetFireSeq(), c.Defer.GetEmitSeq(), 0, c.Defer.GetNotBefore().AsTime(), true, c.Defer.GetReason(), nil, now)
 	case *chimev1.JobCommand_Ack:
 		return d.ack(in, cur, c.Ack, now)
 	}
@@ -286,7 +297,7 @@ func (d *decider) resume(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobSta
 // rearm handles Retry and Defer: the occurrence fires again at notBefore.
 // Only an answer to the latest emission of an open fire is taken; anything
 // else is a duplicate or arrived after the fire was settled.
-func (d *decider) rearm(in *input, cur *chimev1.JobState, fireSeq, emitSeq uint64, attempt uint32, notBefore time.Time, isDefer bool, reason string, now time.Time) decision {
+func (d *decider) rearm(in *input, cur *chimev1.JobState, fireSeq, emitSeq uint64, attempt uint32, notBefore time.Time, isDefer bool, reason string, failed *chimev1.CallbackOutcome, now time.Time) decision {
 	if isTerminal(cur.GetStatus()) {
 		return decision{}
 	}
@@ -307,6 +318,7 @@ func (d *decider) rearm(in *input, cur *chimev1.JobState, fireSeq, emitSeq uint6
 		NotBefore:   timestamppb.New(notBefore),
 		ScheduledAt: open.GetScheduledAt(),
 		Deferrals:   open.GetDeferrals(),
+		History:     open.GetHistory(),
 	}
 	typ := chimev1.JobEventType_JOB_EVENT_TYPE_RETRY_SCHEDULED
 	if isDefer {
@@ -315,6 +327,8 @@ func (d *decider) rearm(in *input, cur *chimev1.JobState, fireSeq, emitSeq uint6
 		typ = chimev1.JobEventType_JOB_EVENT_TYPE_DEFERRED
 	} else if attempt <= open.GetAttempt() {
 		return decision{}
+	} else if failed != nil {
+		p.History = appendHistory(p.History, failed)
 	}
 	st := cur
 	st.Pending = append(st.Pending, p)
@@ -384,14 +398,24 @@ func (d *decider) onTick(in *input, cur *chimev1.JobState, now time.Time) decisi
 		return decision{} // stale or early tick: the row decides
 	}
 	st := cur
+	var redo decision
+	d.confirmDeliveries(in, st, &redo, now)
 	if isTerminal(st.GetStatus()) {
 		// Terminal rows are kept for TerminalRetention so their state can
-		// still be read, then removed from the table.
-		return decision{del: true}
+		// still be read, then removed from the table (not while a Kafka
+		// write of theirs is unconfirmed).
+		if len(st.GetUnconfirmed()) == 0 && d.cfg.TerminalRetention > 0 &&
+			!st.GetUpdatedAt().AsTime().Add(d.cfg.TerminalRetention).After(now) {
+			return decision{del: true, deliver: redo.deliver, events: redo.events}
+		}
+		d.setTimer(in.key, st)
+		redo.state = st
+		return redo
 	}
 	if st.GetStatus() != chimev1.JobStatus_JOB_STATUS_SCHEDULED {
 		d.setTimer(in.key, st)
-		return decision{state: st}
+		redo.state = st
+		return redo
 	}
 	plan, err := compilePlan(st)
 	if err != nil {
@@ -401,9 +425,11 @@ func (d *decider) onTick(in *input, cur *chimev1.JobState, now time.Time) decisi
 		st.LastDetail = "schedule no longer compiles: " + err.Error()
 		st.NextScheduledAt = nil
 		d.setTimer(in.key, st)
-		return decision{state: st}
+		redo.state = st
+		return redo
 	}
-	dec := decision{state: st}
+	dec := redo
+	dec.state = st
 
 	// Retries and deferrals whose time has come.
 	var later []*chimev1.Pending
@@ -412,7 +438,7 @@ func (d *decider) onTick(in *input, cur *chimev1.JobState, now time.Time) decisi
 			later = append(later, p)
 			continue
 		}
-		d.fire(in, st, &dec, p.GetFireSeq(), p.GetAttempt(), p.GetDeferrals(), p.GetScheduledAt().AsTime(), p.GetNotBefore().AsTime(), now)
+		d.fire(in, st, &dec, p.GetFireSeq(), p.GetAttempt(), p.GetDeferrals(), p.GetHistory(), p.GetScheduledAt().AsTime(), p.GetNotBefore().AsTime(), now)
 	}
 	st.Pending = later
 
@@ -447,7 +473,7 @@ func (d *decider) onTick(in *input, cur *chimev1.JobState, now time.Time) decisi
 			}
 			st.FireSeq += count
 			st.LastScheduledAt = timestamppb.New(last)
-			d.fire(in, st, &dec, st.GetFireSeq(), 1, 0, last, fireAt, now)
+			d.fire(in, st, &dec, st.GetFireSeq(), 1, 0, nil, last, fireAt, now)
 			st.NextScheduledAt = nil
 			if n, ok := plan.Next(last); ok {
 				st.NextScheduledAt = timestamppb.New(n)
@@ -488,7 +514,7 @@ func (d *decider) onTick(in *input, cur *chimev1.JobState, now time.Time) decisi
 
 // fire emits one occurrence (or expires it when its relevancy window has
 // passed).
-func (d *decider) fire(in *input, st *chimev1.JobState, dec *decision, fireSeq uint64, attempt, deferrals uint32, scheduledAt, fireAt, now time.Time) {
+func (d *decider) fire(in *input, st *chimev1.JobState, dec *decision, fireSeq uint64, attempt, deferrals uint32, history []*chimev1.CallbackOutcome, scheduledAt, fireAt, now time.Time) {
 	window := d.window(st)
 	var deadline *timestamppb.Timestamp
 	if window > 0 {
@@ -528,14 +554,23 @@ func (d *decider) fire(in *input, st *chimev1.JobState, dec *decision, fireSeq u
 	}
 	st.LastFiredAt = timestamppb.New(now)
 	if k != nil {
-		// Kafka targets are delivered by the scheduler itself, in the same
-		// goka transaction as the row update: no ack is needed.
+		// Kafka targets are delivered by the scheduler itself, beside the
+		// row update; the row keeps the write until it counts as stored
+		// (confirmDeliveries).
 		dec.deliver = append(dec.deliver, k)
 		st.LastResult = chimev1.AckResult_ACK_RESULT_SUCCEEDED
+		st.Unconfirmed = append(st.Unconfirmed, &chimev1.Delivery{
+			FireSeq: fireSeq, Target: k, DeliveredAt: timestamppb.New(now), Incarnation: d.currentIncarnation(),
+		})
+		if n := len(st.Unconfirmed) - d.cfg.MaxOpenFires; n > 0 {
+			// A recurring Kafka target firing faster than ConfirmAfter: keep
+			// the row bounded; the oldest are the likeliest stored.
+			st.Unconfirmed = st.Unconfirmed[n:]
+		}
 	} else {
 		st.EmitSeq++
 		em := &chimev1.Emission{FireSeq: fireSeq, EmitSeq: st.GetEmitSeq(), Attempt: attempt, ScheduledAt: timestamppb.New(scheduledAt),
-			Deferrals: deferrals, EmittedAt: timestamppb.New(now), Deadline: deadline}
+			Deferrals: deferrals, EmittedAt: timestamppb.New(now), Deadline: deadline, History: history}
 		dec.dues = append(dec.dues, d.due(in, st, em, fireAt, now))
 		if i := slices.IndexFunc(st.GetOpen(), func(e *chimev1.Emission) bool { return e.GetFireSeq() == fireSeq }); i >= 0 {
 			st.Open[i] = em
@@ -562,6 +597,41 @@ func (d *decider) fire(in *input, st *chimev1.JobState, dec *decision, fireSeq u
 	}
 }
 
+// confirmDeliveries settles the row's Kafka-target writes: one written by
+// another scheduler incarnation may have been lost with it (the row was
+// stored, the write perhaps not), so it is written again, now; one written
+// by this incarnation at least ConfirmAfter ago counts as stored, since a
+// failed write fails the processor well before that, and the restarted
+// processor is a new incarnation.
+func (d *decider) confirmDeliveries(in *input, st *chimev1.JobState, dec *decision, now time.Time) {
+	if len(st.GetUnconfirmed()) == 0 {
+		return
+	}
+	inc := d.currentIncarnation()
+	keep := st.Unconfirmed[:0]
+	for _, u := range st.GetUnconfirmed() {
+		switch {
+		case u.GetIncarnation() != inc:
+			if k := u.GetTarget(); k != nil && d.allowed[k.GetTopic()] {
+				dec.deliver = append(dec.deliver, k)
+				u.Incarnation, u.DeliveredAt = inc, timestamppb.New(now)
+				u.Redeliveries++
+				ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_REDELIVERED, now)
+				ev.FireSeq = u.GetFireSeq()
+				ev.Detail = fmt.Sprintf("kafka target write of fire %d to %q written again: the scheduler that wrote it stopped before it could count as stored", u.GetFireSeq(), k.GetTopic())
+				dec.events = append(dec.events, ev)
+				keep = append(keep, u)
+			}
+		case u.GetDeliveredAt().AsTime().Add(d.cfg.ConfirmAfter).After(now):
+			keep = append(keep, u)
+		}
+	}
+	st.Unconfirmed = keep
+	if len(keep) == 0 {
+		st.Unconfirmed = nil
+	}
+}
+
 // due builds the due event of an emission.
 func (d *decider) due(in *input, st *chimev1.JobState, em *chimev1.Emission, fireAt, now time.Time) *chimev1.Due {
 	spec := st.GetSpec()
@@ -580,11 +650,28 @@ func (d *decider) due(in *input, st *chimev1.JobState, em *chimev1.Emission, fir
 		Labels:         spec.GetLabels(),
 		IdempotencyKey: in.key + "/" + strconv.FormatUint(em.GetFireSeq(), 10),
 		Deferrals:      em.GetDeferrals(),
+		History:        em.GetHistory(),
 	}
 	if w := d.window(st); w > 0 {
 		due.RelevancyWindow = durationpb.New(w)
 	}
 	return due
+}
+
+// MaxAttemptHistory bounds the failed attempts a fire carries (the most
+// recent ones): a policy with hundreds of attempts must not grow the row and
+// every due event without limit. The outcomes topic and ClickHouse keep all.
+const MaxAttemptHistory = 16
+
+// appendHistory adds a failed attempt to a fire's history, keeping the most
+// recent MaxAttemptHistory. It copies: the slice may be shared with the
+// emission it came from.
+func appendHistory(h []*chimev1.CallbackOutcome, o *chimev1.CallbackOutcome) []*chimev1.CallbackOutcome {
+	out := make([]*chimev1.CallbackOutcome, 0, min(len(h)+1, MaxAttemptHistory))
+	if drop := len(h) + 1 - MaxAttemptHistory; drop > 0 {
+		h = h[drop:]
+	}
+	return append(append(out, h...), o)
 }
 
 // ackTimeout is how long an emission waits for an answer before it is
@@ -643,6 +730,9 @@ func (d *decider) setTimer(key string, st *chimev1.JobState) {
 		}
 	case isTerminal(st.GetStatus()) && d.cfg.TerminalRetention > 0:
 		consider(st.GetUpdatedAt().AsTime().Add(d.cfg.TerminalRetention))
+	}
+	for _, u := range st.GetUnconfirmed() {
+		consider(u.GetDeliveredAt().AsTime().Add(d.cfg.ConfirmAfter))
 	}
 	if at.IsZero() {
 		st.TimerAt = nil

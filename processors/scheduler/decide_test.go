@@ -243,6 +243,50 @@ func TestRetryAndDeferRearmTheSameFire(t *testing.T) {
 	require.Equal(t, chimev1.JobStatus_JOB_STATUS_DEAD, r.st.Status)
 }
 
+// TestFireCarriesItsAttemptHistory: each Retry hands the failed attempt to
+// the row; the next due carries all earlier failures (the most recent
+// MaxAttemptHistory), across deferrals and redeliveries, for the dead letter.
+func TestFireCarriesItsAttemptHistory(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, func(c *Config) { c.AckTimeout = time.Minute })
+	r.command(upsert(httpSpec(at(t0)), t0), t0)
+	r.tick(t0)
+	now := t0
+	const attempts = MaxAttemptHistory + 4
+	for a := uint32(1); a < attempts; a++ {
+		last := r.dues[len(r.dues)-1]
+		require.EqualValues(t, a, last.Attempt)
+		require.Len(t, last.History, min(int(a)-1, MaxAttemptHistory), "attempt %d", a)
+		for i, h := range last.History {
+			require.EqualValues(t, int(a)-len(last.History)+i, h.Attempt, "oldest first, the most recent kept")
+		}
+		now = now.Add(time.Second)
+		r.command(&chimev1.JobCommand{Command: &chimev1.JobCommand_Retry{Retry: &chimev1.Retry{
+			FireSeq: 1, EmitSeq: last.EmitSeq, Attempt: a + 1, NotBefore: timestamppb.New(now.Add(time.Second)), Reason: "HTTP 503",
+			Outcome: &chimev1.CallbackOutcome{Attempt: a, StatusCode: 503, Class: chimev1.OutcomeClass_OUTCOME_CLASS_RETRYABLE}}}}, now)
+		if a == 3 {
+			// A deferral between attempts keeps the history.
+			r.tick(now.Add(time.Second))
+			d := r.dues[len(r.dues)-1]
+			r.command(&chimev1.JobCommand{Command: &chimev1.JobCommand_Defer{Defer: &chimev1.Defer{
+				FireSeq: 1, EmitSeq: d.EmitSeq, NotBefore: timestamppb.New(now.Add(2 * time.Second))}}}, now.Add(time.Second))
+			require.Len(t, d.History, 3)
+			now = now.Add(time.Second)
+		}
+		r.tick(now.Add(time.Second))
+		now = now.Add(time.Second)
+	}
+	// A redelivered due (no answer) carries the same history.
+	last := r.dues[len(r.dues)-1]
+	r.tick(now.Add(time.Minute))
+	again := r.dues[len(r.dues)-1]
+	require.Equal(t, last.EmitSeq, again.EmitSeq)
+	require.Len(t, again.History, MaxAttemptHistory)
+	for i := range last.History {
+		require.True(t, proto.Equal(last.History[i], again.History[i]), "history entry %d", i)
+	}
+}
+
 func TestPauseResumeCancel(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
@@ -327,6 +371,80 @@ func TestKafkaTargetIsDeliveredByTheScheduler(t *testing.T) {
 	require.Len(t, r.deliver, 1)
 	require.Equal(t, topic, r.deliver[0].Topic)
 	require.Equal(t, chimev1.JobStatus_JOB_STATUS_COMPLETED, r.st.Status)
+}
+
+// TestKafkaTargetWriteSurvivesARestart: the row keeps a Kafka-target write
+// until ConfirmAfter has passed under the incarnation that made it. A new
+// incarnation (the scheduler restarted, or the partition moved) writes it
+// again, since the old one may have died before Kafka stored it.
+func TestKafkaTargetWriteSurvivesARestart(t *testing.T) {
+	t.Parallel()
+	setInc := func(r *rig, s string) { r.d.incarnation.Store(&s) }
+	kafkaSpec := func(r *rig, s *chimev1.Schedule) *chimev1.JobSpec {
+		spec := httpSpec(s)
+		spec.Target = &chimev1.Target{Kind: &chimev1.Target_Kafka{Kafka: &chimev1.KafkaTarget{Topic: r.d.cfg.Topics.BreakerTimers(), Key: []byte("ns1"), Value: []byte("check")}}}
+		return spec
+	}
+	confirm := time.Minute
+	withConfirm := func(c *Config) { c.ConfirmAfter = confirm }
+
+	t.Run("same incarnation confirms", func(t *testing.T) {
+		t.Parallel()
+		r := newRig(t, withConfirm)
+		setInc(r, "a")
+		r.command(upsert(kafkaSpec(r, at(t0.Add(time.Second))), t0), t0)
+		r.tick(t0.Add(time.Second))
+		require.Len(t, r.deliver, 1)
+		require.Equal(t, chimev1.JobStatus_JOB_STATUS_COMPLETED, r.st.Status, "a one-shot completes when written")
+		require.Len(t, r.st.Unconfirmed, 1)
+		require.Equal(t, t0.Add(time.Second+confirm), r.st.TimerAt.AsTime(), "the row wakes to confirm, before its retention")
+		r.runUntil(t0.Add(time.Hour))
+		require.Len(t, r.deliver, 1, "confirmed, not written again")
+		require.Empty(t, r.st.Unconfirmed)
+		require.Equal(t, r.st.UpdatedAt.AsTime().Add(r.d.cfg.TerminalRetention), r.st.TimerAt.AsTime())
+	})
+	t.Run("a new incarnation writes again", func(t *testing.T) {
+		t.Parallel()
+		r := newRig(t, withConfirm)
+		setInc(r, "a")
+		r.command(upsert(kafkaSpec(r, at(t0.Add(time.Second))), t0), t0)
+		r.tick(t0.Add(time.Second))
+		require.Len(t, r.deliver, 1)
+		setInc(r, "b") // "a" died; its write may be lost
+		r.runUntil(t0.Add(time.Hour))
+		require.Len(t, r.deliver, 2)
+		require.True(t, proto.Equal(r.deliver[0], r.deliver[1]), "the same write")
+		require.Empty(t, r.st.Unconfirmed, "b's own write confirms")
+		require.Equal(t, chimev1.JobEventType_JOB_EVENT_TYPE_REDELIVERED, r.events[len(r.events)-1].Type)
+		require.EqualValues(t, 1, r.events[len(r.events)-1].FireSeq)
+	})
+	t.Run("recurring keeps a bounded list", func(t *testing.T) {
+		t.Parallel()
+		r := newRig(t, withConfirm, func(c *Config) { c.MaxOpenFires = 8 })
+		setInc(r, "a")
+		r.command(upsert(kafkaSpec(r, every(time.Second)), t0), t0)
+		r.runUntil(t0.Add(30 * time.Second))
+		require.Len(t, r.deliver, 30)
+		require.Len(t, r.st.Unconfirmed, 8)
+		r.runUntil(t0.Add(5 * time.Minute))
+		require.Len(t, r.st.Unconfirmed, 8)
+		require.GreaterOrEqual(t, r.st.Unconfirmed[0].DeliveredAt.AsTime(), t0.Add(5*time.Minute-confirm))
+	})
+	t.Run("cancelled row keeps it until confirmed", func(t *testing.T) {
+		t.Parallel()
+		r := newRig(t, withConfirm)
+		setInc(r, "a")
+		r.command(upsert(kafkaSpec(r, every(time.Hour)), t0), t0)
+		r.tick(t0.Add(time.Hour))
+		r.command(&chimev1.JobCommand{Command: &chimev1.JobCommand_Cancel{Cancel: &chimev1.Cancel{}}}, t0.Add(time.Hour+time.Second))
+		require.Equal(t, chimev1.JobStatus_JOB_STATUS_CANCELLED, r.st.Status)
+		setInc(r, "b")
+		r.runUntil(t0.Add(2 * time.Hour))
+		require.Len(t, r.deliver, 2)
+		require.False(t, r.deleted)
+		r.runUntil(t0.Add(30 * 24 * time.Hour))
+		require.True(t, r.deleted, "removed after its retention once confirmed")
+	})
 }
 
 func TestJitterIsStableAndBounded(t *testing.T) {

@@ -13,6 +13,8 @@ package scheduler
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -85,6 +87,12 @@ type Config struct {
 	// redelivery, at most 1h). It recovers a due event lost in a crash.
 	// Default 2m; <0 disables redelivery.
 	AckTimeout time.Duration
+	// ConfirmAfter is how long a Kafka-target write stays in its row
+	// before it counts as stored (chimev1.Delivery): longer than a failed
+	// write can take to fail the processor (sarama: up to 4 tries of a 30 s
+	// network timeout). Until then a scheduler restart writes it again.
+	// Default 3m.
+	ConfirmAfter time.Duration
 	// FireEvents also writes a job event for every fire (the outcomes
 	// stream already records every attempt). Default off.
 	FireEvents bool
@@ -147,6 +155,9 @@ func (c *Config) defaults() {
 	}
 	if c.AckTimeout < 0 {
 		c.AckTimeout = 0
+	}
+	if c.ConfirmAfter <= 0 {
+		c.ConfirmAfter = 3 * time.Minute
 	}
 	if c.CatchupScanLimit <= 0 {
 		c.CatchupScanLimit = 10000
@@ -299,10 +310,20 @@ func (s *Scheduler) newProcessor() (*goka.Processor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
+	// A new processor is a new incarnation: what the previous one wrote
+	// to Kafka-target topics is written again unless it was confirmed.
+	inc := newIncarnation()
+	s.decider.incarnation.Store(&inc)
 	s.mu.Lock()
 	s.proc = p
 	s.mu.Unlock()
 	return p, nil
+}
+
+func newIncarnation() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // WaitReady blocks until the processor has recovered its partitions.

@@ -9,7 +9,6 @@ package chimev1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
-	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -22,274 +21,6 @@ const (
 	// Verify that runtime/protoimpl is sufficiently up-to-date.
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
-
-type OutcomeClass int32
-
-const (
-	OutcomeClass_OUTCOME_CLASS_UNSPECIFIED OutcomeClass = 0
-	// 2xx.
-	OutcomeClass_OUTCOME_CLASS_SUCCESS OutcomeClass = 1
-	// 408/425/429/5xx, timeouts, connection errors: will be retried.
-	OutcomeClass_OUTCOME_CLASS_RETRYABLE OutcomeClass = 2
-	// Other 4xx: the client rejected it; no retry.
-	OutcomeClass_OUTCOME_CLASS_PERMANENT OutcomeClass = 3
-	// Past its relevancy deadline; not sent.
-	OutcomeClass_OUTCOME_CLASS_EXPIRED OutcomeClass = 4
-	// Held back (breaker, rate limit, concurrency); not charged an attempt.
-	OutcomeClass_OUTCOME_CLASS_DEFERRED OutcomeClass = 5
-	// Refused before sending (URL not allowed, SSRF guard).
-	OutcomeClass_OUTCOME_CLASS_REFUSED OutcomeClass = 6
-)
-
-// Enum value maps for OutcomeClass.
-var (
-	OutcomeClass_name = map[int32]string{
-		0: "OUTCOME_CLASS_UNSPECIFIED",
-		1: "OUTCOME_CLASS_SUCCESS",
-		2: "OUTCOME_CLASS_RETRYABLE",
-		3: "OUTCOME_CLASS_PERMANENT",
-		4: "OUTCOME_CLASS_EXPIRED",
-		5: "OUTCOME_CLASS_DEFERRED",
-		6: "OUTCOME_CLASS_REFUSED",
-	}
-	OutcomeClass_value = map[string]int32{
-		"OUTCOME_CLASS_UNSPECIFIED": 0,
-		"OUTCOME_CLASS_SUCCESS":     1,
-		"OUTCOME_CLASS_RETRYABLE":   2,
-		"OUTCOME_CLASS_PERMANENT":   3,
-		"OUTCOME_CLASS_EXPIRED":     4,
-		"OUTCOME_CLASS_DEFERRED":    5,
-		"OUTCOME_CLASS_REFUSED":     6,
-	}
-)
-
-func (x OutcomeClass) Enum() *OutcomeClass {
-	p := new(OutcomeClass)
-	*p = x
-	return p
-}
-
-func (x OutcomeClass) String() string {
-	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
-}
-
-func (OutcomeClass) Descriptor() protoreflect.EnumDescriptor {
-	return file_chime_v1_dispatch_proto_enumTypes[0].Descriptor()
-}
-
-func (OutcomeClass) Type() protoreflect.EnumType {
-	return &file_chime_v1_dispatch_proto_enumTypes[0]
-}
-
-func (x OutcomeClass) Number() protoreflect.EnumNumber {
-	return protoreflect.EnumNumber(x)
-}
-
-// Deprecated: Use OutcomeClass.Descriptor instead.
-func (OutcomeClass) EnumDescriptor() ([]byte, []int) {
-	return file_chime_v1_dispatch_proto_rawDescGZIP(), []int{0}
-}
-
-// CallbackOutcome is one attempt (or non-attempt) of a fire, on the outcomes
-// topic keyed by namespace. The breaker and analytics consume it.
-type CallbackOutcome struct {
-	state      protoimpl.MessageState `protogen:"open.v1"`
-	EventId    string                 `protobuf:"bytes,1,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
-	Namespace  string                 `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
-	JobId      string                 `protobuf:"bytes,3,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	FireSeq    uint64                 `protobuf:"varint,4,opt,name=fire_seq,json=fireSeq,proto3" json:"fire_seq,omitempty"`
-	Attempt    uint32                 `protobuf:"varint,5,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	Class      OutcomeClass           `protobuf:"varint,6,opt,name=class,proto3,enum=chime.v1.OutcomeClass" json:"class,omitempty"`
-	StatusCode int32                  `protobuf:"varint,7,opt,name=status_code,json=statusCode,proto3" json:"status_code,omitempty"`
-	Latency    *durationpb.Duration   `protobuf:"bytes,8,opt,name=latency,proto3" json:"latency,omitempty"`
-	// "timeout", "connection", "dns", "tls", "ssrf", ... empty when none.
-	ErrorKind string `protobuf:"bytes,9,opt,name=error_kind,json=errorKind,proto3" json:"error_kind,omitempty"`
-	Error     string `protobuf:"bytes,10,opt,name=error,proto3" json:"error,omitempty"`
-	// First 1 KiB of the response body.
-	BodySnippet  []byte                 `protobuf:"bytes,11,opt,name=body_snippet,json=bodySnippet,proto3" json:"body_snippet,omitempty"`
-	Probe        bool                   `protobuf:"varint,12,opt,name=probe,proto3" json:"probe,omitempty"`
-	ScheduledAt  *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=scheduled_at,json=scheduledAt,proto3" json:"scheduled_at,omitempty"`
-	StartedAt    *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
-	FinishedAt   *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
-	DispatcherId string                 `protobuf:"bytes,16,opt,name=dispatcher_id,json=dispatcherId,proto3" json:"dispatcher_id,omitempty"`
-	// Whether a retry was scheduled, and when.
-	WillRetry     bool                   `protobuf:"varint,17,opt,name=will_retry,json=willRetry,proto3" json:"will_retry,omitempty"`
-	NextAttemptAt *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=next_attempt_at,json=nextAttemptAt,proto3" json:"next_attempt_at,omitempty"`
-	Url           string                 `protobuf:"bytes,19,opt,name=url,proto3" json:"url,omitempty"`
-	Method        string                 `protobuf:"bytes,20,opt,name=method,proto3" json:"method,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *CallbackOutcome) Reset() {
-	*x = CallbackOutcome{}
-	mi := &file_chime_v1_dispatch_proto_msgTypes[0]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *CallbackOutcome) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*CallbackOutcome) ProtoMessage() {}
-
-func (x *CallbackOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_dispatch_proto_msgTypes[0]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use CallbackOutcome.ProtoReflect.Descriptor instead.
-func (*CallbackOutcome) Descriptor() ([]byte, []int) {
-	return file_chime_v1_dispatch_proto_rawDescGZIP(), []int{0}
-}
-
-func (x *CallbackOutcome) GetEventId() string {
-	if x != nil {
-		return x.EventId
-	}
-	return ""
-}
-
-func (x *CallbackOutcome) GetNamespace() string {
-	if x != nil {
-		return x.Namespace
-	}
-	return ""
-}
-
-func (x *CallbackOutcome) GetJobId() string {
-	if x != nil {
-		return x.JobId
-	}
-	return ""
-}
-
-func (x *CallbackOutcome) GetFireSeq() uint64 {
-	if x != nil {
-		return x.FireSeq
-	}
-	return 0
-}
-
-func (x *CallbackOutcome) GetAttempt() uint32 {
-	if x != nil {
-		return x.Attempt
-	}
-	return 0
-}
-
-func (x *CallbackOutcome) GetClass() OutcomeClass {
-	if x != nil {
-		return x.Class
-	}
-	return OutcomeClass_OUTCOME_CLASS_UNSPECIFIED
-}
-
-func (x *CallbackOutcome) GetStatusCode() int32 {
-	if x != nil {
-		return x.StatusCode
-	}
-	return 0
-}
-
-func (x *CallbackOutcome) GetLatency() *durationpb.Duration {
-	if x != nil {
-		return x.Latency
-	}
-	return nil
-}
-
-func (x *CallbackOutcome) GetErrorKind() string {
-	if x != nil {
-		return x.ErrorKind
-	}
-	return ""
-}
-
-func (x *CallbackOutcome) GetError() string {
-	if x != nil {
-		return x.Error
-	}
-	return ""
-}
-
-func (x *CallbackOutcome) GetBodySnippet() []byte {
-	if x != nil {
-		return x.BodySnippet
-	}
-	return nil
-}
-
-func (x *CallbackOutcome) GetProbe() bool {
-	if x != nil {
-		return x.Probe
-	}
-	return false
-}
-
-func (x *CallbackOutcome) GetScheduledAt() *timestamppb.Timestamp {
-	if x != nil {
-		return x.ScheduledAt
-	}
-	return nil
-}
-
-func (x *CallbackOutcome) GetStartedAt() *timestamppb.Timestamp {
-	if x != nil {
-		return x.StartedAt
-	}
-	return nil
-}
-
-func (x *CallbackOutcome) GetFinishedAt() *timestamppb.Timestamp {
-	if x != nil {
-		return x.FinishedAt
-	}
-	return nil
-}
-
-func (x *CallbackOutcome) GetDispatcherId() string {
-	if x != nil {
-		return x.DispatcherId
-	}
-	return ""
-}
-
-func (x *CallbackOutcome) GetWillRetry() bool {
-	if x != nil {
-		return x.WillRetry
-	}
-	return false
-}
-
-func (x *CallbackOutcome) GetNextAttemptAt() *timestamppb.Timestamp {
-	if x != nil {
-		return x.NextAttemptAt
-	}
-	return nil
-}
-
-func (x *CallbackOutcome) GetUrl() string {
-	if x != nil {
-		return x.Url
-	}
-	return ""
-}
-
-func (x *CallbackOutcome) GetMethod() string {
-	if x != nil {
-		return x.Method
-	}
-	return ""
-}
 
 // DeadLetter is a fire that will not be retried: exhausted or permanent.
 type DeadLetter struct {
@@ -306,7 +37,7 @@ type DeadLetter struct {
 
 func (x *DeadLetter) Reset() {
 	*x = DeadLetter{}
-	mi := &file_chime_v1_dispatch_proto_msgTypes[1]
+	mi := &file_chime_v1_dispatch_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -318,7 +49,7 @@ func (x *DeadLetter) String() string {
 func (*DeadLetter) ProtoMessage() {}
 
 func (x *DeadLetter) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_dispatch_proto_msgTypes[1]
+	mi := &file_chime_v1_dispatch_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -331,7 +62,7 @@ func (x *DeadLetter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetter.ProtoReflect.Descriptor instead.
 func (*DeadLetter) Descriptor() ([]byte, []int) {
-	return file_chime_v1_dispatch_proto_rawDescGZIP(), []int{1}
+	return file_chime_v1_dispatch_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *DeadLetter) GetEventId() string {
@@ -380,34 +111,7 @@ var File_chime_v1_dispatch_proto protoreflect.FileDescriptor
 
 const file_chime_v1_dispatch_proto_rawDesc = "" +
 	"\n" +
-	"\x17chime/v1/dispatch.proto\x12\bchime.v1\x1a\x12chime/v1/job.proto\x1a\x18chime/v1/scheduler.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf1\x05\n" +
-	"\x0fCallbackOutcome\x12\x19\n" +
-	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x1c\n" +
-	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x15\n" +
-	"\x06job_id\x18\x03 \x01(\tR\x05jobId\x12\x19\n" +
-	"\bfire_seq\x18\x04 \x01(\x04R\afireSeq\x12\x18\n" +
-	"\aattempt\x18\x05 \x01(\rR\aattempt\x12,\n" +
-	"\x05class\x18\x06 \x01(\x0e2\x16.chime.v1.OutcomeClassR\x05class\x12\x1f\n" +
-	"\vstatus_code\x18\a \x01(\x05R\n" +
-	"statusCode\x123\n" +
-	"\alatency\x18\b \x01(\v2\x19.google.protobuf.DurationR\alatency\x12\x1d\n" +
-	"\n" +
-	"error_kind\x18\t \x01(\tR\terrorKind\x12\x14\n" +
-	"\x05error\x18\n" +
-	" \x01(\tR\x05error\x12!\n" +
-	"\fbody_snippet\x18\v \x01(\fR\vbodySnippet\x12\x14\n" +
-	"\x05probe\x18\f \x01(\bR\x05probe\x12=\n" +
-	"\fscheduled_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\vscheduledAt\x129\n" +
-	"\n" +
-	"started_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12;\n" +
-	"\vfinished_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"finishedAt\x12#\n" +
-	"\rdispatcher_id\x18\x10 \x01(\tR\fdispatcherId\x12\x1d\n" +
-	"\n" +
-	"will_retry\x18\x11 \x01(\bR\twillRetry\x12B\n" +
-	"\x0fnext_attempt_at\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\rnextAttemptAt\x12\x10\n" +
-	"\x03url\x18\x13 \x01(\tR\x03url\x12\x16\n" +
-	"\x06method\x18\x14 \x01(\tR\x06method\"\xea\x01\n" +
+	"\x17chime/v1/dispatch.proto\x12\bchime.v1\x1a\x12chime/v1/job.proto\x1a\x16chime/v1/outcome.proto\x1a\x18chime/v1/scheduler.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xea\x01\n" +
 	"\n" +
 	"DeadLetter\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x1f\n" +
@@ -415,15 +119,7 @@ const file_chime_v1_dispatch_proto_rawDesc = "" +
 	"\battempts\x18\x03 \x03(\v2\x19.chime.v1.CallbackOutcomeR\battempts\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12*\n" +
 	"\x02at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12%\n" +
-	"\x04spec\x18\x06 \x01(\v2\x11.chime.v1.JobSpecR\x04spec*\xd4\x01\n" +
-	"\fOutcomeClass\x12\x1d\n" +
-	"\x19OUTCOME_CLASS_UNSPECIFIED\x10\x00\x12\x19\n" +
-	"\x15OUTCOME_CLASS_SUCCESS\x10\x01\x12\x1b\n" +
-	"\x17OUTCOME_CLASS_RETRYABLE\x10\x02\x12\x1b\n" +
-	"\x17OUTCOME_CLASS_PERMANENT\x10\x03\x12\x19\n" +
-	"\x15OUTCOME_CLASS_EXPIRED\x10\x04\x12\x1a\n" +
-	"\x16OUTCOME_CLASS_DEFERRED\x10\x05\x12\x19\n" +
-	"\x15OUTCOME_CLASS_REFUSED\x10\x06B5Z3github.com/chime-sched/chime/schema/chimev1;chimev1b\x06proto3"
+	"\x04spec\x18\x06 \x01(\v2\x11.chime.v1.JobSpecR\x04specB5Z3github.com/chime-sched/chime/schema/chimev1;chimev1b\x06proto3"
 
 var (
 	file_chime_v1_dispatch_proto_rawDescOnce sync.Once
@@ -437,33 +133,24 @@ func file_chime_v1_dispatch_proto_rawDescGZIP() []byte {
 	return file_chime_v1_dispatch_proto_rawDescData
 }
 
-var file_chime_v1_dispatch_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_chime_v1_dispatch_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_chime_v1_dispatch_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
 var file_chime_v1_dispatch_proto_goTypes = []any{
-	(OutcomeClass)(0),             // 0: chime.v1.OutcomeClass
-	(*CallbackOutcome)(nil),       // 1: chime.v1.CallbackOutcome
-	(*DeadLetter)(nil),            // 2: chime.v1.DeadLetter
-	(*durationpb.Duration)(nil),   // 3: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 4: google.protobuf.Timestamp
-	(*Due)(nil),                   // 5: chime.v1.Due
-	(*JobSpec)(nil),               // 6: chime.v1.JobSpec
+	(*DeadLetter)(nil),            // 0: chime.v1.DeadLetter
+	(*Due)(nil),                   // 1: chime.v1.Due
+	(*CallbackOutcome)(nil),       // 2: chime.v1.CallbackOutcome
+	(*timestamppb.Timestamp)(nil), // 3: google.protobuf.Timestamp
+	(*JobSpec)(nil),               // 4: chime.v1.JobSpec
 }
 var file_chime_v1_dispatch_proto_depIdxs = []int32{
-	0,  // 0: chime.v1.CallbackOutcome.class:type_name -> chime.v1.OutcomeClass
-	3,  // 1: chime.v1.CallbackOutcome.latency:type_name -> google.protobuf.Duration
-	4,  // 2: chime.v1.CallbackOutcome.scheduled_at:type_name -> google.protobuf.Timestamp
-	4,  // 3: chime.v1.CallbackOutcome.started_at:type_name -> google.protobuf.Timestamp
-	4,  // 4: chime.v1.CallbackOutcome.finished_at:type_name -> google.protobuf.Timestamp
-	4,  // 5: chime.v1.CallbackOutcome.next_attempt_at:type_name -> google.protobuf.Timestamp
-	5,  // 6: chime.v1.DeadLetter.due:type_name -> chime.v1.Due
-	1,  // 7: chime.v1.DeadLetter.attempts:type_name -> chime.v1.CallbackOutcome
-	4,  // 8: chime.v1.DeadLetter.at:type_name -> google.protobuf.Timestamp
-	6,  // 9: chime.v1.DeadLetter.spec:type_name -> chime.v1.JobSpec
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	1, // 0: chime.v1.DeadLetter.due:type_name -> chime.v1.Due
+	2, // 1: chime.v1.DeadLetter.attempts:type_name -> chime.v1.CallbackOutcome
+	3, // 2: chime.v1.DeadLetter.at:type_name -> google.protobuf.Timestamp
+	4, // 3: chime.v1.DeadLetter.spec:type_name -> chime.v1.JobSpec
+	4, // [4:4] is the sub-list for method output_type
+	4, // [4:4] is the sub-list for method input_type
+	4, // [4:4] is the sub-list for extension type_name
+	4, // [4:4] is the sub-list for extension extendee
+	0, // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_chime_v1_dispatch_proto_init() }
@@ -472,20 +159,20 @@ func file_chime_v1_dispatch_proto_init() {
 		return
 	}
 	file_chime_v1_job_proto_init()
+	file_chime_v1_outcome_proto_init()
 	file_chime_v1_scheduler_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chime_v1_dispatch_proto_rawDesc), len(file_chime_v1_dispatch_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   2,
+			NumEnums:      0,
+			NumMessages:   1,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
 		GoTypes:           file_chime_v1_dispatch_proto_goTypes,
 		DependencyIndexes: file_chime_v1_dispatch_proto_depIdxs,
-		EnumInfos:         file_chime_v1_dispatch_proto_enumTypes,
 		MessageInfos:      file_chime_v1_dispatch_proto_msgTypes,
 	}.Build()
 	File_chime_v1_dispatch_proto = out.File

@@ -1112,9 +1112,13 @@ type Retry struct {
 	// The emission this retry answers (Due.emit_seq); a stale one is ignored.
 	EmitSeq uint64 `protobuf:"varint,2,opt,name=emit_seq,json=emitSeq,proto3" json:"emit_seq,omitempty"`
 	// The attempt number the next call will carry.
-	Attempt       uint32                 `protobuf:"varint,3,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	NotBefore     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=not_before,json=notBefore,proto3" json:"not_before,omitempty"`
-	Reason        string                 `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	Attempt   uint32                 `protobuf:"varint,3,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	NotBefore *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=not_before,json=notBefore,proto3" json:"not_before,omitempty"`
+	Reason    string                 `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The attempt that failed (body snippet trimmed): the scheduler keeps it
+	// in the fire's history, which the next due event carries, so a dead
+	// letter lists every attempt.
+	Outcome       *CallbackOutcome `protobuf:"bytes,6,opt,name=outcome,proto3" json:"outcome,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1182,6 +1186,13 @@ func (x *Retry) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *Retry) GetOutcome() *CallbackOutcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return nil
 }
 
 // Defer re-arms the timer without charging an attempt (breaker open, rate
@@ -1335,7 +1346,7 @@ var File_chime_v1_job_proto protoreflect.FileDescriptor
 
 const file_chime_v1_job_proto_rawDesc = "" +
 	"\n" +
-	"\x12chime/v1/job.proto\x12\bchime.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc2\x01\n" +
+	"\x12chime/v1/job.proto\x12\bchime.v1\x1a\x16chime/v1/outcome.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc2\x01\n" +
 	"\bSchedule\x12,\n" +
 	"\x02at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampH\x00R\x02at\x12'\n" +
 	"\x05every\x18\x02 \x01(\v2\x0f.chime.v1.EveryH\x00R\x05every\x12$\n" +
@@ -1414,14 +1425,15 @@ const file_chime_v1_job_proto_rawDesc = "" +
 	"\x06Cancel\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\"\a\n" +
 	"\x05Pause\"\b\n" +
-	"\x06Resume\"\xaa\x01\n" +
+	"\x06Resume\"\xdf\x01\n" +
 	"\x05Retry\x12\x19\n" +
 	"\bfire_seq\x18\x01 \x01(\x04R\afireSeq\x12\x19\n" +
 	"\bemit_seq\x18\x02 \x01(\x04R\aemitSeq\x12\x18\n" +
 	"\aattempt\x18\x03 \x01(\rR\aattempt\x129\n" +
 	"\n" +
 	"not_before\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tnotBefore\x12\x16\n" +
-	"\x06reason\x18\x05 \x01(\tR\x06reason\"\x90\x01\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\x123\n" +
+	"\aoutcome\x18\x06 \x01(\v2\x19.chime.v1.CallbackOutcomeR\aoutcome\"\x90\x01\n" +
 	"\x05Defer\x12\x19\n" +
 	"\bfire_seq\x18\x01 \x01(\x04R\afireSeq\x12\x19\n" +
 	"\bemit_seq\x18\x02 \x01(\x04R\aemitSeq\x129\n" +
@@ -1478,6 +1490,7 @@ var file_chime_v1_job_proto_goTypes = []any{
 	nil,                           // 19: chime.v1.JobSpec.LabelsEntry
 	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
 	(*durationpb.Duration)(nil),   // 21: google.protobuf.Duration
+	(*CallbackOutcome)(nil),       // 22: chime.v1.CallbackOutcome
 }
 var file_chime_v1_job_proto_depIdxs = []int32{
 	20, // 0: chime.v1.Schedule.at:type_name -> google.protobuf.Timestamp
@@ -1512,13 +1525,14 @@ var file_chime_v1_job_proto_depIdxs = []int32{
 	16, // 29: chime.v1.JobCommand.ack:type_name -> chime.v1.Ack
 	8,  // 30: chime.v1.Upsert.spec:type_name -> chime.v1.JobSpec
 	20, // 31: chime.v1.Retry.not_before:type_name -> google.protobuf.Timestamp
-	20, // 32: chime.v1.Defer.not_before:type_name -> google.protobuf.Timestamp
-	0,  // 33: chime.v1.Ack.result:type_name -> chime.v1.AckResult
-	34, // [34:34] is the sub-list for method output_type
-	34, // [34:34] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	22, // 32: chime.v1.Retry.outcome:type_name -> chime.v1.CallbackOutcome
+	20, // 33: chime.v1.Defer.not_before:type_name -> google.protobuf.Timestamp
+	0,  // 34: chime.v1.Ack.result:type_name -> chime.v1.AckResult
+	35, // [35:35] is the sub-list for method output_type
+	35, // [35:35] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_chime_v1_job_proto_init() }
@@ -1526,6 +1540,7 @@ func file_chime_v1_job_proto_init() {
 	if File_chime_v1_job_proto != nil {
 		return
 	}
+	file_chime_v1_outcome_proto_init()
 	file_chime_v1_job_proto_msgTypes[0].OneofWrappers = []any{
 		(*Schedule_At)(nil),
 		(*Schedule_Every)(nil),

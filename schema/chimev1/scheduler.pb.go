@@ -169,12 +169,14 @@ func (JobEventType) EnumDescriptor() ([]byte, []int) {
 // Pending is an occurrence that was emitted and waits for its retry or
 // deferral time.
 type Pending struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	FireSeq       uint64                 `protobuf:"varint,1,opt,name=fire_seq,json=fireSeq,proto3" json:"fire_seq,omitempty"`
-	Attempt       uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	NotBefore     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=not_before,json=notBefore,proto3" json:"not_before,omitempty"`
-	ScheduledAt   *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=scheduled_at,json=scheduledAt,proto3" json:"scheduled_at,omitempty"`
-	Deferrals     uint32                 `protobuf:"varint,5,opt,name=deferrals,proto3" json:"deferrals,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	FireSeq     uint64                 `protobuf:"varint,1,opt,name=fire_seq,json=fireSeq,proto3" json:"fire_seq,omitempty"`
+	Attempt     uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	NotBefore   *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=not_before,json=notBefore,proto3" json:"not_before,omitempty"`
+	ScheduledAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=scheduled_at,json=scheduledAt,proto3" json:"scheduled_at,omitempty"`
+	Deferrals   uint32                 `protobuf:"varint,5,opt,name=deferrals,proto3" json:"deferrals,omitempty"`
+	// The failed attempts of this fire so far, oldest first (bounded).
+	History       []*CallbackOutcome `protobuf:"bytes,6,rep,name=history,proto3" json:"history,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -244,6 +246,13 @@ func (x *Pending) GetDeferrals() uint32 {
 	return 0
 }
 
+func (x *Pending) GetHistory() []*CallbackOutcome {
+	if x != nil {
+		return x.History
+	}
+	return nil
+}
+
 // Emission records the last emission of an occurrence still open, so that
 // stale or duplicate retry/defer commands can be recognised.
 type Emission struct {
@@ -256,8 +265,10 @@ type Emission struct {
 	Deferrals uint32                 `protobuf:"varint,5,opt,name=deferrals,proto3" json:"deferrals,omitempty"`
 	EmittedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=emitted_at,json=emittedAt,proto3" json:"emitted_at,omitempty"`
 	// How often the due event was emitted again because no answer came.
-	Redeliveries  uint32                 `protobuf:"varint,7,opt,name=redeliveries,proto3" json:"redeliveries,omitempty"`
-	Deadline      *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	Redeliveries uint32                 `protobuf:"varint,7,opt,name=redeliveries,proto3" json:"redeliveries,omitempty"`
+	Deadline     *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	// The failed attempts of this fire so far, oldest first (bounded).
+	History       []*CallbackOutcome `protobuf:"bytes,9,rep,name=history,proto3" json:"history,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -348,6 +359,13 @@ func (x *Emission) GetDeadline() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Emission) GetHistory() []*CallbackOutcome {
+	if x != nil {
+		return x.History
+	}
+	return nil
+}
+
 // JobState is the scheduler table's value, keyed "namespace/job_id".
 type JobState struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -376,8 +394,10 @@ type JobState struct {
 	// Nominal time of the last occurrence fired or skipped: a replaced spec
 	// continues after it, so no occurrence is fired twice.
 	LastScheduledAt *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=last_scheduled_at,json=lastScheduledAt,proto3" json:"last_scheduled_at,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Kafka-target writes not yet counted as stored (see Delivery).
+	Unconfirmed   []*Delivery `protobuf:"bytes,19,rep,name=unconfirmed,proto3" json:"unconfirmed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobState) Reset() {
@@ -536,6 +556,97 @@ func (x *JobState) GetLastScheduledAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *JobState) GetUnconfirmed() []*Delivery {
+	if x != nil {
+		return x.Unconfirmed
+	}
+	return nil
+}
+
+// Delivery is a write to a Kafka-target job's topic that the scheduler
+// made and keeps until it can count it as stored: the row and the target
+// are separate Kafka writes, so a crash can keep the row and lose the
+// write. A scheduler incarnation (one per processor start) that finds a
+// delivery written by another incarnation writes it again; its own
+// deliveries count as stored once ConfirmAfter has passed (any failed
+// write would have failed the processor before that, which starts a new
+// incarnation).
+type Delivery struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	FireSeq       uint64                 `protobuf:"varint,1,opt,name=fire_seq,json=fireSeq,proto3" json:"fire_seq,omitempty"`
+	Target        *KafkaTarget           `protobuf:"bytes,2,opt,name=target,proto3" json:"target,omitempty"`
+	DeliveredAt   *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=delivered_at,json=deliveredAt,proto3" json:"delivered_at,omitempty"`
+	Incarnation   string                 `protobuf:"bytes,4,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
+	Redeliveries  uint32                 `protobuf:"varint,5,opt,name=redeliveries,proto3" json:"redeliveries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Delivery) Reset() {
+	*x = Delivery{}
+	mi := &file_chime_v1_scheduler_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Delivery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Delivery) ProtoMessage() {}
+
+func (x *Delivery) ProtoReflect() protoreflect.Message {
+	mi := &file_chime_v1_scheduler_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
+func (*Delivery) Descriptor() ([]byte, []int) {
+	return file_chime_v1_scheduler_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Delivery) GetFireSeq() uint64 {
+	if x != nil {
+		return x.FireSeq
+	}
+	return 0
+}
+
+func (x *Delivery) GetTarget() *KafkaTarget {
+	if x != nil {
+		return x.Target
+	}
+	return nil
+}
+
+func (x *Delivery) GetDeliveredAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.DeliveredAt
+	}
+	return nil
+}
+
+func (x *Delivery) GetIncarnation() string {
+	if x != nil {
+		return x.Incarnation
+	}
+	return ""
+}
+
+func (x *Delivery) GetRedeliveries() uint32 {
+	if x != nil {
+		return x.Redeliveries
+	}
+	return 0
+}
+
 // Tick is produced by the timer pump into the partition that owns the row.
 // It carries no authority: the handler re-checks the row.
 type Tick struct {
@@ -548,7 +659,7 @@ type Tick struct {
 
 func (x *Tick) Reset() {
 	*x = Tick{}
-	mi := &file_chime_v1_scheduler_proto_msgTypes[3]
+	mi := &file_chime_v1_scheduler_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -560,7 +671,7 @@ func (x *Tick) String() string {
 func (*Tick) ProtoMessage() {}
 
 func (x *Tick) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_scheduler_proto_msgTypes[3]
+	mi := &file_chime_v1_scheduler_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -573,7 +684,7 @@ func (x *Tick) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tick.ProtoReflect.Descriptor instead.
 func (*Tick) Descriptor() ([]byte, []int) {
-	return file_chime_v1_scheduler_proto_rawDescGZIP(), []int{3}
+	return file_chime_v1_scheduler_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Tick) GetTimerAt() *timestamppb.Timestamp {
@@ -613,13 +724,16 @@ type Due struct {
 	IdempotencyKey  string               `protobuf:"bytes,13,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
 	Deferrals       uint32               `protobuf:"varint,14,opt,name=deferrals,proto3" json:"deferrals,omitempty"`
 	RelevancyWindow *durationpb.Duration `protobuf:"bytes,15,opt,name=relevancy_window,json=relevancyWindow,proto3" json:"relevancy_window,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The earlier failed attempts of this fire, oldest first, at most
+	// MaxAttemptHistory (the most recent ones): what a dead letter lists.
+	History       []*CallbackOutcome `protobuf:"bytes,16,rep,name=history,proto3" json:"history,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Due) Reset() {
 	*x = Due{}
-	mi := &file_chime_v1_scheduler_proto_msgTypes[4]
+	mi := &file_chime_v1_scheduler_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -631,7 +745,7 @@ func (x *Due) String() string {
 func (*Due) ProtoMessage() {}
 
 func (x *Due) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_scheduler_proto_msgTypes[4]
+	mi := &file_chime_v1_scheduler_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -644,7 +758,7 @@ func (x *Due) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Due.ProtoReflect.Descriptor instead.
 func (*Due) Descriptor() ([]byte, []int) {
-	return file_chime_v1_scheduler_proto_rawDescGZIP(), []int{4}
+	return file_chime_v1_scheduler_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Due) GetNamespace() string {
@@ -752,6 +866,13 @@ func (x *Due) GetRelevancyWindow() *durationpb.Duration {
 	return nil
 }
 
+func (x *Due) GetHistory() []*CallbackOutcome {
+	if x != nil {
+		return x.History
+	}
+	return nil
+}
+
 // JobEvent is the job lifecycle stream (job-events topic, keyed by
 // namespace), for analytics and audits.
 type JobEvent struct {
@@ -775,7 +896,7 @@ type JobEvent struct {
 
 func (x *JobEvent) Reset() {
 	*x = JobEvent{}
-	mi := &file_chime_v1_scheduler_proto_msgTypes[5]
+	mi := &file_chime_v1_scheduler_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -787,7 +908,7 @@ func (x *JobEvent) String() string {
 func (*JobEvent) ProtoMessage() {}
 
 func (x *JobEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_scheduler_proto_msgTypes[5]
+	mi := &file_chime_v1_scheduler_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -800,7 +921,7 @@ func (x *JobEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEvent.ProtoReflect.Descriptor instead.
 func (*JobEvent) Descriptor() ([]byte, []int) {
-	return file_chime_v1_scheduler_proto_rawDescGZIP(), []int{5}
+	return file_chime_v1_scheduler_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *JobEvent) GetEventId() string {
@@ -910,7 +1031,7 @@ type Rejection struct {
 
 func (x *Rejection) Reset() {
 	*x = Rejection{}
-	mi := &file_chime_v1_scheduler_proto_msgTypes[6]
+	mi := &file_chime_v1_scheduler_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -922,7 +1043,7 @@ func (x *Rejection) String() string {
 func (*Rejection) ProtoMessage() {}
 
 func (x *Rejection) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_scheduler_proto_msgTypes[6]
+	mi := &file_chime_v1_scheduler_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -935,7 +1056,7 @@ func (x *Rejection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rejection.ProtoReflect.Descriptor instead.
 func (*Rejection) Descriptor() ([]byte, []int) {
-	return file_chime_v1_scheduler_proto_rawDescGZIP(), []int{6}
+	return file_chime_v1_scheduler_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Rejection) GetEventId() string {
@@ -1019,14 +1140,15 @@ var File_chime_v1_scheduler_proto protoreflect.FileDescriptor
 
 const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\n" +
-	"\x18chime/v1/scheduler.proto\x12\bchime.v1\x1a\x12chime/v1/job.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd6\x01\n" +
+	"\x18chime/v1/scheduler.proto\x12\bchime.v1\x1a\x12chime/v1/job.proto\x1a\x16chime/v1/outcome.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8b\x02\n" +
 	"\aPending\x12\x19\n" +
 	"\bfire_seq\x18\x01 \x01(\x04R\afireSeq\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x129\n" +
 	"\n" +
 	"not_before\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tnotBefore\x12=\n" +
 	"\fscheduled_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\vscheduledAt\x12\x1c\n" +
-	"\tdeferrals\x18\x05 \x01(\rR\tdeferrals\"\xce\x02\n" +
+	"\tdeferrals\x18\x05 \x01(\rR\tdeferrals\x123\n" +
+	"\ahistory\x18\x06 \x03(\v2\x19.chime.v1.CallbackOutcomeR\ahistory\"\x83\x03\n" +
 	"\bEmission\x12\x19\n" +
 	"\bfire_seq\x18\x01 \x01(\x04R\afireSeq\x12\x19\n" +
 	"\bemit_seq\x18\x02 \x01(\x04R\aemitSeq\x12\x18\n" +
@@ -1036,7 +1158,8 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\n" +
 	"emitted_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\temittedAt\x12\"\n" +
 	"\fredeliveries\x18\a \x01(\rR\fredeliveries\x126\n" +
-	"\bdeadline\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\"\xc9\x06\n" +
+	"\bdeadline\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x123\n" +
+	"\ahistory\x18\t \x03(\v2\x19.chime.v1.CallbackOutcomeR\ahistory\"\xff\x06\n" +
 	"\bJobState\x12%\n" +
 	"\x04spec\x18\x01 \x01(\v2\x11.chime.v1.JobSpecR\x04spec\x12+\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x13.chime.v1.JobStatusR\x06status\x12\x19\n" +
@@ -1060,10 +1183,17 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\x0flast_command_id\x18\x10 \x01(\tR\rlastCommandId\x12\x1f\n" +
 	"\vlast_detail\x18\x11 \x01(\tR\n" +
 	"lastDetail\x12F\n" +
-	"\x11last_scheduled_at\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\x0flastScheduledAt\"r\n" +
+	"\x11last_scheduled_at\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\x0flastScheduledAt\x124\n" +
+	"\vunconfirmed\x18\x13 \x03(\v2\x12.chime.v1.DeliveryR\vunconfirmed\"\xd9\x01\n" +
+	"\bDelivery\x12\x19\n" +
+	"\bfire_seq\x18\x01 \x01(\x04R\afireSeq\x12-\n" +
+	"\x06target\x18\x02 \x01(\v2\x15.chime.v1.KafkaTargetR\x06target\x12=\n" +
+	"\fdelivered_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\vdeliveredAt\x12 \n" +
+	"\vincarnation\x18\x04 \x01(\tR\vincarnation\x12\"\n" +
+	"\fredeliveries\x18\x05 \x01(\rR\fredeliveries\"r\n" +
 	"\x04Tick\x125\n" +
 	"\btimer_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\atimerAt\x123\n" +
-	"\asent_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x06sentAt\"\xcd\x05\n" +
+	"\asent_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x06sentAt\"\x82\x06\n" +
 	"\x03Due\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x19\n" +
@@ -1081,7 +1211,8 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\x06labels\x18\f \x03(\v2\x19.chime.v1.Due.LabelsEntryR\x06labels\x12'\n" +
 	"\x0fidempotency_key\x18\r \x01(\tR\x0eidempotencyKey\x12\x1c\n" +
 	"\tdeferrals\x18\x0e \x01(\rR\tdeferrals\x12D\n" +
-	"\x10relevancy_window\x18\x0f \x01(\v2\x19.google.protobuf.DurationR\x0frelevancyWindow\x1a9\n" +
+	"\x10relevancy_window\x18\x0f \x01(\v2\x19.google.protobuf.DurationR\x0frelevancyWindow\x123\n" +
+	"\ahistory\x18\x10 \x03(\v2\x19.chime.v1.CallbackOutcomeR\ahistory\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc6\x03\n" +
@@ -1151,63 +1282,72 @@ func file_chime_v1_scheduler_proto_rawDescGZIP() []byte {
 }
 
 var file_chime_v1_scheduler_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_chime_v1_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_chime_v1_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_chime_v1_scheduler_proto_goTypes = []any{
 	(JobStatus)(0),                // 0: chime.v1.JobStatus
 	(JobEventType)(0),             // 1: chime.v1.JobEventType
 	(*Pending)(nil),               // 2: chime.v1.Pending
 	(*Emission)(nil),              // 3: chime.v1.Emission
 	(*JobState)(nil),              // 4: chime.v1.JobState
-	(*Tick)(nil),                  // 5: chime.v1.Tick
-	(*Due)(nil),                   // 6: chime.v1.Due
-	(*JobEvent)(nil),              // 7: chime.v1.JobEvent
-	(*Rejection)(nil),             // 8: chime.v1.Rejection
-	nil,                           // 9: chime.v1.Due.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
-	(*JobSpec)(nil),               // 11: chime.v1.JobSpec
-	(AckResult)(0),                // 12: chime.v1.AckResult
-	(*HttpCallback)(nil),          // 13: chime.v1.HttpCallback
-	(*RetryPolicy)(nil),           // 14: chime.v1.RetryPolicy
-	(*durationpb.Duration)(nil),   // 15: google.protobuf.Duration
+	(*Delivery)(nil),              // 5: chime.v1.Delivery
+	(*Tick)(nil),                  // 6: chime.v1.Tick
+	(*Due)(nil),                   // 7: chime.v1.Due
+	(*JobEvent)(nil),              // 8: chime.v1.JobEvent
+	(*Rejection)(nil),             // 9: chime.v1.Rejection
+	nil,                           // 10: chime.v1.Due.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
+	(*CallbackOutcome)(nil),       // 12: chime.v1.CallbackOutcome
+	(*JobSpec)(nil),               // 13: chime.v1.JobSpec
+	(AckResult)(0),                // 14: chime.v1.AckResult
+	(*KafkaTarget)(nil),           // 15: chime.v1.KafkaTarget
+	(*HttpCallback)(nil),          // 16: chime.v1.HttpCallback
+	(*RetryPolicy)(nil),           // 17: chime.v1.RetryPolicy
+	(*durationpb.Duration)(nil),   // 18: google.protobuf.Duration
 }
 var file_chime_v1_scheduler_proto_depIdxs = []int32{
-	10, // 0: chime.v1.Pending.not_before:type_name -> google.protobuf.Timestamp
-	10, // 1: chime.v1.Pending.scheduled_at:type_name -> google.protobuf.Timestamp
-	10, // 2: chime.v1.Emission.scheduled_at:type_name -> google.protobuf.Timestamp
-	10, // 3: chime.v1.Emission.emitted_at:type_name -> google.protobuf.Timestamp
-	10, // 4: chime.v1.Emission.deadline:type_name -> google.protobuf.Timestamp
-	11, // 5: chime.v1.JobState.spec:type_name -> chime.v1.JobSpec
-	0,  // 6: chime.v1.JobState.status:type_name -> chime.v1.JobStatus
-	10, // 7: chime.v1.JobState.next_scheduled_at:type_name -> google.protobuf.Timestamp
-	10, // 8: chime.v1.JobState.timer_at:type_name -> google.protobuf.Timestamp
-	2,  // 9: chime.v1.JobState.pending:type_name -> chime.v1.Pending
-	3,  // 10: chime.v1.JobState.open:type_name -> chime.v1.Emission
-	10, // 11: chime.v1.JobState.created_at:type_name -> google.protobuf.Timestamp
-	10, // 12: chime.v1.JobState.updated_at:type_name -> google.protobuf.Timestamp
-	10, // 13: chime.v1.JobState.anchor:type_name -> google.protobuf.Timestamp
-	12, // 14: chime.v1.JobState.last_result:type_name -> chime.v1.AckResult
-	10, // 15: chime.v1.JobState.last_fired_at:type_name -> google.protobuf.Timestamp
-	10, // 16: chime.v1.JobState.last_scheduled_at:type_name -> google.protobuf.Timestamp
-	10, // 17: chime.v1.Tick.timer_at:type_name -> google.protobuf.Timestamp
-	10, // 18: chime.v1.Tick.sent_at:type_name -> google.protobuf.Timestamp
-	10, // 19: chime.v1.Due.scheduled_at:type_name -> google.protobuf.Timestamp
-	10, // 20: chime.v1.Due.fire_at:type_name -> google.protobuf.Timestamp
-	10, // 21: chime.v1.Due.emitted_at:type_name -> google.protobuf.Timestamp
-	10, // 22: chime.v1.Due.deadline:type_name -> google.protobuf.Timestamp
-	13, // 23: chime.v1.Due.callback:type_name -> chime.v1.HttpCallback
-	14, // 24: chime.v1.Due.retry:type_name -> chime.v1.RetryPolicy
-	9,  // 25: chime.v1.Due.labels:type_name -> chime.v1.Due.LabelsEntry
-	15, // 26: chime.v1.Due.relevancy_window:type_name -> google.protobuf.Duration
-	1,  // 27: chime.v1.JobEvent.type:type_name -> chime.v1.JobEventType
-	10, // 28: chime.v1.JobEvent.at:type_name -> google.protobuf.Timestamp
-	10, // 29: chime.v1.JobEvent.first_scheduled_at:type_name -> google.protobuf.Timestamp
-	10, // 30: chime.v1.JobEvent.last_scheduled_at:type_name -> google.protobuf.Timestamp
-	10, // 31: chime.v1.Rejection.at:type_name -> google.protobuf.Timestamp
-	32, // [32:32] is the sub-list for method output_type
-	32, // [32:32] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	11, // 0: chime.v1.Pending.not_before:type_name -> google.protobuf.Timestamp
+	11, // 1: chime.v1.Pending.scheduled_at:type_name -> google.protobuf.Timestamp
+	12, // 2: chime.v1.Pending.history:type_name -> chime.v1.CallbackOutcome
+	11, // 3: chime.v1.Emission.scheduled_at:type_name -> google.protobuf.Timestamp
+	11, // 4: chime.v1.Emission.emitted_at:type_name -> google.protobuf.Timestamp
+	11, // 5: chime.v1.Emission.deadline:type_name -> google.protobuf.Timestamp
+	12, // 6: chime.v1.Emission.history:type_name -> chime.v1.CallbackOutcome
+	13, // 7: chime.v1.JobState.spec:type_name -> chime.v1.JobSpec
+	0,  // 8: chime.v1.JobState.status:type_name -> chime.v1.JobStatus
+	11, // 9: chime.v1.JobState.next_scheduled_at:type_name -> google.protobuf.Timestamp
+	11, // 10: chime.v1.JobState.timer_at:type_name -> google.protobuf.Timestamp
+	2,  // 11: chime.v1.JobState.pending:type_name -> chime.v1.Pending
+	3,  // 12: chime.v1.JobState.open:type_name -> chime.v1.Emission
+	11, // 13: chime.v1.JobState.created_at:type_name -> google.protobuf.Timestamp
+	11, // 14: chime.v1.JobState.updated_at:type_name -> google.protobuf.Timestamp
+	11, // 15: chime.v1.JobState.anchor:type_name -> google.protobuf.Timestamp
+	14, // 16: chime.v1.JobState.last_result:type_name -> chime.v1.AckResult
+	11, // 17: chime.v1.JobState.last_fired_at:type_name -> google.protobuf.Timestamp
+	11, // 18: chime.v1.JobState.last_scheduled_at:type_name -> google.protobuf.Timestamp
+	5,  // 19: chime.v1.JobState.unconfirmed:type_name -> chime.v1.Delivery
+	15, // 20: chime.v1.Delivery.target:type_name -> chime.v1.KafkaTarget
+	11, // 21: chime.v1.Delivery.delivered_at:type_name -> google.protobuf.Timestamp
+	11, // 22: chime.v1.Tick.timer_at:type_name -> google.protobuf.Timestamp
+	11, // 23: chime.v1.Tick.sent_at:type_name -> google.protobuf.Timestamp
+	11, // 24: chime.v1.Due.scheduled_at:type_name -> google.protobuf.Timestamp
+	11, // 25: chime.v1.Due.fire_at:type_name -> google.protobuf.Timestamp
+	11, // 26: chime.v1.Due.emitted_at:type_name -> google.protobuf.Timestamp
+	11, // 27: chime.v1.Due.deadline:type_name -> google.protobuf.Timestamp
+	16, // 28: chime.v1.Due.callback:type_name -> chime.v1.HttpCallback
+	17, // 29: chime.v1.Due.retry:type_name -> chime.v1.RetryPolicy
+	10, // 30: chime.v1.Due.labels:type_name -> chime.v1.Due.LabelsEntry
+	18, // 31: chime.v1.Due.relevancy_window:type_name -> google.protobuf.Duration
+	12, // 32: chime.v1.Due.history:type_name -> chime.v1.CallbackOutcome
+	1,  // 33: chime.v1.JobEvent.type:type_name -> chime.v1.JobEventType
+	11, // 34: chime.v1.JobEvent.at:type_name -> google.protobuf.Timestamp
+	11, // 35: chime.v1.JobEvent.first_scheduled_at:type_name -> google.protobuf.Timestamp
+	11, // 36: chime.v1.JobEvent.last_scheduled_at:type_name -> google.protobuf.Timestamp
+	11, // 37: chime.v1.Rejection.at:type_name -> google.protobuf.Timestamp
+	38, // [38:38] is the sub-list for method output_type
+	38, // [38:38] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_chime_v1_scheduler_proto_init() }
@@ -1216,13 +1356,14 @@ func file_chime_v1_scheduler_proto_init() {
 		return
 	}
 	file_chime_v1_job_proto_init()
+	file_chime_v1_outcome_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chime_v1_scheduler_proto_rawDesc), len(file_chime_v1_scheduler_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
