@@ -52,6 +52,9 @@ type input struct {
 	raw       []byte
 	seq       int
 	commandID string
+	// nsWindow is the namespace's relevancy window (0: none set), from the
+	// namespace table the scheduler looks up.
+	nsWindow time.Duration
 }
 
 func (in *input) eventID() string {
@@ -515,7 +518,7 @@ func (d *decider) onTick(in *input, cur *chimev1.JobState, now time.Time) decisi
 // fire emits one occurrence (or expires it when its relevancy window has
 // passed).
 func (d *decider) fire(in *input, st *chimev1.JobState, dec *decision, fireSeq uint64, attempt, deferrals uint32, history []*chimev1.CallbackOutcome, scheduledAt, fireAt, now time.Time) {
-	window := d.window(st)
+	window := d.window(in, st)
 	var deadline *timestamppb.Timestamp
 	if window > 0 {
 		deadline = timestamppb.New(scheduledAt.Add(window))
@@ -652,7 +655,7 @@ func (d *decider) due(in *input, st *chimev1.JobState, em *chimev1.Emission, fir
 		Deferrals:      em.GetDeferrals(),
 		History:        em.GetHistory(),
 	}
-	if w := d.window(st); w > 0 {
+	if w := d.window(in, st); w > 0 {
 		due.RelevancyWindow = durationpb.New(w)
 	}
 	return due
@@ -692,9 +695,15 @@ func (d *decider) redeliverAt(em *chimev1.Emission) time.Time {
 	return em.GetEmittedAt().AsTime().Add(d.ackTimeout(em.GetRedeliveries()))
 }
 
-func (d *decider) window(st *chimev1.JobState) time.Duration {
+// window is the fire's relevancy window: the job's own, else its
+// namespace's, else DefaultRelevancyWindow (the dispatcher applies the same
+// order).
+func (d *decider) window(in *input, st *chimev1.JobState) time.Duration {
 	if w := st.GetSpec().GetRelevancyWindow(); w != nil && w.AsDuration() > 0 {
 		return w.AsDuration()
+	}
+	if in.nsWindow > 0 {
+		return in.nsWindow
 	}
 	return d.cfg.DefaultRelevancyWindow
 }

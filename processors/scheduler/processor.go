@@ -256,6 +256,9 @@ func (s *Scheduler) Graph() *goka.GroupGraph {
 		goka.Input(goka.Stream(t.Ticks()), new(schema.BytesCodec), s.onTick),
 		goka.Visitor(sweepVisitor, s.onSweep),
 		goka.Persist(new(schema.JobStateCodec)),
+		// The namespace configs (a small table, read whole): a job without
+		// its own relevancy window takes its namespace's.
+		goka.Lookup(goka.Table(t.NamespaceTable()), new(schema.NamespaceConfigCodec)),
 		goka.Output(goka.Stream(t.Due()), new(schema.DueCodec)),
 		goka.Output(goka.Stream(t.JobEvents()), new(schema.JobEventCodec)),
 		goka.Output(goka.Stream(t.Rejections()), new(schema.RejectionCodec)),
@@ -375,12 +378,24 @@ func (s *Scheduler) Get(key string) (*chimev1.JobState, error) {
 func (s *Scheduler) onCommand(ctx goka.Context, msg any) {
 	in := &input{key: ctx.Key(), topic: string(ctx.Topic()), partition: ctx.Partition(), offset: ctx.Offset()}
 	in.raw, _ = msg.([]byte)
+	in.nsWindow = s.namespaceWindow(ctx)
 	s.apply(ctx, s.decider.onCommand(in, current(ctx), s.cfg.Now()))
 }
 
 func (s *Scheduler) onTick(ctx goka.Context, _ any) {
 	in := &input{key: ctx.Key(), topic: string(ctx.Topic()), partition: ctx.Partition(), offset: ctx.Offset()}
+	in.nsWindow = s.namespaceWindow(ctx)
 	s.apply(ctx, s.decider.onTick(in, current(ctx), s.cfg.Now()))
+}
+
+// namespaceWindow reads the relevancy window of the row's namespace.
+func (s *Scheduler) namespaceWindow(ctx goka.Context) time.Duration {
+	ns, _, ok := schema.SplitJobKey(ctx.Key())
+	if !ok {
+		return 0
+	}
+	cfg, _ := ctx.Lookup(goka.Table(s.cfg.Topics.NamespaceTable()), ns).(*chimev1.NamespaceConfig)
+	return cfg.GetRelevancyWindow().AsDuration()
 }
 
 func current(ctx goka.Context) *chimev1.JobState {
@@ -472,6 +487,7 @@ func (s *Scheduler) onSweep(ctx goka.Context, meta any) {
 	}
 	id, _ := meta.(int64)
 	in := &input{key: ctx.Key(), topic: "sweep-" + strconv.FormatInt(id, 10) + "-" + ctx.Key(), partition: ctx.Partition()}
+	in.nsWindow = s.namespaceWindow(ctx)
 	s.swept.Add(1)
 	s.apply(ctx, s.decider.onTick(in, cur, now))
 }

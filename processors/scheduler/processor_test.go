@@ -10,6 +10,7 @@ import (
 	"github.com/lovoo/goka/tester"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/chime-sched/chime/processors/clocktest"
 	"github.com/chime-sched/chime/schema"
@@ -101,5 +102,35 @@ func TestProcessorWithGokaTester(t *testing.T) {
 	_, v, ok = rejections.Next()
 	require.True(t, ok)
 	require.Contains(t, v.(*chimev1.Rejection).Reason, "does not decode")
+
+	// A job without its own relevancy window takes its namespace's: after
+	// downtime longer than the window, the missed fire expires in the
+	// scheduler instead of going out late.
+	tt.SetTableValue(goka.Table(topics.NamespaceTable()), "ns2", &chimev1.NamespaceConfig{
+		Namespace: "ns2", RelevancyWindow: durationpb.New(30 * time.Second)})
+	events := tt.NewQueueTracker(topics.JobEvents())
+	lateSpec := httpSpec(at(t0.Add(2 * time.Minute)))
+	lateSpec.Namespace, lateSpec.Id = "ns2", "late"
+	late := upsert(lateSpec, t0)
+	late.CommandId, late.Namespace, late.JobId = "c2", "ns2", "late"
+	raw, err = proto.Marshal(late)
+	require.NoError(t, err)
+	tt.Consume(topics.JobCommands(), "ns2/late", raw)
+	clock.Set(t0.Add(3 * time.Minute)) // the scheduler was down at 2m
+	tt.Consume(topics.Ticks(), "ns2/late", []byte{})
+	_, _, ok = dues.Next()
+	require.False(t, ok, "no due event past the namespace's window")
+	var expired *chimev1.JobEvent
+	for {
+		_, v, ok := events.Next()
+		if !ok {
+			break
+		}
+		if e := v.(*chimev1.JobEvent); e.Type == chimev1.JobEventType_JOB_EVENT_TYPE_EXPIRED {
+			expired = e
+		}
+	}
+	require.NotNil(t, expired)
+	require.Contains(t, expired.Detail, "relevancy window 30s")
 	_ = schema.JobKey
 }
