@@ -48,16 +48,19 @@ func TestMigrateIsIdempotentAndAppliesRetention(t *testing.T) {
 
 	v, err := analytics.SchemaVersion(tb.ctx, tb.store.Conn())
 	require.NoError(t, err)
-	require.Equal(t, uint32(4), v)
+	require.Equal(t, uint32(5), v)
 
 	// Again, with another retention: no new version rows, TTL changed.
 	again, err := analytics.Open(tb.ctx, tb.dsn, analytics.Options{Retention: 30 * 24 * time.Hour})
 	require.NoError(t, err)
 	defer again.Close()
-	require.Equal(t, uint64(4), count(t, tb, "SELECT count() FROM schema_migrations FINAL"))
+	require.Equal(t, uint64(5), count(t, tb, "SELECT count() FROM schema_migrations FINAL"))
 	var ddl string
 	require.NoError(t, tb.store.Conn().QueryRow(tb.ctx,
 		"SELECT create_table_query FROM system.tables WHERE database = currentDatabase() AND name = 'callback_attempts'").Scan(&ddl))
+	require.Contains(t, ddl, "toIntervalDay(30)")
+	require.NoError(t, tb.store.Conn().QueryRow(tb.ctx,
+		"SELECT create_table_query FROM system.tables WHERE database = currentDatabase() AND name = 'sink_day_offsets'").Scan(&ddl))
 	require.Contains(t, ddl, "toIntervalDay(30)")
 
 	_, err = analytics.Open(tb.ctx, tb.dsn, analytics.Options{Retention: 36 * time.Hour})
@@ -285,6 +288,14 @@ func TestInsertRetriedWithSameTokenIsDropped(t *testing.T) {
 
 	offs, err := tb.store.StoredOffsets(tb.ctx)
 	require.NoError(t, err)
-	require.Equal(t, int64(9), offs[analytics.TableAttempts][0])
-	require.Equal(t, int64(0), offs[analytics.TableJobEvents][0])
+	maxOff, ok := offs.Max(analytics.TableAttempts, 0)
+	require.True(t, ok)
+	require.Equal(t, int64(9), maxOff)
+	maxOff, ok = offs.Max(analytics.TableJobEvents, 0)
+	require.True(t, ok)
+	require.Equal(t, int64(0), maxOff)
+	require.True(t, offs.Has(analytics.TableAttempts, 0, analytics.DayOf(base), 9))
+	require.False(t, offs.Has(analytics.TableAttempts, 0, analytics.DayOf(base), 10))
+	require.False(t, offs.Has(analytics.TableAttempts, 0, analytics.DayOf(base)+1, 0), "another day")
+	require.False(t, offs.Has(analytics.TableAttempts, 1, analytics.DayOf(base), 0), "another partition")
 }

@@ -19,6 +19,9 @@ const (
 	TableSinkOffsets = "sink_offsets"
 	TableDeadLetters = "dead_letters"
 	TableMigrations  = "schema_migrations"
+
+	// TableSinkDayOffsets replaces TableSinkOffsets from migration 5.
+	TableSinkDayOffsets = "sink_day_offsets"
 )
 
 // DefaultRetention is how long rows are kept when Options.Retention is 0.
@@ -202,6 +205,41 @@ var migrations = []migration{
 		SELECT 'dead_letters' AS source, kafka_partition, max(kafka_offset) AS max_offset
 		FROM dead_letters GROUP BY kafka_partition`,
 	}},
+	// The sink skips a replayed record if its offset is at or below the
+	// highest stored for its table, Kafka partition and day (the row's
+	// partition, toDate(at)): one insert per day is atomic, one across days
+	// is not, so the highest offset per partition alone could cover rows
+	// of another day that were never stored. The new views are created
+	// before the old ones are dropped, so no insert in between is missed;
+	// sink_offsets keeps what was stored before, read as a floor. The views
+	// read toDate(at) exactly as the tables' PARTITION BY does.
+	{5, "highest Kafka offset stored per source partition and day", []string{
+		`CREATE TABLE IF NOT EXISTS sink_day_offsets (
+			source          LowCardinality(String),
+			kafka_partition Int32,
+			day             Date,
+			max_offset      SimpleAggregateFunction(max, Int64)
+		) ENGINE = AggregatingMergeTree
+		ORDER BY (source, kafka_partition, day)
+		TTL day + INTERVAL {ttl} DAY + INTERVAL 24 HOUR
+		SETTINGS non_replicated_deduplication_window = 1000`,
+		`CREATE MATERIALIZED VIEW IF NOT EXISTS sink_day_offsets_attempts_mv TO sink_day_offsets AS
+		SELECT 'callback_attempts' AS source, kafka_partition, toDate(at) AS day, max(kafka_offset) AS max_offset
+		FROM callback_attempts GROUP BY kafka_partition, day`,
+		`CREATE MATERIALIZED VIEW IF NOT EXISTS sink_day_offsets_transitions_mv TO sink_day_offsets AS
+		SELECT 'breaker_transitions' AS source, kafka_partition, toDate(at) AS day, max(kafka_offset) AS max_offset
+		FROM breaker_transitions GROUP BY kafka_partition, day`,
+		`CREATE MATERIALIZED VIEW IF NOT EXISTS sink_day_offsets_job_events_mv TO sink_day_offsets AS
+		SELECT 'job_events' AS source, kafka_partition, toDate(at) AS day, max(kafka_offset) AS max_offset
+		FROM job_events GROUP BY kafka_partition, day`,
+		`CREATE MATERIALIZED VIEW IF NOT EXISTS sink_day_offsets_dead_letters_mv TO sink_day_offsets AS
+		SELECT 'dead_letters' AS source, kafka_partition, toDate(at) AS day, max(kafka_offset) AS max_offset
+		FROM dead_letters GROUP BY kafka_partition, day`,
+		`DROP VIEW IF EXISTS sink_offsets_attempts_mv`,
+		`DROP VIEW IF EXISTS sink_offsets_transitions_mv`,
+		`DROP VIEW IF EXISTS sink_offsets_job_events_mv`,
+		`DROP VIEW IF EXISTS sink_offsets_dead_letters_mv`,
+	}},
 }
 
 // ttlExprs are the TTL of each table that has one, for a retention change.
@@ -211,6 +249,9 @@ var ttlExprs = map[string]string{
 	TableJobEvents:   "toDateTime(at) + INTERVAL {ttl} DAY",
 	TableAttempts1m:  "minute + INTERVAL {ttl} DAY",
 	TableDeadLetters: "toDateTime(at) + INTERVAL {ttl} DAY",
+	// A day's offsets outlive its rows (at + {ttl} days, at up to the end
+	// of the day) by a margin, so a replay never re-inserts kept rows.
+	TableSinkDayOffsets: "day + INTERVAL {ttl} DAY + INTERVAL 24 HOUR",
 }
 
 // Migrate brings the connection's database up to the latest schema version
@@ -221,6 +262,14 @@ func Migrate(ctx context.Context, conn driver.Conn, retention time.Duration) err
 	if err != nil {
 		return err
 	}
+	if err := migrateTo(ctx, conn, days, ^uint32(0)); err != nil {
+		return err
+	}
+	return applyRetention(ctx, conn, days)
+}
+
+// migrateTo applies the migrations up to version upTo.
+func migrateTo(ctx context.Context, conn driver.Conn, days int, upTo uint32) error {
 	if err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 			version    UInt32,
 			name       String,
@@ -233,7 +282,7 @@ func Migrate(ctx context.Context, conn driver.Conn, retention time.Duration) err
 		return err
 	}
 	for _, m := range migrations {
-		if applied[m.version] {
+		if applied[m.version] || m.version > upTo {
 			continue
 		}
 		for _, s := range m.stmts {
@@ -245,7 +294,7 @@ func Migrate(ctx context.Context, conn driver.Conn, retention time.Duration) err
 			return fmt.Errorf("analytics: record migration %d: %w", m.version, err)
 		}
 	}
-	return applyRetention(ctx, conn, days)
+	return nil
 }
 
 // SchemaVersion is the highest migration applied to the database.

@@ -3,6 +3,7 @@ package analytics
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
@@ -23,88 +24,252 @@ type Pos struct {
 	Time time.Time
 }
 
+// Day is a calendar day in UTC, counted from 1970-01-01: the partition of
+// a row. Every table the sink writes is PARTITION BY toDate(at) with at a
+// DateTime64(3, 'UTC'), so ClickHouse cuts days in the column's time zone,
+// UTC, whatever the server's or the session's (attempts_1m, fed from
+// callback_attempts, is PARTITION BY toDate(minute), minute its
+// DateTime('UTC') start: the same day).
+type Day int32
+
+// DayOf is the day of a row time as ClickHouse's toDate(at) computes it,
+// for times RowTime returns (1970 to 2106; outside, toDate wraps around).
+func DayOf(t time.Time) Day {
+	ms := t.UnixMilli()
+	d := ms / msPerDay
+	if ms%msPerDay < 0 {
+		d--
+	}
+	return Day(d)
+}
+
+const msPerDay = 24 * 60 * 60 * 1000
+
+// String is the day as 2006-01-02.
+func (d Day) String() string {
+	return time.UnixMilli(int64(d) * msPerDay).UTC().Format(time.DateOnly)
+}
+
+// Row times are kept within the days ClickHouse's Date and DateTime both
+// represent: toDate of a DateTime64 outside them wraps around modulo 2^16
+// days (1969-12-31 23:59 becomes 2149-06-06), and attempts_1m's minute
+// (DateTime, seconds in a UInt32) ends at 2106-02-07 06:28:15. Inside,
+// toDate(at) is exactly the UTC day of at, which is what DayOf computes.
+var (
+	minRowTime = time.Unix(0, 0).UTC()
+	maxRowTime = time.Date(2106, 2, 6, 23, 59, 59, 999_000_000, time.UTC)
+)
+
+type stamp interface {
+	IsValid() bool
+	AsTime() time.Time
+}
+
+// rowTime is the first set time of times (after 1970, before 2106-02-07),
+// else the record's time, moved into that range, else now. It is cut to
+// the millisecond, as the DateTime64(3) column stores it.
+func rowTime(p Pos, times ...stamp) time.Time {
+	for _, t := range times {
+		if t.IsValid() {
+			if at := t.AsTime(); at.Unix() > 0 && !at.After(maxRowTime) {
+				return time.UnixMilli(at.UnixMilli()).UTC()
+			}
+		}
+	}
+	t := p.Time
+	switch {
+	case t.IsZero():
+		t = time.Now()
+	case t.Before(minRowTime):
+		return minRowTime
+	case t.After(maxRowTime):
+		return maxRowTime
+	}
+	return time.UnixMilli(t.UnixMilli()).UTC()
+}
+
+// RowTime is the time the row of m (a CallbackOutcome, BreakerTransition,
+// JobEvent or DeadLetter) is stored under, its at column, which the table
+// is partitioned by: an attempt's finished, else started, else scheduled
+// time; a transition's, job event's or dead letter's at; else the Kafka
+// record's time (Pos.Time). The same record at the same position always
+// gets the same time (unless Pos.Time is zero: then it is now).
+func RowTime(m proto.Message, p Pos) time.Time {
+	switch m := m.(type) {
+	case *chimev1.CallbackOutcome:
+		return rowTime(p, m.GetFinishedAt(), m.GetStartedAt(), m.GetScheduledAt())
+	case *chimev1.BreakerTransition:
+		return rowTime(p, m.GetAt())
+	case *chimev1.JobEvent:
+		return rowTime(p, m.GetAt())
+	case *chimev1.DeadLetter:
+		return rowTime(p, m.GetAt())
+	}
+	return rowTime(p)
+}
+
+// rows are one table's rows in a batch, with their times.
+type rows[M proto.Message] struct {
+	msgs []M
+	pos  []Pos
+	at   []time.Time
+}
+
+func (r *rows[M]) add(m M, p Pos) {
+	r.msgs, r.pos, r.at = append(r.msgs, m), append(r.pos, p), append(r.at, RowTime(m, p))
+}
+
+func (r *rows[M]) len() int { return len(r.msgs) }
+
+func (r *rows[M]) reset() {
+	clear(r.msgs)
+	r.msgs, r.pos, r.at = r.msgs[:0], r.pos[:0], r.at[:0]
+}
+
+// ofDay returns the rows of day d, in batch order: r itself when all are.
+func (r *rows[M]) ofDay(d Day) *rows[M] {
+	n := 0
+	for _, at := range r.at {
+		if DayOf(at) == d {
+			n++
+		}
+	}
+	switch n {
+	case len(r.at):
+		return r
+	case 0:
+		return &rows[M]{}
+	}
+	out := &rows[M]{msgs: make([]M, 0, n), pos: make([]Pos, 0, n), at: make([]time.Time, 0, n)}
+	for i, at := range r.at {
+		if DayOf(at) == d {
+			out.msgs, out.pos, out.at = append(out.msgs, r.msgs[i]), append(out.pos, r.pos[i]), append(out.at, at)
+		}
+	}
+	return out
+}
+
 // Batch is the rows of one insert. The zero value is empty and ready.
 type Batch struct {
-	outcomes    []*chimev1.CallbackOutcome
-	outcomePos  []Pos
-	transitions []*chimev1.BreakerTransition
-	transPos    []Pos
-	events      []*chimev1.JobEvent
-	eventPos    []Pos
-	dead        []*chimev1.DeadLetter
-	deadPos     []Pos
+	outcomes    rows[*chimev1.CallbackOutcome]
+	transitions rows[*chimev1.BreakerTransition]
+	events      rows[*chimev1.JobEvent]
+	dead        rows[*chimev1.DeadLetter]
 }
 
 // AddOutcome adds a callback attempt.
-func (b *Batch) AddOutcome(o *chimev1.CallbackOutcome, p Pos) {
-	b.outcomes, b.outcomePos = append(b.outcomes, o), append(b.outcomePos, p)
-}
+func (b *Batch) AddOutcome(o *chimev1.CallbackOutcome, p Pos) { b.outcomes.add(o, p) }
 
 // AddTransition adds a breaker transition.
-func (b *Batch) AddTransition(t *chimev1.BreakerTransition, p Pos) {
-	b.transitions, b.transPos = append(b.transitions, t), append(b.transPos, p)
-}
+func (b *Batch) AddTransition(t *chimev1.BreakerTransition, p Pos) { b.transitions.add(t, p) }
 
 // AddJobEvent adds a job lifecycle event.
-func (b *Batch) AddJobEvent(e *chimev1.JobEvent, p Pos) {
-	b.events, b.eventPos = append(b.events, e), append(b.eventPos, p)
-}
+func (b *Batch) AddJobEvent(e *chimev1.JobEvent, p Pos) { b.events.add(e, p) }
 
 // AddDeadLetter adds a dead letter.
-func (b *Batch) AddDeadLetter(d *chimev1.DeadLetter, p Pos) {
-	b.dead, b.deadPos = append(b.dead, d), append(b.deadPos, p)
+func (b *Batch) AddDeadLetter(d *chimev1.DeadLetter, p Pos) { b.dead.add(d, p) }
+
+// Add adds a CallbackOutcome, BreakerTransition, JobEvent or DeadLetter to
+// its table's rows.
+func (b *Batch) Add(m proto.Message, p Pos) error {
+	switch m := m.(type) {
+	case *chimev1.CallbackOutcome:
+		b.AddOutcome(m, p)
+	case *chimev1.BreakerTransition:
+		b.AddTransition(m, p)
+	case *chimev1.JobEvent:
+		b.AddJobEvent(m, p)
+	case *chimev1.DeadLetter:
+		b.AddDeadLetter(m, p)
+	default:
+		return fmt.Errorf("analytics: no table for %T", m)
+	}
+	return nil
 }
 
 // Len is the number of rows.
 func (b *Batch) Len() int {
-	return len(b.outcomes) + len(b.transitions) + len(b.events) + len(b.dead)
+	return b.outcomes.len() + b.transitions.len() + b.events.len() + b.dead.len()
 }
 
 // Reset empties the batch, keeping its memory.
 func (b *Batch) Reset() {
-	clear(b.outcomes)
-	clear(b.transitions)
-	clear(b.events)
-	clear(b.dead)
-	b.dead, b.deadPos = b.dead[:0], b.deadPos[:0]
-	b.outcomes, b.outcomePos = b.outcomes[:0], b.outcomePos[:0]
-	b.transitions, b.transPos = b.transitions[:0], b.transPos[:0]
-	b.events, b.eventPos = b.events[:0], b.eventPos[:0]
+	b.outcomes.reset()
+	b.transitions.reset()
+	b.events.reset()
+	b.dead.reset()
 }
 
-// Insert writes the batch, one insert per table. token identifies the
-// batch: an insert retried with the same token after an unclear failure
-// (a timeout after the server stored it) is dropped by ClickHouse, and so
-// are its materialized-view rows. A batch must not be changed between
-// retries.
+// Days returns the days of the batch's rows, in ascending order: one for a
+// typical batch, two for one across midnight.
+func (b *Batch) Days() []Day {
+	var days []Day
+	for _, ats := range [][]time.Time{b.outcomes.at, b.transitions.at, b.events.at, b.dead.at} {
+		last, seen := Day(0), false
+		for _, at := range ats {
+			d := DayOf(at)
+			if seen && d == last {
+				continue
+			}
+			last, seen = d, true
+			if !slices.Contains(days, d) {
+				days = append(days, d)
+			}
+		}
+	}
+	slices.Sort(days)
+	return days
+}
+
+// Insert writes the batch: InsertDay for each of its Days, in order. It
+// is not atomic when the batch spans days; the sink calls InsertDay
+// itself.
 func (s *Store) Insert(ctx context.Context, b *Batch, token string) error {
-	if len(b.outcomes) > 0 {
-		if err := s.insert(ctx, TableAttempts, token, func(bt driver.Batch) error { return appendOutcomes(bt, b) }); err != nil {
-			return err
-		}
-	}
-	if len(b.transitions) > 0 {
-		if err := s.insert(ctx, TableTransitions, token, func(bt driver.Batch) error { return appendTransitions(bt, b) }); err != nil {
-			return err
-		}
-	}
-	if len(b.events) > 0 {
-		if err := s.insert(ctx, TableJobEvents, token, func(bt driver.Batch) error { return appendJobEvents(bt, b) }); err != nil {
-			return err
-		}
-	}
-	if len(b.dead) > 0 {
-		if err := s.insert(ctx, TableDeadLetters, token, func(bt driver.Batch) error { return appendDeadLetters(bt, b) }); err != nil {
+	for _, d := range b.Days() {
+		if err := s.InsertDay(ctx, b, d, token); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (s *Store) insert(ctx context.Context, table, token string, fill func(driver.Batch) error) error {
+// InsertDay writes the batch's rows of day d, one insert per table, in a
+// fixed order (callback_attempts, breaker_transitions, job_events,
+// dead_letters). Every table is partitioned by day, so each insert makes
+// one part: it is stored whole or not at all.
+//
+// token identifies the batch: an insert retried with the same token after
+// an unclear failure (a timeout after the server stored it) is dropped by
+// ClickHouse, and so are its materialized-view rows. Each insert's own
+// token is token/table/day. A batch must not be changed between retries.
+func (s *Store) InsertDay(ctx context.Context, b *Batch, d Day, token string) error {
+	if r := b.outcomes.ofDay(d); r.len() > 0 {
+		if err := s.insert(ctx, TableAttempts, d, token, func(bt driver.Batch) error { return appendOutcomes(bt, r) }); err != nil {
+			return err
+		}
+	}
+	if r := b.transitions.ofDay(d); r.len() > 0 {
+		if err := s.insert(ctx, TableTransitions, d, token, func(bt driver.Batch) error { return appendTransitions(bt, r) }); err != nil {
+			return err
+		}
+	}
+	if r := b.events.ofDay(d); r.len() > 0 {
+		if err := s.insert(ctx, TableJobEvents, d, token, func(bt driver.Batch) error { return appendJobEvents(bt, r) }); err != nil {
+			return err
+		}
+	}
+	if r := b.dead.ofDay(d); r.len() > 0 {
+		if err := s.insert(ctx, TableDeadLetters, d, token, func(bt driver.Batch) error { return appendDeadLetters(bt, r) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) insert(ctx context.Context, table string, d Day, token string, fill func(driver.Batch) error) error {
 	settings := ch.Settings{"deduplicate_blocks_in_dependent_materialized_views": 1}
 	if token != "" {
-		settings["insert_deduplication_token"] = token + "/" + table
+		settings["insert_deduplication_token"] = token + "/" + table + "/" + d.String()
 	}
 	bt, err := s.conn.PrepareBatch(ch.Context(ctx, ch.WithSettings(settings)), "INSERT INTO "+table)
 	if err != nil {
@@ -149,24 +314,8 @@ func ts(t interface{ AsTime() time.Time }, valid bool) time.Time {
 	return t.AsTime()
 }
 
-// rowTime is the first set time of ts, else the record's.
-func rowTime(p Pos, times ...interface {
-	IsValid() bool
-	AsTime() time.Time
-}) time.Time {
-	for _, t := range times {
-		if t.IsValid() && !t.AsTime().IsZero() && t.AsTime().Unix() > 0 {
-			return t.AsTime()
-		}
-	}
-	if p.Time.IsZero() {
-		return time.Now()
-	}
-	return p.Time
-}
-
-func appendOutcomes(bt driver.Batch, b *Batch) error {
-	o, p, n := b.outcomes, b.outcomePos, len(b.outcomes)
+func appendOutcomes(bt driver.Batch, r *rows[*chimev1.CallbackOutcome]) error {
+	o, p, n := r.msgs, r.pos, r.len()
 	c := &cols{bt: bt}
 	c.add(col(n, func(i int) string { return o[i].GetEventId() }))
 	c.add(col(n, func(i int) string { return o[i].GetNamespace() }))
@@ -179,9 +328,7 @@ func appendOutcomes(bt driver.Batch, b *Batch) error {
 	c.add(col(n, func(i int) string { return o[i].GetErrorKind() }))
 	c.add(col(n, func(i int) string { return o[i].GetError() }))
 	c.add(col(n, func(i int) bool { return o[i].GetProbe() }))
-	c.add(col(n, func(i int) time.Time {
-		return rowTime(p[i], o[i].GetFinishedAt(), o[i].GetStartedAt(), o[i].GetScheduledAt())
-	}))
+	c.add(r.at)
 	c.add(col(n, func(i int) time.Time { return ts(o[i].GetScheduledAt(), o[i].GetScheduledAt() != nil) }))
 	c.add(col(n, func(i int) time.Time { return ts(o[i].GetStartedAt(), o[i].GetStartedAt() != nil) }))
 	c.add(col(n, func(i int) time.Time { return ts(o[i].GetFinishedAt(), o[i].GetFinishedAt() != nil) }))
@@ -195,12 +342,12 @@ func appendOutcomes(bt driver.Batch, b *Batch) error {
 	return c.err
 }
 
-func appendTransitions(bt driver.Batch, b *Batch) error {
-	t, p, n := b.transitions, b.transPos, len(b.transitions)
+func appendTransitions(bt driver.Batch, r *rows[*chimev1.BreakerTransition]) error {
+	t, p, n := r.msgs, r.pos, r.len()
 	c := &cols{bt: bt}
 	c.add(col(n, func(i int) string { return t[i].GetEventId() }))
 	c.add(col(n, func(i int) string { return t[i].GetNamespace() }))
-	c.add(col(n, func(i int) time.Time { return rowTime(p[i], t[i].GetAt()) }))
+	c.add(r.at)
 	c.add(col(n, func(i int) string { return schema.BreakerStateName(t[i].GetFrom()) }))
 	c.add(col(n, func(i int) string { return schema.BreakerStateName(t[i].GetTo()) }))
 	c.add(col(n, func(i int) string { return t[i].GetReason() }))
@@ -219,14 +366,14 @@ func appendTransitions(bt driver.Batch, b *Batch) error {
 	return c.err
 }
 
-func appendJobEvents(bt driver.Batch, b *Batch) error {
-	e, p, n := b.events, b.eventPos, len(b.events)
+func appendJobEvents(bt driver.Batch, r *rows[*chimev1.JobEvent]) error {
+	e, p, n := r.msgs, r.pos, r.len()
 	c := &cols{bt: bt}
 	c.add(col(n, func(i int) string { return e[i].GetEventId() }))
 	c.add(col(n, func(i int) string { return e[i].GetNamespace() }))
 	c.add(col(n, func(i int) string { return e[i].GetJobId() }))
 	c.add(col(n, func(i int) string { return schema.JobEventTypeName(e[i].GetType()) }))
-	c.add(col(n, func(i int) time.Time { return rowTime(p[i], e[i].GetAt()) }))
+	c.add(r.at)
 	c.add(col(n, func(i int) uint64 { return e[i].GetFireSeq() }))
 	c.add(col(n, func(i int) uint32 { return e[i].GetAttempt() }))
 	c.add(col(n, func(i int) uint64 { return e[i].GetCount() }))
@@ -239,8 +386,8 @@ func appendJobEvents(bt driver.Batch, b *Batch) error {
 	return c.err
 }
 
-func appendDeadLetters(bt driver.Batch, b *Batch) error {
-	d, p, n := b.dead, b.deadPos, len(b.dead)
+func appendDeadLetters(bt driver.Batch, r *rows[*chimev1.DeadLetter]) error {
+	d, p, n := r.msgs, r.pos, r.len()
 	dues := make([]string, n)
 	for i := range d {
 		raw, err := proto.MarshalOptions{Deterministic: true}.Marshal(d[i].GetDue())
@@ -262,7 +409,7 @@ func appendDeadLetters(bt driver.Batch, b *Batch) error {
 	c.add(col(n, func(i int) uint64 { return d[i].GetDue().GetFireSeq() }))
 	c.add(col(n, func(i int) uint32 { return max(d[i].GetDue().GetAttempt(), last(i).GetAttempt()) }))
 	c.add(col(n, func(i int) string { return d[i].GetReason() }))
-	c.add(col(n, func(i int) time.Time { return rowTime(p[i], d[i].GetAt()) }))
+	c.add(r.at)
 	c.add(col(n, func(i int) string { return d[i].GetDue().GetCallback().GetUrl() }))
 	c.add(col(n, func(i int) string { return callbackMethod(d[i].GetDue().GetCallback()) }))
 	c.add(col(n, func(i int) int32 { return last(i).GetStatusCode() }))
@@ -280,31 +427,112 @@ func callbackMethod(h *chimev1.HttpCallback) string {
 	return "POST"
 }
 
-// StoredOffsets returns, per source table and Kafka partition, the highest
-// offset stored: a sink resuming a partition skips records at or below it.
-func (s *Store) StoredOffsets(ctx context.Context) (map[string]map[int32]int64, error) {
-	rows, err := s.conn.Query(ctx, "SELECT source, kafka_partition, max(max_offset) FROM sink_offsets GROUP BY source, kafka_partition")
-	if err != nil {
-		return nil, classify("read stored offsets", err)
+// Stored is what a resuming sink skips: the highest Kafka offset stored
+// per source table, Kafka partition and day (sink_day_offsets, filled by
+// materialized views from the inserts themselves), and, from before
+// migration 5, per source table and Kafka partition (sink_offsets, no
+// longer written).
+//
+// A record is stored if its offset is at or below the highest stored for
+// its table, partition and day. That holds because what is stored of each
+// (table, partition, day) is a prefix of its records in offset order; see
+// the sink's package documentation for why.
+type Stored struct {
+	days   map[dayKey]int64
+	legacy map[partKey]int64
+}
+
+type partKey struct {
+	table     string
+	partition int32
+}
+
+type dayKey struct {
+	partKey
+	day Day
+}
+
+// Has says whether the record at offset of table's Kafka partition, whose
+// row is of day d, is stored.
+func (s *Stored) Has(table string, partition int32, d Day, offset int64) bool {
+	if s == nil {
+		return false
 	}
-	defer rows.Close()
-	out := map[string]map[int32]int64{}
-	for rows.Next() {
+	k := partKey{table, partition}
+	if m, ok := s.legacy[k]; ok && offset <= m {
+		return true
+	}
+	m, ok := s.days[dayKey{k, d}]
+	return ok && offset <= m
+}
+
+// Max is the highest offset stored of table's Kafka partition, whatever
+// the day; false if none is.
+func (s *Stored) Max(table string, partition int32) (int64, bool) {
+	if s == nil {
+		return 0, false
+	}
+	k := partKey{table, partition}
+	m, found := s.legacy[k]
+	for dk, off := range s.days {
+		if dk.partKey == k && (!found || off > m) {
+			m, found = off, true
+		}
+	}
+	return m, found
+}
+
+// StoredOffsets reads what is stored (Stored).
+func (s *Store) StoredOffsets(ctx context.Context) (*Stored, error) {
+	out := &Stored{days: map[dayKey]int64{}, legacy: map[partKey]int64{}}
+	err := s.scan(ctx, "SELECT source, kafka_partition, toInt32(day), max(max_offset) FROM "+TableSinkDayOffsets+
+		" GROUP BY source, kafka_partition, day", func(rows driver.Rows) error {
 		var (
-			src string
-			p   int32
+			k   dayKey
+			d   int32
 			off int64
 		)
-		if err := rows.Scan(&src, &p, &off); err != nil {
-			return nil, classify("read stored offsets", err)
+		if err := rows.Scan(&k.table, &k.partition, &d, &off); err != nil {
+			return err
 		}
-		if out[src] == nil {
-			out[src] = map[int32]int64{}
-		}
-		out[src][p] = off
+		k.day = Day(d)
+		out.days[k] = off
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	if err := rows.Err(); err != nil {
-		return nil, classify("read stored offsets", err)
+	err = s.scan(ctx, "SELECT source, kafka_partition, max(max_offset) FROM "+TableSinkOffsets+
+		" GROUP BY source, kafka_partition", func(rows driver.Rows) error {
+		var (
+			k   partKey
+			off int64
+		)
+		if err := rows.Scan(&k.table, &k.partition, &off); err != nil {
+			return err
+		}
+		out.legacy[k] = off
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+func (s *Store) scan(ctx context.Context, q string, row func(driver.Rows) error) error {
+	rows, err := s.conn.Query(ctx, q)
+	if err != nil {
+		return classify("read stored offsets", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := row(rows); err != nil {
+			return classify("read stored offsets", err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return classify("read stored offsets", err)
+	}
+	return nil
 }

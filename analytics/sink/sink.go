@@ -4,12 +4,54 @@
 // time.
 //
 // Offsets are committed only after the batch's insert succeeded. A sink
-// that dies between the two replays the batch; records at or below the
-// highest offset already stored for their partition are skipped then, so
-// no row or aggregate is counted twice. While ClickHouse is down the sink
-// retries the same batch (same deduplication token) with backoff and reads
-// nothing more: it lags, Kafka keeps the records, and it catches up when
-// the server is back.
+// that dies between the two replays the batch; a record is skipped then if
+// its offset is at or below the highest stored for its source table, Kafka
+// partition and day (the day of its row, the table's partition), so no row
+// or aggregate is counted twice and none is lost. While ClickHouse is down
+// the sink retries the same insert (same deduplication token) with backoff
+// and reads nothing more: it lags, Kafka keeps the records, and it catches
+// up when the server is back.
+//
+// # Why the skip rule loses nothing
+//
+// The tables are partitioned by day, and an insert spanning two days makes
+// two parts, which ClickHouse may store one without the other. So a batch
+// is inserted day by day, in ascending order, one insert per table and day
+// (analytics.Store.InsertDay): each makes one part, stored whole or not at
+// all, with the highest offset per partition of exactly its rows
+// (sink_day_offsets, by a materialized view of the same insert).
+//
+// Claim: for every table t, Kafka partition p and day d, the records of
+// (t, p, d) that are stored are a prefix of them in offset order: all those
+// at or below M(t, p, d), the highest stored, and none above. Hence the
+// rule skips exactly the stored records.
+//
+// It holds initially (nothing stored) and each insert keeps it. A run
+// consumes p from its committed offset C on, in offset order, and inserts
+// its batches one after another, the next only once every insert of the
+// one before succeeded; a batch holds every record consumed since the one
+// before, less those skipped (stored, by the claim) or undecodable (never
+// stored, so left out of the claim). When the insert of (t, d) of a batch
+// covering offsets up to L of p lands, all the records of (t, p, d) up to L
+// are stored: those below C were committed, so every insert of their batch
+// had succeeded; those from C to the batch's start were in earlier batches
+// of the run, all inserted; those of the batch were skipped as stored or
+// are in this very insert. Whatever the new M(t, p, d) (at most L, or the
+// earlier M if it was higher, with its prefix), the claim holds for
+// (t, p, d). The claim of another day d' is untouched until its own insert
+// lands, however many of its records have offsets below L: a sink that
+// dies between the days of a batch replays d' in full. A single highest
+// offset per (t, p) would not do: it could stand above unstored records of
+// d', which would then be skipped and lost.
+//
+// The day must be the same when the sink splits the batch, when it skips a
+// record and when ClickHouse partitions the row: analytics.RowTime is a
+// function of the record alone (a Kafka record always has a timestamp),
+// and analytics.DayOf computes toDate(at) of the table's DateTime64(3,
+// 'UTC') column (see analytics.Day).
+//
+// Records at or below the highest offset per (t, p) of sink_offsets, which
+// sinks before migration 5 wrote, are taken as stored, as those sinks did.
 package sink
 
 import (
@@ -54,6 +96,9 @@ type Config struct {
 	// afterInsert runs between a successful insert and its commit; an
 	// error ends Run there, as a crash would (tests).
 	afterInsert func() error
+	// afterDay runs after the rows of days[i] of a batch are stored, before
+	// the next day's; an error ends Run there, as a crash would (tests).
+	afterDay func(days []analytics.Day, i int) error
 }
 
 // GroupName is the sink's consumer group.
@@ -143,9 +188,9 @@ type run struct {
 	// ictx is the inserts' context: it outlives Run's for a final flush.
 	ictx      context.Context
 	lastAllow time.Time
-	// stored is the highest stored offset per table and partition, read
-	// after each assignment (nil: read it before the next record).
-	stored     map[string]map[int32]int64
+	// stored is what is already stored, read after each assignment (nil:
+	// read it before the next record).
+	stored     *analytics.Stored
 	reassigned atomic.Bool
 }
 
@@ -337,17 +382,32 @@ func (r *run) land(ctx context.Context, insertErr error) error {
 }
 
 // insert stores a batch (on its own goroutine; it touches only p and the
-// Sink's counters).
+// Sink's counters): day by day, each day's rows in one insert per table,
+// each insert retried alone until it succeeds (see the package
+// documentation). A batch within one day, the usual, is one insert per
+// table, as before.
 func (r *run) insert(p *inflight) error {
 	n := p.batch.Len()
 	if n == 0 {
 		return nil
 	}
 	tok := token(p.spans)
-	if err := r.retry(r.ictx, "insert "+strconv.Itoa(n)+" rows", func() error {
-		return r.s.cfg.Store.Insert(r.ictx, p.batch, tok)
-	}); err != nil {
-		return err
+	days := p.batch.Days()
+	for i, d := range days {
+		what := "insert " + strconv.Itoa(n) + " rows"
+		if len(days) > 1 {
+			what = "insert the rows of " + d.String() + " of a batch of " + strconv.Itoa(n)
+		}
+		if err := r.retry(r.ictx, what, func() error {
+			return r.s.cfg.Store.InsertDay(r.ictx, p.batch, d, tok)
+		}); err != nil {
+			return err
+		}
+		if r.s.cfg.afterDay != nil {
+			if err := r.s.cfg.afterDay(days, i); err != nil {
+				return err
+			}
+		}
 	}
 	r.s.rows.Add(int64(n))
 	r.s.batches.Add(1)
@@ -385,33 +445,28 @@ func (r *run) add(rec *kgo.Record) {
 	sp.last, sp.epoch = rec.Offset, rec.LeaderEpoch
 
 	table := r.s.table[rec.Topic]
-	if stored, ok := r.stored[table][rec.Partition]; ok && rec.Offset <= stored {
-		r.s.skipped.Add(1)
-		return
-	}
-	pos := analytics.Pos{Partition: rec.Partition, Offset: rec.Offset, Time: rec.Timestamp}
-	var err error
+	var m proto.Message
 	switch table {
 	case analytics.TableAttempts:
-		m := new(chimev1.CallbackOutcome)
-		if err = proto.Unmarshal(rec.Value, m); err == nil {
-			r.batch.AddOutcome(m, pos)
-		}
+		m = new(chimev1.CallbackOutcome)
 	case analytics.TableTransitions:
-		m := new(chimev1.BreakerTransition)
-		if err = proto.Unmarshal(rec.Value, m); err == nil {
-			r.batch.AddTransition(m, pos)
-		}
+		m = new(chimev1.BreakerTransition)
 	case analytics.TableJobEvents:
-		m := new(chimev1.JobEvent)
-		if err = proto.Unmarshal(rec.Value, m); err == nil {
-			r.batch.AddJobEvent(m, pos)
-		}
+		m = new(chimev1.JobEvent)
 	case analytics.TableDeadLetters:
-		m := new(chimev1.DeadLetter)
-		if err = proto.Unmarshal(rec.Value, m); err == nil {
-			r.batch.AddDeadLetter(m, pos)
+		m = new(chimev1.DeadLetter)
+	default:
+		return
+	}
+	err := proto.Unmarshal(rec.Value, m)
+	if err == nil {
+		// Decoded first: whether it is stored depends on its row's day.
+		pos := analytics.Pos{Partition: rec.Partition, Offset: rec.Offset, Time: rec.Timestamp}
+		if r.stored.Has(table, rec.Partition, analytics.DayOf(analytics.RowTime(m, pos)), rec.Offset) {
+			r.s.skipped.Add(1)
+			return
 		}
+		err = r.batch.Add(m, pos)
 	}
 	if err != nil {
 		r.s.bad.Add(1)

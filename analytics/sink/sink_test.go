@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -309,4 +310,104 @@ func TestSinkStoresDeadLetters(t *testing.T) {
 	got, err := tb.store.GetDeadLetter(tb.ctx, "shop", "dl-1")
 	require.NoError(t, err)
 	require.True(t, proto.Equal(due, got.Due), "due: %v", got.Due)
+}
+
+// TestSinkCrashBetweenDaysOfABatchLosesNothing: every stream carries
+// records of the last seconds before midnight and the first after it,
+// interleaved in each partition. The first sink stores the earlier day of
+// a batch and dies before the later day's rows are stored. The next one
+// replays: it skips exactly what was stored (the later day's records,
+// although at offsets below the highest stored, are not skipped), so every
+// table ends with every record once and the aggregates count each once.
+func TestSinkCrashBetweenDaysOfABatchLosesNothing(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, clickhousetest.New(t).DSN)
+	mid := time.Now().UTC().Truncate(24 * time.Hour)
+	early, later := analytics.DayOf(mid.Add(-time.Millisecond)), analytics.DayOf(mid)
+	const n = 200 // per stream
+	tables := []string{analytics.TableAttempts, analytics.TableTransitions, analytics.TableJobEvents, analytics.TableDeadLetters}
+	var recs []*kgo.Record
+	for i := range n {
+		ns := fmt.Sprintf("ns%d", i%5)
+		at := mid.Add(time.Duration(i) * time.Second) // the later day
+		if i%2 == 1 {
+			at = mid.Add(-time.Duration(i) * time.Second)
+		}
+		recs = append(recs,
+			record(tb.topics.Outcomes(), ns, &chimev1.CallbackOutcome{
+				EventId: fmt.Sprintf("ev-%d", i), Namespace: ns, JobId: fmt.Sprintf("job-%d", i), FireSeq: 1, Attempt: 1,
+				Class: chimev1.OutcomeClass_OUTCOME_CLASS_SUCCESS, StatusCode: 200, Latency: durationpb.New(15 * time.Millisecond),
+				StartedAt: timestamppb.New(at), FinishedAt: timestamppb.New(at),
+			}),
+			record(tb.topics.BreakerTransitions(), ns, &chimev1.BreakerTransition{
+				EventId: fmt.Sprintf("tr-%d", i), Namespace: ns, From: chimev1.BreakerState_BREAKER_STATE_CLOSED,
+				To: chimev1.BreakerState_BREAKER_STATE_OPEN, Reason: "r", At: timestamppb.New(at),
+			}),
+			record(tb.topics.JobEvents(), ns, &chimev1.JobEvent{
+				EventId: fmt.Sprintf("je-%d", i), Namespace: ns, JobId: "j", Type: chimev1.JobEventType_JOB_EVENT_TYPE_FIRED, At: timestamppb.New(at),
+			}),
+			record(tb.topics.DeadLetters(), ns, &chimev1.DeadLetter{
+				EventId: fmt.Sprintf("dl-%d", i), Reason: "HTTP 500", At: timestamppb.New(at),
+				Due: &chimev1.Due{Namespace: ns, JobId: fmt.Sprintf("job-%d", i), FireSeq: 1, Attempt: 3},
+			}))
+	}
+	produce(t, tb, recs...)
+
+	errCrash := errors.New("crash")
+	var crashDays []analytics.Day // written by the insert before Run ends
+	crashed := tb.start(t, sink.WithAfterDay(tb.config(), func(days []analytics.Day, i int) error {
+		if len(days) > 1 && i == 0 {
+			crashDays = days
+			return errCrash
+		}
+		return nil
+	}))
+	require.ErrorIs(t, crashed.wait(), errCrash)
+	require.Equal(t, []analytics.Day{early, later}, crashDays)
+	require.Less(t, tb.committed(t), int64(4*n), "the crashed batch is not committed")
+
+	// Each table's highest offset per partition before the replay: the
+	// later day has records below it that are not stored.
+	var stored uint64
+	below := map[string]string{}
+	for _, table := range tables {
+		stored += tb.count(t, "SELECT count() FROM "+table)
+		rows, err := tb.store.Conn().Query(tb.ctx, "SELECT kafka_partition, max(kafka_offset) FROM "+table+" GROUP BY kafka_partition")
+		require.NoError(t, err)
+		var conds []string
+		for rows.Next() {
+			var (
+				p   int32
+				off int64
+			)
+			require.NoError(t, rows.Scan(&p, &off))
+			conds = append(conds, fmt.Sprintf("(kafka_partition = %d AND kafka_offset < %d)", p, off))
+		}
+		require.NoError(t, rows.Err())
+		rows.Close()
+		if len(conds) > 0 {
+			below[table] = strings.Join(conds, " OR ")
+		}
+	}
+	require.Positive(t, stored)
+	require.Less(t, stored, uint64(4*n))
+
+	s := tb.start(t, tb.config())
+	kafkatest.WaitFor(t, time.Minute, "every record committed", func() bool { return tb.committed(t) == 4*n })
+	require.NoError(t, s.stop())
+	for _, table := range tables {
+		require.Equal(t, uint64(n), tb.count(t, "SELECT count() FROM "+table), "%s: raw rows, without FINAL", table)
+		require.Equal(t, uint64(n), tb.count(t, "SELECT uniqExact(event_id) FROM "+table), table)
+		require.Equal(t, uint64(n/2), tb.count(t, fmt.Sprintf("SELECT countIf(toDate(at) = '%s') FROM %s", later, table)), table)
+	}
+	var lost uint64
+	for table, cond := range below {
+		lost += tb.count(t, fmt.Sprintf("SELECT count() FROM %s WHERE toDate(at) = '%s' AND (%s)", table, later, cond))
+	}
+	require.Positive(t, lost, "a highest offset per partition alone would have skipped (lost) later-day records")
+	require.Equal(t, uint64(n), tb.count(t, "SELECT sum(requests) FROM attempts_1m"), "per-minute aggregates")
+	c := s.Counters()
+	require.Equal(t, int64(stored), c.Skipped, "exactly what was stored is skipped")
+	require.Equal(t, int64(4*n)-int64(stored), c.Rows)
+	require.Zero(t, c.Bad)
 }
