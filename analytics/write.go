@@ -390,7 +390,14 @@ func appendDeadLetters(bt driver.Batch, r *rows[*chimev1.DeadLetter]) error {
 	d, p, n := r.msgs, r.pos, r.len()
 	dues := make([]string, n)
 	for i := range d {
-		raw, err := proto.MarshalOptions{Deterministic: true}.Marshal(d[i].GetDue())
+		due := d[i].GetDue()
+		if a := d[i].GetAttempts(); len(a) > len(due.GetHistory()) {
+			// The stored due carries every attempt, the last included, so
+			// the API lists the whole history from this one column.
+			due = proto.CloneOf(due)
+			due.History = a
+		}
+		raw, err := proto.MarshalOptions{Deterministic: true}.Marshal(due)
 		if err != nil {
 			return fmt.Errorf("dead letter %s: marshal its due: %w", d[i].GetEventId(), err)
 		}

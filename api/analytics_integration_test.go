@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -60,8 +61,13 @@ func TestAnalyticsAgainstClickHouse(t *testing.T) {
 		Retry:    &chimev1.RetryPolicy{MaxAttempts: 3, InitialInterval: durationpb.New(time.Second)},
 		Labels:   map[string]string{"team": "billing"},
 	}
+	earlier := []*chimev1.CallbackOutcome{
+		{Attempt: 1, StatusCode: 503, Class: chimev1.OutcomeClass_OUTCOME_CLASS_RETRYABLE, BodySnippet: []byte("busy")},
+		{Attempt: 2, Class: chimev1.OutcomeClass_OUTCOME_CLASS_RETRYABLE, ErrorKind: "timeout", Error: "no answer in 10s"},
+	}
+	due.History = earlier
 	b.AddDeadLetter(&chimev1.DeadLetter{EventId: "dl-shop/order-42/1#1", Due: due, Reason: "HTTP 400: permanent", At: timestamppb.New(t0.Add(30 * time.Second)),
-		Attempts: []*chimev1.CallbackOutcome{{Attempt: 3, StatusCode: 400}}}, pos(20))
+		Attempts: append(slices.Clone(earlier), &chimev1.CallbackOutcome{Attempt: 3, StatusCode: 400, Class: chimev1.OutcomeClass_OUTCOME_CLASS_PERMANENT})}, pos(20))
 	require.NoError(t, store.Insert(ctx, &b, "api-it"))
 
 	tb := setup(t, func(c *api.Config) { c.Analytics = store; c.AnalyticsTimeout = 10 * time.Second })
@@ -103,6 +109,16 @@ func TestAnalyticsAgainstClickHouse(t *testing.T) {
 	dls := r.body["dead_letters"].([]any)
 	require.Len(t, dls, 1)
 	require.Equal(t, "dl-shop/order-42/1#1", dls[0].(map[string]any)["id"])
+	hist := dls[0].(map[string]any)["attempt_history"].([]any)
+	require.Len(t, hist, 3, "every attempt, the last included: %s", r.raw)
+	for i, want := range []string{"retryable", "retryable", "permanent"} {
+		h := hist[i].(map[string]any)
+		require.EqualValues(t, i+1, h["attempt"])
+		require.Equal(t, want, h["class"])
+	}
+	require.Equal(t, "busy", hist[0].(map[string]any)["body_snippet"])
+	require.Equal(t, "timeout", hist[1].(map[string]any)["error_kind"])
+	require.EqualValues(t, 400, hist[2].(map[string]any)["status_code"])
 
 	// Real ids hold '/' and '#': clients percent-encode them (replay_path).
 	replay := dls[0].(map[string]any)["replay_path"].(string)
