@@ -20,8 +20,23 @@ import (
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
+// failoverAckTimeout is the helper scheduler's AckTimeout. A kill can land
+// after Kafka stored a fire's row and before it stored the fire's due event
+// (two writes to two partitions, not atomic): the restarted scheduler
+// recovers a row that says "fired", the replayed tick finds nothing due, and
+// only redelivery after AckTimeout emits the due event again (with the same
+// fire_seq; docs/guarantees.md, "What survives kill -9"). Under load this
+// hits a few to hundreds of the fires in flight at the kill in about one run
+// in five; with the default 2 min the test then took ~2 min and passed
+// only ~40 s inside its deadline. A short AckTimeout lets that documented
+// path finish within seconds of the restart.
+const failoverAckTimeout = 5 * time.Second
+
 // TestSchedulerProcessHelper is not a test: it is the scheduler process
-// that TestKilledSchedulerLosesNothing starts and kills with SIGKILL.
+// that TestKilledSchedulerLosesNothing starts and kills with SIGKILL. It is
+// wired as `chime scheduler` wires LevelDB storage (cmd/chime/roles.go):
+// through Config.LocalState, so a processor restarted inside the process
+// wipes the cache as well.
 func TestSchedulerProcessHelper(t *testing.T) {
 	if os.Getenv("CHIME_SCHEDULER_HELPER") != "1" {
 		t.Skip("helper process for TestKilledSchedulerLosesNothing")
@@ -31,9 +46,10 @@ func TestSchedulerProcessHelper(t *testing.T) {
 	s, err := scheduler.New(scheduler.Config{
 		Brokers:    strings.Split(os.Getenv("CHIME_BROKERS"), ","),
 		Topics:     schema.NewTopics(os.Getenv("CHIME_TOPIC_PREFIX")),
-		Storage:    local.Builder(),
+		LocalState: local,
 		Logger:     testLogger(t),
 		TickResend: 2 * time.Second,
+		AckTimeout: failoverAckTimeout,
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -44,6 +60,7 @@ func TestSchedulerProcessHelper(t *testing.T) {
 		}
 	}()
 	_ = s.Run(ctx)
+	require.NoError(t, local.Close())
 }
 
 func startHelper(t *testing.T, b *bundle, storageDir string) *exec.Cmd {
@@ -59,6 +76,13 @@ func startHelper(t *testing.T, b *bundle, storageDir string) *exec.Cmd {
 // TestKilledSchedulerLosesNothing kills the scheduler process with SIGKILL
 // while jobs are firing, restarts it on the same LevelDB storage, and
 // checks that every job fires and that repeats carry the same fire_seq.
+//
+// Timeline: the restarted process joins the group only once the broker has
+// expired the killed member's session (10 s); then it recovers the table
+// from Kafka (the LevelDB cache is wiped), fires what is due and, within
+// failoverAckTimeout, redelivers what the kill lost (see failoverAckTimeout).
+// Every job has fired within a few seconds of the restart; the deadline
+// below is only for a badly overloaded machine.
 func TestKilledSchedulerLosesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -77,11 +101,29 @@ func TestKilledSchedulerLosesNothing(t *testing.T) {
 	waitFor(t, 30*time.Second, "some fires before the kill", func() bool { return b.dues.Keys() >= 300 })
 	require.NoError(t, proc.Process.Signal(syscall.SIGKILL))
 	_ = proc.Wait()
+	killed := time.Now()
 	firedBefore := b.dues.Keys()
 
 	startHelper(t, b, storageDir)
-	waitFor(t, 150*time.Second, "every job to fire", func() bool { return b.dues.Keys() == jobs })
-	t.Logf("fired before the kill: %d of %d; total due events: %d", firedBefore, jobs, b.dues.Count())
+	ready := time.Now()
+	t.Logf("fired before the kill: %d of %d; restarted scheduler ready %s after the kill",
+		firedBefore, jobs, ready.Sub(killed).Round(time.Millisecond))
+	const within = 150 * time.Second
+	for deadline := ready.Add(within); b.dues.Keys() < jobs; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			var missing []string
+			for i := range jobs {
+				if k := fmt.Sprintf("ns/j%04d", i); len(b.dues.Get(k)) == 0 {
+					missing = append(missing, k)
+				}
+			}
+			n := len(missing)
+			t.Fatalf("%d of %d jobs never fired within %s of the restart (%d fired before the kill); first missing: %v",
+				n, jobs, within, firedBefore, missing[:min(n, 20)])
+		}
+	}
+	t.Logf("every job fired %s after the restart; total due events: %d (redeliveries included)",
+		time.Since(ready).Round(time.Millisecond), b.dues.Count())
 	for i := range jobs {
 		for _, d := range b.dues.Get(fmt.Sprintf("ns/j%04d", i)) {
 			require.EqualValues(t, 1, d.FireSeq, "a repeat carries the same fire_seq")
