@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/schema/chimev1"
 )
@@ -68,16 +69,19 @@ func (BytesCodec) Encode(value any) ([]byte, error) {
 // Decode implements goka.Codec.
 func (BytesCodec) Decode(data []byte) (any, error) { return data, nil }
 
-// The scheduler table's value carries the row's timer in a fixed header in
+// The scheduler table's value carries the row's timers in a fixed header in
 // front of the protobuf, so the timer index can be maintained from raw
-// storage writes without decoding the row:
+// storage writes, and rebuilt at recovery, without decoding the row:
 //
-//	byte 0      format version (1)
-//	bytes 1..8  timer_at as Unix nanoseconds, big endian; 0 = no timer
-//	bytes 9..   chimev1.JobState
+//	byte 0       format version (2; 1 had no recover_at)
+//	bytes 1..8   timer_at as Unix nanoseconds, big endian; 0 = no timer
+//	bytes 9..16  recover_at likewise (format 2 only)
+//	bytes 17..   chimev1.JobState
 const (
-	jobStateFormat    = 1
-	jobStateHeaderLen = 9
+	jobStateFormatV1    = 1
+	jobStateHeaderLenV1 = 9
+	jobStateFormat      = 2
+	jobStateHeaderLen   = 17
 )
 
 // JobStateCodec encodes the scheduler table's rows.
@@ -89,23 +93,40 @@ func (JobStateCodec) Encode(value any) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("codec: expected *chimev1.JobState, got %T", value)
 	}
-	var timer int64
-	if s.GetTimerAt() != nil {
-		timer = s.GetTimerAt().AsTime().UnixNano()
-	}
 	buf := make([]byte, jobStateHeaderLen, jobStateHeaderLen+proto.Size(s))
 	buf[0] = jobStateFormat
-	binary.BigEndian.PutUint64(buf[1:], uint64(timer))
+	binary.BigEndian.PutUint64(buf[1:], uint64(unixNanoOrZero(s.GetTimerAt())))
+	binary.BigEndian.PutUint64(buf[9:], uint64(unixNanoOrZero(s.GetRecoverAt())))
 	return proto.MarshalOptions{}.MarshalAppend(buf, s)
+}
+
+func unixNanoOrZero(t *timestamppb.Timestamp) int64 {
+	if t == nil {
+		return 0
+	}
+	return t.AsTime().UnixNano()
+}
+
+// jobStateHeader returns the header length of an encoded row, 0 if the
+// value is malformed.
+func jobStateHeader(data []byte) int {
+	switch {
+	case len(data) >= jobStateHeaderLen && data[0] == jobStateFormat:
+		return jobStateHeaderLen
+	case len(data) >= jobStateHeaderLenV1 && data[0] == jobStateFormatV1:
+		return jobStateHeaderLenV1
+	}
+	return 0
 }
 
 // Decode implements goka.Codec.
 func (JobStateCodec) Decode(data []byte) (any, error) {
-	if len(data) < jobStateHeaderLen || data[0] != jobStateFormat {
+	n := jobStateHeader(data)
+	if n == 0 {
 		return nil, fmt.Errorf("codec: job state: bad header (len %d)", len(data))
 	}
 	s := new(chimev1.JobState)
-	if err := proto.Unmarshal(data[jobStateHeaderLen:], s); err != nil {
+	if err := proto.Unmarshal(data[n:], s); err != nil {
 		return nil, fmt.Errorf("codec: decode job state: %w", err)
 	}
 	return s, nil
@@ -114,8 +135,17 @@ func (JobStateCodec) Decode(data []byte) (any, error) {
 // JobStateTimer reads the timer from an encoded row without decoding it.
 // ok is false for a malformed value; timer 0 means the row has no timer.
 func JobStateTimer(data []byte) (timerUnixNano int64, ok bool) {
-	if len(data) < jobStateHeaderLen || data[0] != jobStateFormat {
+	if jobStateHeader(data) == 0 {
 		return 0, false
 	}
 	return int64(binary.BigEndian.Uint64(data[1:])), true
+}
+
+// JobStateRecoverAt reads recover_at from an encoded row without decoding
+// it; 0 when unset, malformed or written in format 1.
+func JobStateRecoverAt(data []byte) int64 {
+	if jobStateHeader(data) != jobStateHeaderLen {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(data[9:]))
 }

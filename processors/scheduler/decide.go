@@ -398,7 +398,17 @@ func (d *decider) onTick(in *input, cur *chimev1.JobState, now time.Time) decisi
 		return decision{}
 	}
 	if timer := cur.GetTimerAt(); timer == nil || timer.AsTime().After(now) {
-		return decision{} // stale or early tick: the row decides
+		if !d.leftByAnother(cur) {
+			if cur.GetRecoverAt() != nil {
+				// The recovery tick of a row this incarnation wrote (its
+				// partition came back): rewrite it unchanged so that the
+				// index takes its timer again.
+				return decision{state: cur}
+			}
+			return decision{} // stale or early tick: the row decides
+		}
+		// A recovery tick: the row holds what another incarnation emitted
+		// and may have lost; it is re-sent below, nothing else is due.
 	}
 	st := cur
 	var redo decision
@@ -488,25 +498,29 @@ func (d *decider) onTick(in *input, cur *chimev1.JobState, now time.Time) decisi
 	// lost when the process died between writing the row and Kafka
 	// acknowledging the event. Emit it again, same fire_seq and emit_seq,
 	// so a dispatcher that did handle it can tell.
+	// A fire emitted by another incarnation is emitted again at once: its
+	// process may have died after Kafka stored the row and before it stored
+	// the due event, and the replayed input then finds nothing to do.
+	inc := d.currentIncarnation()
 	for _, em := range st.GetOpen() {
-		if d.cfg.AckTimeout <= 0 {
-			break
-		}
-		if em.GetEmittedAt() == nil {
-			continue // written by a version without redelivery
-		}
-		if slices.ContainsFunc(st.GetPending(), func(p *chimev1.Pending) bool { return p.GetFireSeq() == em.GetFireSeq() }) {
+		if !d.redeliverable(st, em) {
 			continue
 		}
-		if d.redeliverAt(em).After(now) {
+		restarted := em.GetIncarnation() != inc
+		if !restarted && d.redeliverAt(em).After(now) {
 			continue
 		}
-		em.Redeliveries++
+		detail := fmt.Sprintf("emission %d was made by a scheduler that has stopped since; emitted again", em.GetEmitSeq())
+		if !restarted {
+			em.Redeliveries++
+			detail = fmt.Sprintf("no retry, defer or ack for emission %d within %s; emitted again (redelivery %d)", em.GetEmitSeq(), d.ackTimeout(em.GetRedeliveries()-1), em.GetRedeliveries())
+		}
 		em.EmittedAt = timestamppb.New(now)
+		em.Incarnation = inc
 		dec.dues = append(dec.dues, d.due(in, st, em, em.GetScheduledAt().AsTime(), now))
 		ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_REDELIVERED, now)
 		ev.FireSeq, ev.Attempt = em.GetFireSeq(), em.GetAttempt()
-		ev.Detail = fmt.Sprintf("no retry, defer or ack for emission %d within %s; emitted again (redelivery %d)", em.GetEmitSeq(), d.ackTimeout(em.GetRedeliveries()-1), em.GetRedeliveries())
+		ev.Detail = detail
 		dec.events = append(dec.events, ev)
 	}
 	st.UpdatedAt = timestamppb.New(now)
@@ -573,7 +587,7 @@ func (d *decider) fire(in *input, st *chimev1.JobState, dec *decision, fireSeq u
 	} else {
 		st.EmitSeq++
 		em := &chimev1.Emission{FireSeq: fireSeq, EmitSeq: st.GetEmitSeq(), Attempt: attempt, ScheduledAt: timestamppb.New(scheduledAt),
-			Deferrals: deferrals, EmittedAt: timestamppb.New(now), Deadline: deadline, History: history}
+			Deferrals: deferrals, EmittedAt: timestamppb.New(now), Deadline: deadline, History: history, Incarnation: d.currentIncarnation()}
 		dec.dues = append(dec.dues, d.due(in, st, em, fireAt, now))
 		if i := slices.IndexFunc(st.GetOpen(), func(e *chimev1.Emission) bool { return e.GetFireSeq() == fireSeq }); i >= 0 {
 			st.Open[i] = em
@@ -598,6 +612,33 @@ func (d *decider) fire(in *input, st *chimev1.JobState, dec *decision, fireSeq u
 		ev.FirstScheduledAt = timestamppb.New(scheduledAt)
 		dec.events = append(dec.events, ev)
 	}
+}
+
+// redeliverable reports whether an open fire is waiting for its answer
+// (not re-armed) and may be emitted again.
+func (d *decider) redeliverable(st *chimev1.JobState, em *chimev1.Emission) bool {
+	return d.cfg.AckTimeout > 0 && em.GetEmittedAt() != nil && // else written by a version without redelivery
+		!slices.ContainsFunc(st.GetPending(), func(p *chimev1.Pending) bool { return p.GetFireSeq() == em.GetFireSeq() })
+}
+
+// leftByAnother reports whether the row holds a fire or a Kafka write that
+// another incarnation made and this one has not taken over.
+func (d *decider) leftByAnother(st *chimev1.JobState) bool {
+	inc := d.currentIncarnation()
+	for _, u := range st.GetUnconfirmed() {
+		if u.GetIncarnation() != inc {
+			return true
+		}
+	}
+	if st.GetStatus() != chimev1.JobStatus_JOB_STATUS_SCHEDULED {
+		return false // paused or ended: open fires wait (redelivery is only while scheduled)
+	}
+	for _, em := range st.GetOpen() {
+		if d.redeliverable(st, em) && em.GetIncarnation() != inc {
+			return true
+		}
+	}
+	return false
 }
 
 // confirmDeliveries settles the row's Kafka-target writes: one written by
@@ -742,6 +783,28 @@ func (d *decider) setTimer(key string, st *chimev1.JobState) {
 	}
 	for _, u := range st.GetUnconfirmed() {
 		consider(u.GetDeliveredAt().AsTime().Add(d.cfg.ConfirmAfter))
+	}
+	// recover_at: when a recovering scheduler must look at the row, if it
+	// holds writes that may need re-sending (the earliest of them).
+	var rec time.Time
+	earliest := func(t time.Time) {
+		if rec.IsZero() || t.Before(rec) {
+			rec = t
+		}
+	}
+	for _, u := range st.GetUnconfirmed() {
+		earliest(u.GetDeliveredAt().AsTime())
+	}
+	if st.GetStatus() == chimev1.JobStatus_JOB_STATUS_SCHEDULED {
+		for _, em := range st.GetOpen() {
+			if d.redeliverable(st, em) {
+				earliest(em.GetEmittedAt().AsTime())
+			}
+		}
+	}
+	st.RecoverAt = nil
+	if !rec.IsZero() {
+		st.RecoverAt = timestamppb.New(rec)
 	}
 	if at.IsZero() {
 		st.TimerAt = nil

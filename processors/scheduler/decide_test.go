@@ -447,6 +447,55 @@ func TestKafkaTargetWriteSurvivesARestart(t *testing.T) {
 	})
 }
 
+// TestRestartedSchedulerReemitsOpenFiresAtOnce: a fire emitted by another
+// incarnation is emitted again on the recovery tick, without waiting for
+// AckTimeout: the due event may have died with its process.
+func TestRestartedSchedulerReemitsOpenFiresAtOnce(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, func(c *Config) { c.AckTimeout = 2 * time.Minute })
+	a, b := "a", "b"
+	r.d.incarnation.Store(&a)
+	r.command(upsert(httpSpec(every(time.Hour)), t0), t0)
+	r.tick(t0.Add(time.Hour))
+	require.Len(t, r.dues, 1)
+	first := r.dues[0]
+	require.Equal(t, t0.Add(time.Hour), r.st.RecoverAt.AsTime(), "an open fire sets recover_at")
+	require.Equal(t, t0.Add(time.Hour+2*time.Minute), r.st.TimerAt.AsTime())
+
+	// Same incarnation, early tick (the partition came back): no re-send;
+	// the row is rewritten so the index takes its timer again.
+	r.tick(t0.Add(time.Hour + time.Second))
+	require.Len(t, r.dues, 1)
+
+	// Another incarnation recovers the row: the fire goes out again now.
+	r.d.incarnation.Store(&b)
+	r.tick(t0.Add(time.Hour + 10*time.Second))
+	require.Len(t, r.dues, 2)
+	again := r.dues[1]
+	require.Equal(t, first.EmitSeq, again.EmitSeq)
+	require.Equal(t, first.IdempotencyKey, again.IdempotencyKey)
+	require.Zero(t, r.st.Open[0].Redeliveries, "a restart is not an unanswered redelivery")
+	require.Equal(t, chimev1.JobEventType_JOB_EVENT_TYPE_REDELIVERED, r.events[len(r.events)-1].Type)
+	require.Equal(t, t0.Add(time.Hour+10*time.Second+2*time.Minute), r.st.TimerAt.AsTime(), "AckTimeout counts from the re-send")
+	r.tick(t0.Add(time.Hour + 11*time.Second))
+	require.Len(t, r.dues, 2, "taken over: no second re-send")
+
+	// Answered fires leave nothing to recover.
+	r.command(ack(again, chimev1.AckResult_ACK_RESULT_SUCCEEDED), t0.Add(time.Hour+12*time.Second))
+	require.Nil(t, r.st.RecoverAt)
+
+	// A fire waiting for its retry is not re-sent: the Retry was stored.
+	r.tick(t0.Add(2 * time.Hour))
+	d3 := r.dues[len(r.dues)-1]
+	r.command(&chimev1.JobCommand{Command: &chimev1.JobCommand_Retry{Retry: &chimev1.Retry{
+		FireSeq: d3.FireSeq, EmitSeq: d3.EmitSeq, Attempt: 2, NotBefore: timestamppb.New(t0.Add(2*time.Hour + time.Minute))}}}, t0.Add(2*time.Hour+time.Second))
+	require.Nil(t, r.st.RecoverAt)
+	n := len(r.dues)
+	r.d.incarnation.Store(&a)
+	r.tick(t0.Add(2*time.Hour + 2*time.Second))
+	require.Len(t, r.dues, n)
+}
+
 func TestJitterIsStableAndBounded(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)

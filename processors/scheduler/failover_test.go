@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chime-sched/chime/infra/kafkatest"
 	"github.com/chime-sched/chime/processors/scheduler"
@@ -20,17 +21,17 @@ import (
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
-// failoverAckTimeout is the helper scheduler's AckTimeout. A kill can land
-// after Kafka stored a fire's row and before it stored the fire's due event
-// (two writes to two partitions, not atomic): the restarted scheduler
-// recovers a row that says "fired", the replayed tick finds nothing due, and
-// only redelivery after AckTimeout emits the due event again (with the same
-// fire_seq; docs/guarantees.md, "What survives kill -9"). Under load this
-// hits a few to hundreds of the fires in flight at the kill in about one run
-// in five; with the default 2 min the test then took ~2 min and passed
-// only ~40 s inside its deadline. A short AckTimeout lets that documented
-// path finish within seconds of the restart.
-const failoverAckTimeout = 5 * time.Second
+// The kill can land after Kafka stored a fire's row and before it stored
+// the fire's due event or Kafka-target write (two writes to two partitions,
+// not atomic): the restarted scheduler recovers a row that says "fired",
+// and the replayed tick finds nothing due. Under load this hits a few to
+// hundreds of the fires in flight at the kill in about one run in five.
+// The restarted scheduler is a new incarnation: it ticks every row that
+// holds a fire or write of the old one at once and emits it again
+// (JobState.recover_at). The helper keeps the default AckTimeout (2 min)
+// and ConfirmAfter (3 min), and the test's deadline is shorter than both,
+// so only that path can make it pass.
+const restartDeadline = 90 * time.Second
 
 // TestSchedulerProcessHelper is not a test: it is the scheduler process
 // that TestKilledSchedulerLosesNothing starts and kills with SIGKILL. It is
@@ -49,7 +50,6 @@ func TestSchedulerProcessHelper(t *testing.T) {
 		LocalState: local,
 		Logger:     testLogger(t),
 		TickResend: 2 * time.Second,
-		AckTimeout: failoverAckTimeout,
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -86,15 +86,25 @@ func startHelper(t *testing.T, b *bundle, storageDir string) *exec.Cmd {
 func TestKilledSchedulerLosesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	writes := kafkatest.Collect(t, b.cluster.Brokers(), b.topics.BreakerTimers(), func(r *kgo.Record) (string, []byte) { return string(r.Key), r.Value })
 	storageDir := filepath.Join(t.TempDir(), "scheduler")
 	proc := startHelper(t, b, storageDir)
 
-	const jobs = 2000
+	// HTTP jobs (due events) and Kafka-target jobs (written by the
+	// scheduler itself), interleaved 1 ms apart: the kill lands in the
+	// middle of a stream of both.
+	const jobs, kafkaJobs = 2000, 500
 	start := time.Now().Add(3 * time.Second)
-	specs := make([]*chimev1.JobSpec, jobs)
+	specs := make([]*chimev1.JobSpec, 0, jobs+kafkaJobs)
 	for i := range jobs {
-		// 1 ms apart: the kill lands in the middle of a stream of fires.
-		specs[i] = spec("ns", fmt.Sprintf("j%04d", i), atSchedule(start.Add(time.Duration(i)*time.Millisecond)))
+		specs = append(specs, spec("ns", fmt.Sprintf("j%04d", i), atSchedule(start.Add(time.Duration(i)*time.Millisecond))))
+		if i%4 == 0 {
+			k := spec("ns", fmt.Sprintf("k%04d", i/4), atSchedule(start.Add(time.Duration(i)*time.Millisecond)))
+			k.Target = &chimev1.Target{Kind: &chimev1.Target_Kafka{Kafka: &chimev1.KafkaTarget{
+				Topic: b.topics.BreakerTimers(), Key: []byte(k.Id), Value: []byte("fired"),
+			}}}
+			specs = append(specs, k)
+		}
 	}
 	_, err := b.prod.ScheduleMany(context.Background(), specs)
 	require.NoError(t, err)
@@ -102,30 +112,35 @@ func TestKilledSchedulerLosesNothing(t *testing.T) {
 	require.NoError(t, proc.Process.Signal(syscall.SIGKILL))
 	_ = proc.Wait()
 	killed := time.Now()
-	firedBefore := b.dues.Keys()
+	firedBefore, writtenBefore := b.dues.Keys(), writes.Keys()
 
 	startHelper(t, b, storageDir)
 	ready := time.Now()
-	t.Logf("fired before the kill: %d of %d; restarted scheduler ready %s after the kill",
-		firedBefore, jobs, ready.Sub(killed).Round(time.Millisecond))
-	const within = 150 * time.Second
-	for deadline := ready.Add(within); b.dues.Keys() < jobs; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			var missing []string
-			for i := range jobs {
-				if k := fmt.Sprintf("ns/j%04d", i); len(b.dues.Get(k)) == 0 {
-					missing = append(missing, k)
-				}
+	t.Logf("before the kill: %d of %d HTTP jobs fired, %d of %d Kafka-target jobs written; restarted scheduler ready %s after the kill",
+		firedBefore, jobs, writtenBefore, kafkaJobs, ready.Sub(killed).Round(time.Millisecond))
+	missing := func(n int, key func(int) string, seen func(string) bool) []string {
+		var out []string
+		for i := range n {
+			if k := key(i); !seen(k) {
+				out = append(out, k)
 			}
-			n := len(missing)
-			t.Fatalf("%d of %d jobs never fired within %s of the restart (%d fired before the kill); first missing: %v",
-				n, jobs, within, firedBefore, missing[:min(n, 20)])
+		}
+		return out
+	}
+	httpKey := func(i int) string { return fmt.Sprintf("ns/j%04d", i) }
+	kafkaKey := func(i int) string { return fmt.Sprintf("k%04d", i) }
+	for deadline := ready.Add(restartDeadline); b.dues.Keys() < jobs || writes.Keys() < kafkaJobs; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			mh := missing(jobs, httpKey, func(k string) bool { return len(b.dues.Get(k)) > 0 })
+			mk := missing(kafkaJobs, kafkaKey, func(k string) bool { return len(writes.Get(k)) > 0 })
+			t.Fatalf("within %s of the restart, %d of %d HTTP jobs never fired (first: %v) and %d of %d Kafka-target jobs were never written (first: %v)",
+				restartDeadline, len(mh), jobs, mh[:min(len(mh), 20)], len(mk), kafkaJobs, mk[:min(len(mk), 20)])
 		}
 	}
-	t.Logf("every job fired %s after the restart; total due events: %d (redeliveries included)",
-		time.Since(ready).Round(time.Millisecond), b.dues.Count())
+	t.Logf("every job fired %s after the restart; due events: %d, Kafka-target writes: %d (repeats included)",
+		time.Since(ready).Round(time.Millisecond), b.dues.Count(), writes.Count())
 	for i := range jobs {
-		for _, d := range b.dues.Get(fmt.Sprintf("ns/j%04d", i)) {
+		for _, d := range b.dues.Get(httpKey(i)) {
 			require.EqualValues(t, 1, d.FireSeq, "a repeat carries the same fire_seq")
 			require.EqualValues(t, 1, d.Attempt)
 		}

@@ -405,7 +405,11 @@ func current(ctx goka.Context) *chimev1.JobState {
 
 // apply writes a decision through the goka context: goka commits the input
 // offset only after the table write and every emit are acknowledged, so a
-// crash in between replays the input, and the row decides again.
+// crash in between replays the input. The row and the emits are separate
+// Kafka writes: if the row reached Kafka and an emit did not, the replayed
+// input finds the row advanced and does nothing. Open fires and
+// unconfirmed Kafka-target writes are then re-sent by the next incarnation
+// (recover_at); job events are lost (docs/guarantees.md, Known gaps).
 func (s *Scheduler) apply(ctx goka.Context, d decision) {
 	t := s.cfg.Topics
 	for _, due := range d.dues {

@@ -109,7 +109,17 @@ func (s *timerStorage) MarkRecovered() error {
 		if err != nil {
 			continue
 		}
-		if at, ok := schema.JobStateTimer(v); ok && at != 0 {
+		at, ok := schema.JobStateTimer(v)
+		if !ok {
+			continue
+		}
+		// A row holding fires or Kafka writes of an earlier incarnation is
+		// ticked at once, not at its timer: they may have been lost with
+		// it (chimev1.JobState.recover_at).
+		if r := schema.JobStateRecoverAt(v); r != 0 && (at == 0 || r < at) {
+			at = r
+		}
+		if at != 0 {
 			s.idx.set(string(it.Key()), at)
 		}
 	}

@@ -268,7 +268,11 @@ type Emission struct {
 	Redeliveries uint32                 `protobuf:"varint,7,opt,name=redeliveries,proto3" json:"redeliveries,omitempty"`
 	Deadline     *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=deadline,proto3" json:"deadline,omitempty"`
 	// The failed attempts of this fire so far, oldest first (bounded).
-	History       []*CallbackOutcome `protobuf:"bytes,9,rep,name=history,proto3" json:"history,omitempty"`
+	History []*CallbackOutcome `protobuf:"bytes,9,rep,name=history,proto3" json:"history,omitempty"`
+	// The scheduler incarnation that emitted it (see Delivery): another one
+	// emits it again as soon as it recovers the row, since the due event may
+	// have been lost with the process that wrote the row.
+	Incarnation   string `protobuf:"bytes,10,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -366,6 +370,13 @@ func (x *Emission) GetHistory() []*CallbackOutcome {
 	return nil
 }
 
+func (x *Emission) GetIncarnation() string {
+	if x != nil {
+		return x.Incarnation
+	}
+	return ""
+}
+
 // JobState is the scheduler table's value, keyed "namespace/job_id".
 type JobState struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -395,7 +406,12 @@ type JobState struct {
 	// continues after it, so no occurrence is fired twice.
 	LastScheduledAt *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=last_scheduled_at,json=lastScheduledAt,proto3" json:"last_scheduled_at,omitempty"`
 	// Kafka-target writes not yet counted as stored (see Delivery).
-	Unconfirmed   []*Delivery `protobuf:"bytes,19,rep,name=unconfirmed,proto3" json:"unconfirmed,omitempty"`
+	Unconfirmed []*Delivery `protobuf:"bytes,19,rep,name=unconfirmed,proto3" json:"unconfirmed,omitempty"`
+	// Set while the row holds open fires or unconfirmed writes: a scheduler
+	// that recovers the row ticks it at once (not at timer_at) so that it can
+	// re-send what its previous owner may have lost. Kept in the codec's
+	// header beside timer_at.
+	RecoverAt     *timestamppb.Timestamp `protobuf:"bytes,20,opt,name=recover_at,json=recoverAt,proto3" json:"recover_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -559,6 +575,13 @@ func (x *JobState) GetLastScheduledAt() *timestamppb.Timestamp {
 func (x *JobState) GetUnconfirmed() []*Delivery {
 	if x != nil {
 		return x.Unconfirmed
+	}
+	return nil
+}
+
+func (x *JobState) GetRecoverAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RecoverAt
 	}
 	return nil
 }
@@ -1148,7 +1171,7 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"not_before\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tnotBefore\x12=\n" +
 	"\fscheduled_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\vscheduledAt\x12\x1c\n" +
 	"\tdeferrals\x18\x05 \x01(\rR\tdeferrals\x123\n" +
-	"\ahistory\x18\x06 \x03(\v2\x19.chime.v1.CallbackOutcomeR\ahistory\"\x83\x03\n" +
+	"\ahistory\x18\x06 \x03(\v2\x19.chime.v1.CallbackOutcomeR\ahistory\"\xa5\x03\n" +
 	"\bEmission\x12\x19\n" +
 	"\bfire_seq\x18\x01 \x01(\x04R\afireSeq\x12\x19\n" +
 	"\bemit_seq\x18\x02 \x01(\x04R\aemitSeq\x12\x18\n" +
@@ -1159,7 +1182,9 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"emitted_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\temittedAt\x12\"\n" +
 	"\fredeliveries\x18\a \x01(\rR\fredeliveries\x126\n" +
 	"\bdeadline\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x123\n" +
-	"\ahistory\x18\t \x03(\v2\x19.chime.v1.CallbackOutcomeR\ahistory\"\xff\x06\n" +
+	"\ahistory\x18\t \x03(\v2\x19.chime.v1.CallbackOutcomeR\ahistory\x12 \n" +
+	"\vincarnation\x18\n" +
+	" \x01(\tR\vincarnation\"\xba\a\n" +
 	"\bJobState\x12%\n" +
 	"\x04spec\x18\x01 \x01(\v2\x11.chime.v1.JobSpecR\x04spec\x12+\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x13.chime.v1.JobStatusR\x06status\x12\x19\n" +
@@ -1184,7 +1209,9 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\vlast_detail\x18\x11 \x01(\tR\n" +
 	"lastDetail\x12F\n" +
 	"\x11last_scheduled_at\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\x0flastScheduledAt\x124\n" +
-	"\vunconfirmed\x18\x13 \x03(\v2\x12.chime.v1.DeliveryR\vunconfirmed\"\xd9\x01\n" +
+	"\vunconfirmed\x18\x13 \x03(\v2\x12.chime.v1.DeliveryR\vunconfirmed\x129\n" +
+	"\n" +
+	"recover_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\trecoverAt\"\xd9\x01\n" +
 	"\bDelivery\x12\x19\n" +
 	"\bfire_seq\x18\x01 \x01(\x04R\afireSeq\x12-\n" +
 	"\x06target\x18\x02 \x01(\v2\x15.chime.v1.KafkaTargetR\x06target\x12=\n" +
@@ -1325,29 +1352,30 @@ var file_chime_v1_scheduler_proto_depIdxs = []int32{
 	11, // 17: chime.v1.JobState.last_fired_at:type_name -> google.protobuf.Timestamp
 	11, // 18: chime.v1.JobState.last_scheduled_at:type_name -> google.protobuf.Timestamp
 	5,  // 19: chime.v1.JobState.unconfirmed:type_name -> chime.v1.Delivery
-	15, // 20: chime.v1.Delivery.target:type_name -> chime.v1.KafkaTarget
-	11, // 21: chime.v1.Delivery.delivered_at:type_name -> google.protobuf.Timestamp
-	11, // 22: chime.v1.Tick.timer_at:type_name -> google.protobuf.Timestamp
-	11, // 23: chime.v1.Tick.sent_at:type_name -> google.protobuf.Timestamp
-	11, // 24: chime.v1.Due.scheduled_at:type_name -> google.protobuf.Timestamp
-	11, // 25: chime.v1.Due.fire_at:type_name -> google.protobuf.Timestamp
-	11, // 26: chime.v1.Due.emitted_at:type_name -> google.protobuf.Timestamp
-	11, // 27: chime.v1.Due.deadline:type_name -> google.protobuf.Timestamp
-	16, // 28: chime.v1.Due.callback:type_name -> chime.v1.HttpCallback
-	17, // 29: chime.v1.Due.retry:type_name -> chime.v1.RetryPolicy
-	10, // 30: chime.v1.Due.labels:type_name -> chime.v1.Due.LabelsEntry
-	18, // 31: chime.v1.Due.relevancy_window:type_name -> google.protobuf.Duration
-	12, // 32: chime.v1.Due.history:type_name -> chime.v1.CallbackOutcome
-	1,  // 33: chime.v1.JobEvent.type:type_name -> chime.v1.JobEventType
-	11, // 34: chime.v1.JobEvent.at:type_name -> google.protobuf.Timestamp
-	11, // 35: chime.v1.JobEvent.first_scheduled_at:type_name -> google.protobuf.Timestamp
-	11, // 36: chime.v1.JobEvent.last_scheduled_at:type_name -> google.protobuf.Timestamp
-	11, // 37: chime.v1.Rejection.at:type_name -> google.protobuf.Timestamp
-	38, // [38:38] is the sub-list for method output_type
-	38, // [38:38] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	11, // 20: chime.v1.JobState.recover_at:type_name -> google.protobuf.Timestamp
+	15, // 21: chime.v1.Delivery.target:type_name -> chime.v1.KafkaTarget
+	11, // 22: chime.v1.Delivery.delivered_at:type_name -> google.protobuf.Timestamp
+	11, // 23: chime.v1.Tick.timer_at:type_name -> google.protobuf.Timestamp
+	11, // 24: chime.v1.Tick.sent_at:type_name -> google.protobuf.Timestamp
+	11, // 25: chime.v1.Due.scheduled_at:type_name -> google.protobuf.Timestamp
+	11, // 26: chime.v1.Due.fire_at:type_name -> google.protobuf.Timestamp
+	11, // 27: chime.v1.Due.emitted_at:type_name -> google.protobuf.Timestamp
+	11, // 28: chime.v1.Due.deadline:type_name -> google.protobuf.Timestamp
+	16, // 29: chime.v1.Due.callback:type_name -> chime.v1.HttpCallback
+	17, // 30: chime.v1.Due.retry:type_name -> chime.v1.RetryPolicy
+	10, // 31: chime.v1.Due.labels:type_name -> chime.v1.Due.LabelsEntry
+	18, // 32: chime.v1.Due.relevancy_window:type_name -> google.protobuf.Duration
+	12, // 33: chime.v1.Due.history:type_name -> chime.v1.CallbackOutcome
+	1,  // 34: chime.v1.JobEvent.type:type_name -> chime.v1.JobEventType
+	11, // 35: chime.v1.JobEvent.at:type_name -> google.protobuf.Timestamp
+	11, // 36: chime.v1.JobEvent.first_scheduled_at:type_name -> google.protobuf.Timestamp
+	11, // 37: chime.v1.JobEvent.last_scheduled_at:type_name -> google.protobuf.Timestamp
+	11, // 38: chime.v1.Rejection.at:type_name -> google.protobuf.Timestamp
+	39, // [39:39] is the sub-list for method output_type
+	39, // [39:39] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_chime_v1_scheduler_proto_init() }

@@ -1,0 +1,67 @@
+package schema
+
+import (
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/chime-sched/chime/schema/chimev1"
+)
+
+// TestJobStateCodecHeader: the header carries timer_at and recover_at so
+// the storage can index rows without decoding them, and rows written in
+// format 1 (no recover_at) still decode.
+func TestJobStateCodecHeader(t *testing.T) {
+	t.Parallel()
+	timer := time.Date(2026, 11, 23, 10, 0, 0, 5, time.UTC)
+	recoverAt := timer.Add(-time.Minute)
+	cases := []struct {
+		name             string
+		st               *chimev1.JobState
+		timer, recoverAt int64
+	}{
+		{"both", &chimev1.JobState{FireSeq: 7, TimerAt: timestamppb.New(timer), RecoverAt: timestamppb.New(recoverAt)}, timer.UnixNano(), recoverAt.UnixNano()},
+		{"timer only", &chimev1.JobState{FireSeq: 1, TimerAt: timestamppb.New(timer)}, timer.UnixNano(), 0},
+		{"none", &chimev1.JobState{}, 0, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			b, err := JobStateCodec{}.Encode(c.st)
+			require.NoError(t, err)
+			at, ok := JobStateTimer(b)
+			require.True(t, ok)
+			require.Equal(t, c.timer, at)
+			require.Equal(t, c.recoverAt, JobStateRecoverAt(b))
+			v, err := JobStateCodec{}.Decode(b)
+			require.NoError(t, err)
+			require.True(t, proto.Equal(c.st, v.(*chimev1.JobState)))
+		})
+	}
+
+	// Format 1: a 9-byte header, no recover_at.
+	st := &chimev1.JobState{FireSeq: 3, TimerAt: timestamppb.New(timer)}
+	v1 := make([]byte, 9)
+	v1[0] = 1
+	binary.BigEndian.PutUint64(v1[1:], uint64(timer.UnixNano()))
+	v1, err := proto.MarshalOptions{}.MarshalAppend(v1, st)
+	require.NoError(t, err)
+	at, ok := JobStateTimer(v1)
+	require.True(t, ok)
+	require.Equal(t, timer.UnixNano(), at)
+	require.Zero(t, JobStateRecoverAt(v1))
+	v, err := JobStateCodec{}.Decode(v1)
+	require.NoError(t, err)
+	require.True(t, proto.Equal(st, v.(*chimev1.JobState)))
+
+	for _, bad := range [][]byte{nil, {2, 0, 0}, {9, 0, 0, 0, 0, 0, 0, 0, 0}} {
+		_, ok := JobStateTimer(bad)
+		require.False(t, ok)
+		_, err := JobStateCodec{}.Decode(bad)
+		require.Error(t, err)
+	}
+}
