@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"slices"
 	"testing"
 	"time"
 
@@ -288,12 +289,17 @@ func TestSinkStoresDeadLetters(t *testing.T) {
 		Retry:    &chimev1.RetryPolicy{MaxAttempts: 3},
 		Labels:   map[string]string{"k": "v"},
 	}
+	// The due carries the earlier failed attempts; the dead letter all of
+	// them. The stored due keeps all of them.
+	earlier := []*chimev1.CallbackOutcome{{Attempt: 1, StatusCode: 503}, {Attempt: 2, StatusCode: 502}}
+	all := append(slices.Clone(earlier), &chimev1.CallbackOutcome{Attempt: 3, StatusCode: 500})
 	for i := range 3 {
 		d := proto.Clone(due).(*chimev1.Due)
 		d.FireSeq = uint64(i + 1)
+		d.History = earlier
 		produce(t, tb, record(tb.topics.DeadLetters(), "shop", &chimev1.DeadLetter{
 			EventId: fmt.Sprintf("dl-%d", i), Due: d, Reason: "HTTP 500", At: timestamppb.New(base.Add(time.Duration(i) * time.Second)),
-			Attempts: []*chimev1.CallbackOutcome{{Attempt: 3, StatusCode: 500}},
+			Attempts: all,
 		}))
 	}
 	s := tb.start(t, tb.config())
@@ -309,7 +315,9 @@ func TestSinkStoresDeadLetters(t *testing.T) {
 	require.Equal(t, int32(500), list[0].StatusCode)
 	got, err := tb.store.GetDeadLetter(tb.ctx, "shop", "dl-1")
 	require.NoError(t, err)
-	require.True(t, proto.Equal(due, got.Due), "due: %v", got.Due)
+	want := proto.CloneOf(due)
+	want.History = all
+	require.True(t, proto.Equal(want, got.Due), "due: %v", got.Due)
 }
 
 // TestSinkCrashBetweenDaysOfABatchLosesNothing: every stream carries
