@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -38,7 +39,11 @@ func TestMain(m *testing.M) {
 type devProc struct {
 	cmd    *exec.Cmd
 	exited chan error
+	// stopped is set when chime dev logs its clean stop (startDev).
+	stopped *atomic.Bool
 }
+
+func (p *devProc) stoppedCleanly() bool { return p.stopped != nil && p.stopped.Load() }
 
 func freePort(t *testing.T) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -52,11 +57,16 @@ func startDev(t *testing.T, stateDir string, port int) *devProc {
 	t.Helper()
 	ready := make(chan struct{})
 	var once sync.Once
+	stopped := new(atomic.Bool)
 	p := startChild(t, nil, func(line string) {
 		if strings.Contains(line, "scheduler ready") {
 			once.Do(func() { close(ready) })
 		}
+		if strings.Contains(line, `msg="stopped cleanly"`) {
+			stopped.Store(true)
+		}
 	}, "dev", "--state-dir", stateDir, "--embedded-broker-port", fmt.Sprint(port), "--partitions", "4", "--addr", "127.0.0.1:0")
+	p.stopped = stopped
 	select {
 	case <-ready:
 	case err := <-p.exited:
@@ -159,6 +169,7 @@ func TestDevSurvivesKill9AndStopsCleanly(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("chime dev did not stop within 60s of SIGTERM")
 	}
+	require.True(t, dev.stoppedCleanly(), "chime dev logs its clean stop")
 }
 
 func TestUsageAndBadFlags(t *testing.T) {

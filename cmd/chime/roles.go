@@ -42,7 +42,7 @@ type env struct {
 
 type role func(ctx context.Context, e *env) error
 
-func runRole(ctx context.Context, name string, args []string, getenv func(string) string, stdout, stderr io.Writer, r role) error {
+func runRole(ctx context.Context, name string, args []string, getenv func(string) string, stdout, stderr io.Writer, r role) (err error) {
 	fs := flag.NewFlagSet("chime "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfg, err := config.Load(getenv, args, fs)
@@ -57,7 +57,14 @@ func runRole(ctx context.Context, name string, args []string, getenv func(string
 	if err := e.connect(ctx); err != nil {
 		return err
 	}
-	defer e.close()
+	defer func() {
+		e.close()
+		if err == nil && ctx.Err() != nil {
+			// Operators (and scripts) see that a stop on a signal was
+			// clean, not a crash.
+			log.Info("stopped cleanly")
+		}
+	}()
 	t := cfg.Topics()
 	e.registry.MustRegister(newLagCollector(e.brokers, t.SchedulerGroup(), dispatcher.GroupName(t), t.BreakerGroup(), t.NamespaceGroup(), sink.GroupName(t)))
 	g, gctx := errgroup.WithContext(ctx)
