@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -411,19 +412,30 @@ func TestSlowEndpointTripsOnSlowCallRate(t *testing.T) {
 	b.steady(ns, ep.URL, 40, time.Second, 50*time.Millisecond)
 
 	waitFor(t, 60*time.Second, "the breaker to open", func() bool { return b.nth(ns, open, 0) != nil })
+	// Every assertion below names the transitions, so a failure under load
+	// can be read from the log alone.
+	history := func() string {
+		var sb strings.Builder
+		for _, tr := range b.trs(ns) {
+			fmt.Fprintf(&sb, "\n  %s → %s v%d at %s: %s (window %v)", tr.From, tr.To, versionOf(tr), tr.At.AsTime().Format("15:04:05.000"), tr.Reason, tr.Window)
+		}
+		return sb.String()
+	}
 	open1 := b.nth(ns, open, 0)
-	require.Contains(t, open1.Reason, "slow-call rate")
-	require.Zero(t, open1.Window.Failures, "every answer was a 200")
+	require.Contains(t, open1.Reason, "slow-call rate", history())
+	require.Zero(t, open1.Window.Failures, "every answer was a 200: %s", history())
 	waitFor(t, 30*time.Second, "a due held back by the breaker", func() bool {
 		return b.outcomes.count(func(o *chimev1.CallbackOutcome) bool { return o.ErrorKind == kindBreaker }) > 0
 	})
 	// The probes are slow too: the breaker reopens.
 	waitFor(t, 60*time.Second, "a failed (slow) probe", func() bool { return b.nth(ns, open, 1) != nil })
-	require.Contains(t, b.nth(ns, open, 1).Reason, "probe took")
+	require.Contains(t, b.nth(ns, open, 1).Reason, "probe took", history())
 	half1 := b.nth(ns, halfOpen, 0)
+	require.NotNil(t, half1, history())
 	seenOpen := w.seen(ns, versionOf(open1))
 	require.False(t, seenOpen.IsZero())
-	require.LessOrEqual(t, ep.between(seenOpen, half1.At.AsTime()), maxConc, "calls after the dispatcher read the open state")
+	require.LessOrEqual(t, ep.between(seenOpen, half1.At.AsTime()), maxConc,
+		"calls after the dispatcher read the open state (at %s): %s", seenOpen.Format("15:04:05.000"), history())
 }
 
 // TestFlappingEndpointEndsDisabled: an endpoint that alternates 500 and

@@ -250,9 +250,10 @@ func (d *Dispatcher) process(owned context.Context, due *chimev1.Due, consumed t
 }
 
 // expired answers a due whose relevancy deadline has passed. The deadline
-// is the due's own (the scheduler sets it from the job's window); a due
-// without one takes the namespace's relevancy_window, which only the
-// dispatcher knows.
+// is the due's own (the scheduler sets it from the job's window, else the
+// namespace's); a due without one takes the namespace's relevancy_window
+// as the dispatcher reads it now (set after the due was emitted, or a due
+// from a scheduler before the namespace lookup).
 func (d *Dispatcher) expired(due *chimev1.Due, ns *chimev1.NamespaceConfig) (result, bool) {
 	now := d.cfg.Now()
 	var deadline time.Time
