@@ -170,6 +170,7 @@ func TestTwoInstancesShareTheWork(t *testing.T) {
 	})
 
 	const jobs = 200
+	ownedA, ownedC := slices.Sorted(slices.Values(a.Partitions())), slices.Sorted(slices.Values(c.Partitions()))
 	start := time.Now().Add(2 * time.Second)
 	for i := range jobs {
 		b.schedule(spec("ns", fmt.Sprintf("steady%03d", i), atSchedule(start.Add(time.Duration(i)*5*time.Millisecond))))
@@ -178,8 +179,20 @@ func TestTwoInstancesShareTheWork(t *testing.T) {
 	// Give duplicates, if any, time to show up: wait for a later marker.
 	b.schedule(spec("ns", "marker", atSchedule(time.Now().Add(3*time.Second))))
 	waitFor(t, 30*time.Second, "marker", func() bool { return len(b.dues.Get("ns/marker")) == 1 })
+	// A partition that changed owner meanwhile (a late rebalance of the
+	// group) has its open fires emitted again by the new owner, by design
+	// (nobody acks them here): "once" holds only if no partition moved.
+	if slices.Equal(ownedA, slices.Sorted(slices.Values(a.Partitions()))) && slices.Equal(ownedC, slices.Sorted(slices.Values(c.Partitions()))) {
+		for i := range jobs {
+			require.Len(t, b.dues.Get(fmt.Sprintf("ns/steady%03d", i)), 1, "each fire emitted once in steady state")
+		}
+	} else {
+		t.Logf("partitions moved during the steady phase (%v/%v → %v/%v); not checking for repeats", ownedA, ownedC, a.Partitions(), c.Partitions())
+	}
 	for i := range jobs {
-		require.Len(t, b.dues.Get(fmt.Sprintf("ns/steady%03d", i)), 1, "each fire emitted once in steady state")
+		for _, d := range b.dues.Get(fmt.Sprintf("ns/steady%03d", i)) {
+			require.EqualValues(t, 1, d.FireSeq, "a repeat is the same fire")
+		}
 	}
 
 	// Jobs due after A is gone.
