@@ -61,6 +61,22 @@ func (w *watched) seen(ns string, v uint64) time.Time {
 	return w.first[ns][v]
 }
 
+// seenFrom is when the dispatcher first read version v of ns or a later
+// one (zero: none yet). Under load every due may have been read before the
+// breaker opened and the next only once it was half-open: from then on the
+// dispatcher knew the breaker was not closed all the same.
+func (w *watched) seenFrom(ns string, v uint64) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var first time.Time
+	for ver, at := range w.first[ns] {
+		if ver >= v && (first.IsZero() || at.Before(first)) {
+			first = at
+		}
+	}
+	return first
+}
+
 // endpoint is an httptest server whose answer the test changes while
 // traffic flows; it records every call's arrival, key and answer.
 type endpoint struct {
@@ -432,8 +448,8 @@ func TestSlowEndpointTripsOnSlowCallRate(t *testing.T) {
 	require.Contains(t, b.nth(ns, open, 1).Reason, "probe took", history())
 	half1 := b.nth(ns, halfOpen, 0)
 	require.NotNil(t, half1, history())
-	seenOpen := w.seen(ns, versionOf(open1))
-	require.False(t, seenOpen.IsZero())
+	seenOpen := w.seenFrom(ns, versionOf(open1))
+	require.False(t, seenOpen.IsZero(), history())
 	require.LessOrEqual(t, ep.between(seenOpen, half1.At.AsTime()), maxConc,
 		"calls after the dispatcher read the open state (at %s): %s", seenOpen.Format("15:04:05.000"), history())
 }
