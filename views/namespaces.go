@@ -3,6 +3,8 @@
 package views
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/chime-sched/chime/schema"
@@ -34,4 +36,49 @@ func (n *Namespaces) Get(ns string) (*chimev1.NamespaceConfig, error) {
 func (n *Namespaces) Effective(ns string) *chimev1.NamespaceConfig {
 	cfg, _ := n.Get(ns)
 	return schema.EffectiveNamespace(ns, cfg)
+}
+
+// NamespaceSource reads stored namespace configurations; *Namespaces is
+// one. Processors take it instead of a goka lookup table: goka closes a
+// processor's lookup views while its callbacks may still read them (a data
+// race inside goka at shutdown), while a view run beside the processor is
+// stopped only after the processor has.
+type NamespaceSource interface {
+	Get(ns string) (*chimev1.NamespaceConfig, error)
+}
+
+// StartNamespaces runs a namespace view until stop is called and waits
+// until it has caught up with the table (or ctx ends). stop cancels the
+// view and waits for it to close.
+func StartNamespaces(ctx context.Context, brokers []string, topics schema.Topics, clientID string, replication int, logger *slog.Logger) (v *Namespaces, stop func(), err error) {
+	v, err = NewNamespaces(brokers, topics, clientID, replication, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	vctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- v.Run(vctx) }()
+	stop = func() {
+		cancel()
+		<-done
+	}
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	go func() {
+		// A view that fails before it caught up ends the wait.
+		select {
+		case err := <-done:
+			done <- err
+			wcancel()
+		case <-wctx.Done():
+		}
+	}()
+	if err := v.WaitReady(wctx); err != nil {
+		stop()
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		return nil, nil, fmt.Errorf("namespace view stopped before it caught up: %w", err)
+	}
+	return v, stop, nil
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/chime-sched/chime/processors/memstore"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/views"
 )
 
 // CoolOffJobID is the scheduler job that carries a namespace's cool-off
@@ -55,6 +56,11 @@ type Config struct {
 	// namespace's breaker this instance decided, and transitions.
 	Registerer prometheus.Registerer
 
+	// Namespaces reads the namespace configs (the thresholds). nil: Run
+	// keeps its own view of the namespace table, caught up before the
+	// processor starts and stopped after it.
+	Namespaces views.NamespaceSource
+
 	// extraOptions are appended to the goka options (unit tests).
 	extraOptions []goka.ProcessorOption
 }
@@ -62,6 +68,8 @@ type Config struct {
 // Processor is the breaker processor.
 type Processor struct {
 	cfg Config
+	// namespaces is set before the processor starts (New or Run).
+	namespaces views.NamespaceSource
 
 	mu   sync.Mutex
 	proc *goka.Processor
@@ -102,7 +110,7 @@ func New(cfg Config) *Processor {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	p := &Processor{cfg: cfg, cache: map[string]cachedConfig{}}
+	p := &Processor{cfg: cfg, namespaces: cfg.Namespaces, cache: map[string]cachedConfig{}}
 	p.state = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "chime_breaker_state",
 		Help: "1 for the state each namespace's breaker is in (as last decided by this instance), 0 for the others.",
@@ -126,7 +134,6 @@ func (p *Processor) Graph() *goka.GroupGraph {
 		goka.Input(goka.Stream(t.Outcomes()), new(schema.BytesCodec), p.onOutcome),
 		goka.Input(goka.Stream(t.BreakerTimers()), new(schema.BytesCodec), p.onTimer),
 		goka.Input(goka.Stream(t.BreakerCommands()), new(schema.BytesCodec), p.onCommand),
-		goka.Lookup(goka.GroupTable(goka.Group(t.NamespaceGroup())), new(schema.NamespaceConfigCodec)),
 		goka.Persist(new(schema.BreakerStatusCodec)),
 		goka.Output(goka.Stream(t.BreakerTransitions()), new(schema.BreakerTransitionCodec)),
 		// The cool-off timer is a JobCommand, marshalled here; goka's
@@ -145,6 +152,14 @@ func (p *Processor) options() []goka.ProcessorOption {
 
 // Run runs the processor until ctx is done, restarting it after failures.
 func (p *Processor) Run(ctx context.Context) error {
+	if p.namespaces == nil {
+		v, stop, err := views.StartNamespaces(ctx, p.cfg.Brokers, p.cfg.Topics, p.cfg.ClientID+"-namespaces", p.cfg.Replication, p.cfg.Logger)
+		if err != nil {
+			return fmt.Errorf("breaker: %w", err)
+		}
+		defer stop() // after Supervise: the processor has stopped
+		p.namespaces = v
+	}
 	return processors.Supervise(ctx, "breaker", p.cfg.Logger, func(ctx context.Context) error {
 		proc, err := goka.NewProcessor(p.cfg.Brokers, p.Graph(), p.options()...)
 		if err != nil {
@@ -278,7 +293,7 @@ func (p *Processor) status(ctx goka.Context) *chimev1.BreakerStatus {
 // config reads the namespace's thresholds from the namespace-config table.
 func (p *Processor) config(ctx goka.Context) Thresholds {
 	ns := ctx.Key()
-	stored, _ := ctx.Lookup(goka.GroupTable(goka.Group(p.cfg.Topics.NamespaceGroup())), ns).(*chimev1.NamespaceConfig)
+	stored, _ := p.namespaces.Get(ns)
 	version := stored.GetVersion()
 	p.cacheMu.Lock()
 	c, ok := p.cache[ns]

@@ -26,6 +26,11 @@ type testBundle struct {
 	rejections  *tester.QueueTracker
 }
 
+// staticNamespaces is a NamespaceSource for unit tests (read-only).
+type staticNamespaces map[string]*chimev1.NamespaceConfig
+
+func (m staticNamespaces) Get(ns string) (*chimev1.NamespaceConfig, error) { return m[ns], nil }
+
 // setup runs the real processor callbacks under goka's tester with an
 // injected clock and the namespace "acme" configured with small
 // thresholds.
@@ -34,6 +39,16 @@ func setup(t *testing.T) *testBundle {
 	tt := tester.New(t)
 	b := &testBundle{tt: tt, clock: clocktest.New(t0), topics: schema.NewTopics("")}
 	p := New(Config{
+		Namespaces: staticNamespaces{"acme": &chimev1.NamespaceConfig{
+			Namespace: "acme",
+			Version:   1,
+			Breaker: &chimev1.BreakerConfig{
+				MinRequests:    4,
+				CoolOff:        durationpb.New(2 * time.Second),
+				MaxCoolOff:     durationpb.New(time.Minute),
+				HalfOpenProbes: 2,
+			},
+		}},
 		Now:          b.clock.Now,
 		Logger:       slog.New(slog.DiscardHandler),
 		extraOptions: []goka.ProcessorOption{goka.WithTester(tt)},
@@ -46,16 +61,6 @@ func setup(t *testing.T) *testBundle {
 	t.Cleanup(func() {
 		cancel()
 		require.NoError(t, <-done)
-	})
-	tt.SetTableValue(goka.GroupTable(goka.Group(b.topics.NamespaceGroup())), "acme", &chimev1.NamespaceConfig{
-		Namespace: "acme",
-		Version:   1,
-		Breaker: &chimev1.BreakerConfig{
-			MinRequests:    4,
-			CoolOff:        durationpb.New(2 * time.Second),
-			MaxCoolOff:     durationpb.New(time.Minute),
-			HalfOpenProbes: 2,
-		},
 	})
 	b.transitions = tt.NewQueueTracker(b.topics.BreakerTransitions())
 	b.jobs = tt.NewQueueTracker(b.topics.JobCommands())

@@ -33,6 +33,7 @@ import (
 	"github.com/chime-sched/chime/processors/memstore"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/views"
 )
 
 // Config configures a scheduler instance. Zero fields take the defaults
@@ -51,6 +52,12 @@ type Config struct {
 	LocalState *LocalState
 	Now        func() time.Time // default time.Now
 	Logger     *slog.Logger     // default slog.Default()
+
+	// Namespaces reads the namespace configs (a job without its own
+	// relevancy window takes its namespace's). nil: Run keeps its own
+	// view of the namespace table, caught up before the processor starts
+	// and stopped after it.
+	Namespaces views.NamespaceSource
 
 	// KafkaTargetTopics may be written by Kafka-target jobs, besides the
 	// breaker's timer topic.
@@ -169,6 +176,8 @@ func (c *Config) defaults() {
 type Scheduler struct {
 	cfg     Config
 	decider *decider
+	// namespaces is set before the processor starts (New or Run).
+	namespaces views.NamespaceSource
 	timers  *timers
 	tickCl  *kgo.Client
 	targets []string
@@ -185,7 +194,7 @@ type Scheduler struct {
 // New builds a scheduler. It does not connect until Run.
 func New(cfg Config) (*Scheduler, error) {
 	cfg.defaults()
-	s := &Scheduler{cfg: cfg}
+	s := &Scheduler{cfg: cfg, namespaces: cfg.Namespaces}
 	allowed := map[string]bool{cfg.Topics.BreakerTimers(): true}
 	for _, t := range cfg.KafkaTargetTopics {
 		if t != "" {
@@ -256,9 +265,6 @@ func (s *Scheduler) Graph() *goka.GroupGraph {
 		goka.Input(goka.Stream(t.Ticks()), new(schema.BytesCodec), s.onTick),
 		goka.Visitor(sweepVisitor, s.onSweep),
 		goka.Persist(new(schema.JobStateCodec)),
-		// The namespace configs (a small table, read whole): a job without
-		// its own relevancy window takes its namespace's.
-		goka.Lookup(goka.Table(t.NamespaceTable()), new(schema.NamespaceConfigCodec)),
 		goka.Output(goka.Stream(t.Due()), new(schema.DueCodec)),
 		goka.Output(goka.Stream(t.JobEvents()), new(schema.JobEventCodec)),
 		goka.Output(goka.Stream(t.Rejections()), new(schema.RejectionCodec)),
@@ -288,6 +294,14 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			s.tickCl.Close()
 		}
 	}()
+	if s.namespaces == nil {
+		v, stop, err := views.StartNamespaces(ctx, s.cfg.Brokers, s.cfg.Topics, s.cfg.ClientID+"-namespaces", s.cfg.Replication, s.cfg.Logger)
+		if err != nil {
+			return fmt.Errorf("scheduler: %w", err)
+		}
+		defer stop() // after Supervise: the processor has stopped
+		s.namespaces = v
+	}
 	restart := false
 	return processors.Supervise(ctx, "scheduler", s.cfg.Logger, func(ctx context.Context) error {
 		if restart && s.cfg.LocalState != nil {
@@ -394,7 +408,7 @@ func (s *Scheduler) namespaceWindow(ctx goka.Context) time.Duration {
 	if !ok {
 		return 0
 	}
-	cfg, _ := ctx.Lookup(goka.Table(s.cfg.Topics.NamespaceTable()), ns).(*chimev1.NamespaceConfig)
+	cfg, _ := s.namespaces.Get(ns)
 	return cfg.GetRelevancyWindow().AsDuration()
 }
 
