@@ -178,9 +178,9 @@ type Scheduler struct {
 	decider *decider
 	// namespaces is set before the processor starts (New or Run).
 	namespaces views.NamespaceSource
-	timers  *timers
-	tickCl  *kgo.Client
-	targets []string
+	timers     *timers
+	tickCl     *kgo.Client
+	targets    []string
 
 	mu   sync.Mutex
 	proc *goka.Processor
