@@ -47,6 +47,13 @@ type NamespaceSource interface {
 	Get(ns string) (*chimev1.NamespaceConfig, error)
 }
 
+// StaticNamespaces is a fixed NamespaceSource (tests, tools): read-only
+// once in use.
+type StaticNamespaces map[string]*chimev1.NamespaceConfig
+
+// Get implements NamespaceSource.
+func (m StaticNamespaces) Get(ns string) (*chimev1.NamespaceConfig, error) { return m[ns], nil }
+
 // StartNamespaces runs a namespace view until stop is called and waits
 // until it has caught up with the table (or ctx ends). stop cancels the
 // view and waits for it to close.

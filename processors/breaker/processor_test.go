@@ -15,6 +15,7 @@ import (
 	"github.com/chime-sched/chime/processors/clocktest"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/views"
 )
 
 type testBundle struct {
@@ -26,11 +27,6 @@ type testBundle struct {
 	rejections  *tester.QueueTracker
 }
 
-// staticNamespaces is a NamespaceSource for unit tests (read-only).
-type staticNamespaces map[string]*chimev1.NamespaceConfig
-
-func (m staticNamespaces) Get(ns string) (*chimev1.NamespaceConfig, error) { return m[ns], nil }
-
 // setup runs the real processor callbacks under goka's tester with an
 // injected clock and the namespace "acme" configured with small
 // thresholds.
@@ -39,7 +35,7 @@ func setup(t *testing.T) *testBundle {
 	tt := tester.New(t)
 	b := &testBundle{tt: tt, clock: clocktest.New(t0), topics: schema.NewTopics("")}
 	p := New(Config{
-		Namespaces: staticNamespaces{"acme": &chimev1.NamespaceConfig{
+		Namespaces: views.StaticNamespaces{"acme": &chimev1.NamespaceConfig{
 			Namespace: "acme",
 			Version:   1,
 			Breaker: &chimev1.BreakerConfig{

@@ -757,60 +757,47 @@ func (d *decider) jitter(key string, st *chimev1.JobState, fireSeq uint64) time.
 // (with its jitter) and the pending retries; for a terminal row, the time it
 // is removed. The timer is what the storage indexes.
 func (d *decider) setTimer(key string, st *chimev1.JobState) {
-	var at time.Time
-	consider := func(t time.Time) {
-		if at.IsZero() || t.Before(at) {
-			at = t
-		}
-	}
+	// timer: when the row needs a tick; recover: when a recovering
+	// scheduler must look at it, if it holds writes that may need
+	// re-sending (recover_at, the earliest of them).
+	var timer, recover time.Time
+	scheduled := st.GetStatus() == chimev1.JobStatus_JOB_STATUS_SCHEDULED
 	switch {
-	case st.GetStatus() == chimev1.JobStatus_JOB_STATUS_SCHEDULED:
+	case scheduled:
 		if n := st.GetNextScheduledAt(); n != nil {
-			consider(n.AsTime().Add(d.jitter(key, st, st.GetFireSeq()+1)))
+			earliest(&timer, n.AsTime().Add(d.jitter(key, st, st.GetFireSeq()+1)))
 		}
 		for _, p := range st.GetPending() {
-			consider(p.GetNotBefore().AsTime())
+			earliest(&timer, p.GetNotBefore().AsTime())
 		}
-		if d.cfg.AckTimeout > 0 {
-			for _, em := range st.GetOpen() {
-				if em.GetEmittedAt() != nil && !slices.ContainsFunc(st.GetPending(), func(p *chimev1.Pending) bool { return p.GetFireSeq() == em.GetFireSeq() }) {
-					consider(d.redeliverAt(em))
-				}
+		for _, em := range st.GetOpen() {
+			if d.redeliverable(st, em) {
+				earliest(&timer, d.redeliverAt(em))
+				earliest(&recover, em.GetEmittedAt().AsTime())
 			}
 		}
 	case isTerminal(st.GetStatus()) && d.cfg.TerminalRetention > 0:
-		consider(st.GetUpdatedAt().AsTime().Add(d.cfg.TerminalRetention))
+		earliest(&timer, st.GetUpdatedAt().AsTime().Add(d.cfg.TerminalRetention))
 	}
 	for _, u := range st.GetUnconfirmed() {
-		consider(u.GetDeliveredAt().AsTime().Add(d.cfg.ConfirmAfter))
+		earliest(&timer, u.GetDeliveredAt().AsTime().Add(d.cfg.ConfirmAfter))
+		earliest(&recover, u.GetDeliveredAt().AsTime())
 	}
-	// recover_at: when a recovering scheduler must look at the row, if it
-	// holds writes that may need re-sending (the earliest of them).
-	var rec time.Time
-	earliest := func(t time.Time) {
-		if rec.IsZero() || t.Before(rec) {
-			rec = t
-		}
+	st.TimerAt, st.RecoverAt = timestampOrNil(timer), timestampOrNil(recover)
+}
+
+// earliest lowers *at to t (a zero *at is unset).
+func earliest(at *time.Time, t time.Time) {
+	if at.IsZero() || t.Before(*at) {
+		*at = t
 	}
-	for _, u := range st.GetUnconfirmed() {
-		earliest(u.GetDeliveredAt().AsTime())
+}
+
+func timestampOrNil(t time.Time) *timestamppb.Timestamp {
+	if t.IsZero() {
+		return nil
 	}
-	if st.GetStatus() == chimev1.JobStatus_JOB_STATUS_SCHEDULED {
-		for _, em := range st.GetOpen() {
-			if d.redeliverable(st, em) {
-				earliest(em.GetEmittedAt().AsTime())
-			}
-		}
-	}
-	st.RecoverAt = nil
-	if !rec.IsZero() {
-		st.RecoverAt = timestamppb.New(rec)
-	}
-	if at.IsZero() {
-		st.TimerAt = nil
-		return
-	}
-	st.TimerAt = timestamppb.New(at)
+	return timestamppb.New(t)
 }
 
 func allowList(m map[string]bool) string {

@@ -15,6 +15,7 @@ import (
 	"github.com/chime-sched/chime/processors/clocktest"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/views"
 )
 
 // captureSender records the ticks the pump sends instead of producing them.
@@ -39,23 +40,6 @@ func (c *captureSender) take() []string {
 	return t
 }
 
-// staticNamespaces is a NamespaceSource for unit tests.
-type staticNamespaces map[string]*chimev1.NamespaceConfig
-
-var staticNamespacesMu sync.Mutex
-
-func (m staticNamespaces) Get(ns string) (*chimev1.NamespaceConfig, error) {
-	staticNamespacesMu.Lock()
-	defer staticNamespacesMu.Unlock()
-	return m[ns], nil
-}
-
-func (m staticNamespaces) set(ns string, cfg *chimev1.NamespaceConfig) {
-	staticNamespacesMu.Lock()
-	defer staticNamespacesMu.Unlock()
-	m[ns] = cfg
-}
-
 // TestProcessorWithGokaTester runs the real goka callbacks and the timer
 // storage under goka's tester with an injected clock.
 func TestProcessorWithGokaTester(t *testing.T) {
@@ -63,9 +47,9 @@ func TestProcessorWithGokaTester(t *testing.T) {
 	tt := tester.New(t)
 	clock := clocktest.New(t0)
 	sender := &captureSender{}
-	nsCfgs := staticNamespaces{}
 	s, err := New(Config{
-		Namespaces:   nsCfgs,
+		// ns2 sets a relevancy window its job does not (see the end).
+		Namespaces:   views.StaticNamespaces{"ns2": {Namespace: "ns2", RelevancyWindow: durationpb.New(30 * time.Second)}},
 		Now:          clock.Now,
 		PumpIdle:     10 * time.Millisecond,
 		tickSender:   sender,
@@ -125,7 +109,6 @@ func TestProcessorWithGokaTester(t *testing.T) {
 	// A job without its own relevancy window takes its namespace's: after
 	// downtime longer than the window, the missed fire expires in the
 	// scheduler instead of going out late.
-	nsCfgs.set("ns2", &chimev1.NamespaceConfig{Namespace: "ns2", RelevancyWindow: durationpb.New(30 * time.Second)})
 	events := tt.NewQueueTracker(topics.JobEvents())
 	lateSpec := httpSpec(at(t0.Add(2 * time.Minute)))
 	lateSpec.Namespace, lateSpec.Id = "ns2", "late"
