@@ -53,7 +53,7 @@ func newHTTPClient(g *Guard, maxInFlight int) (*http.Client, *http.Transport) {
 		DialContext:           g.dialer().DialContext,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          maxInFlight,
-		MaxIdleConnsPerHost:   256,
+		MaxIdleConnsPerHost:   maxInFlight,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,

@@ -39,6 +39,10 @@ type result struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "receiver" {
+		receiverMain()
+		return
+	}
 	// At 100k fires/s the default GOGC of 100 spends a large share of two
 	// cores collecting short-lived protobuf garbage. Unless the operator
 	// chose, run with 200 (docs/configuration.md).
@@ -58,7 +62,18 @@ func main() {
 	apiCreates := flag.Int("api-creates", 20_000, "single job creates in the API run; 0 skips the API rows")
 	analyticsRows := flag.Int("analytics-rows", 1_000_000, "outcomes in the analytics sink's throughput run (local ClickHouse); 0 skips it")
 	analyticsQueryRows := flag.Int("analytics-query-rows", 10_000_000, "attempt rows generated for the analytics query latencies; 0 skips them")
-	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the benchmark process to this file")
+	var e2e e2eOptions
+	flag.StringVar(&e2e.chime, "chime", "bin/chime", "the chime binary the end-to-end phases run (make bench builds it)")
+	flag.IntVar(&e2e.burst, "e2e-burst", 100_000, "end to end: one-shot jobs due at one instant; 0 skips")
+	flag.BoolVar(&e2e.viaProducer, "e2e-producer", true, "end to end: also run the burst with jobs published by the producer SDK")
+	flag.IntVar(&e2e.steady, "e2e-steady", 1_000_000, "end to end: jobs due evenly over -e2e-steady-over; 0 skips")
+	flag.DurationVar(&e2e.steadyOver, "e2e-steady-over", time.Minute, "end to end: how long the steady jobs are spread over")
+	flag.IntVar(&e2e.pending, "e2e-pending", 2_000_000, "end to end: pending jobs for RSS per pending job and recovery after kill -9; 0 skips")
+	flag.DurationVar(&e2e.idle, "e2e-idle", 30*time.Second, "end to end: idle CPU window; 0 skips")
+	flag.StringVar(&e2e.profileDir, "e2e-profile-dir", "", "end to end: write a CPU profile of chime dev per run into this directory")
+	flag.BoolVar(&e2e.keepLogs, "e2e-keep", false, "end to end: keep chime's state dir and log of each run")
+	e2eOnly := flag.Bool("e2e-only", false, "run only the end-to-end phases (the role-by-role rows are diagnosis)")
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -83,6 +98,11 @@ func main() {
 	add := func(r ...result) { results = append(results, r...) }
 	fmt.Fprintf(os.Stderr, "chime-bench: %d cores, %s\n", runtime.NumCPU(), runtime.Version())
 
+	add(benchE2E(ctx, e2e)...)
+	if *e2eOnly {
+		printResults(results)
+		return
+	}
 	if !*dispatcherOnly {
 		add(benchScheduler(ctx, log, *jobs, int32(*partitions), *lead)...)
 		fmt.Fprintf(os.Stderr, "measuring index memory with %d pending jobs...\n", *indexJobs)
@@ -105,6 +125,10 @@ func main() {
 		add(benchAnalytics(ctx, log, *analyticsRows, *analyticsQueryRows, int32(*partitions))...)
 	}
 
+	printResults(results)
+}
+
+func printResults(results []result) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "METRIC\tVALUE\tTARGET\tMET")
 	for _, r := range results {

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -53,6 +55,13 @@ func runRole(ctx context.Context, name string, args []string, getenv func(string
 		return fmt.Errorf("chime %s: unexpected arguments %q", name, fs.Args())
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})).With("role", name)
+	if cfg.CPUProfile != "" {
+		stopProfile, err := startCPUProfile(cfg.CPUProfile)
+		if err != nil {
+			return err
+		}
+		defer stopProfile()
+	}
 	e := &env{cfg: cfg, log: log, out: stdout, registry: newRegistry()}
 	if err := e.connect(ctx); err != nil {
 		return err
@@ -80,6 +89,23 @@ func runRole(ctx context.Context, name string, args []string, getenv func(string
 		return err
 	}
 	return nil
+}
+
+// startCPUProfile profiles the role's whole run into path; the returned
+// function stops and writes it.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // errRoleDone ends a role's errgroup when the role itself returned.

@@ -79,6 +79,9 @@ type Config struct {
 	// AnalyticsRetentionDays is how long analytics rows are kept; 0 means
 	// the default, 90.
 	AnalyticsRetentionDays int
+	// CPUProfile, if set, is a file the role writes a pprof CPU profile of
+	// its whole run to (written when it stops).
+	CPUProfile string
 }
 
 // MinAdminTokenLen keeps admin tokens out of guessing range.
@@ -397,6 +400,15 @@ var settings = []setting{
 				return errors.New("must be a whole number of days from 1 to 36500")
 			}
 			c.AnalyticsRetentionDays = n
+			return nil
+		},
+	},
+	{
+		env: "CHIME_CPU_PROFILE", flag: "cpuprofile",
+		usage: "`file` to write a pprof CPU profile of the whole run to, when the role stops",
+		def:   func(c Config) string { return c.CPUProfile },
+		apply: func(c *Config, v string) error {
+			c.CPUProfile = v
 			return nil
 		},
 	},
