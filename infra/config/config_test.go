@@ -257,7 +257,7 @@ func TestDocsListEverySetting(t *testing.T) {
 		}
 		require.Contains(t, row, def, "default of %s", m[1])
 	})
-	require.Equal(t, 17, n, "a setting was added or removed: update this test and the docs")
+	require.Equal(t, 18, n, "a setting was added or removed: update this test and the docs")
 }
 
 func docRow(doc, cell string) string {
