@@ -19,13 +19,19 @@ import (
 )
 
 // Backend is what the API needs from Kafka: the job producer, the
-// namespace and breaker command publisher, and the three views.
+// namespace and breaker command publisher, and the read models (views of
+// the namespace, breaker and job tables).
 type Backend struct {
 	Producer   *producer.Producer
 	Control    *KafkaControl
 	Namespaces *views.Namespaces
 	Breakers   *views.Breakers
-	Jobs       *views.Jobs
+	Jobs       JobView
+
+	// run are the views this backend keeps itself (not shared ones).
+	run []func(context.Context) error
+	// jobsReady reports whether Jobs answers for every job.
+	jobsReady func() bool
 }
 
 // AnalyticsStore answers the routes that read ClickHouse: breaker history,
@@ -43,7 +49,8 @@ type AnalyticsStore interface {
 
 var _ AnalyticsStore = (*analytics.Store)(nil)
 
-// BackendConfig says where Kafka is.
+// BackendConfig says where Kafka is, and which read models the process
+// already has.
 type BackendConfig struct {
 	Brokers  []string
 	Topics   schema.Topics
@@ -52,6 +59,17 @@ type BackendConfig struct {
 	// checks; nil means 1.
 	ReplicationOf func(topic string) int
 	Logger        *slog.Logger
+
+	// Shared read models: a process that runs the processors too (chime
+	// dev) hands the API what it already keeps, so the tables are not
+	// consumed twice. The owner runs them. Unset ones the backend keeps
+	// as views of its own.
+	Namespaces *views.Namespaces
+	Breakers   *views.Breakers
+	// Jobs reads job rows (the scheduler's own table in chime dev);
+	// JobsReady says when it answers for every job (nil: always).
+	Jobs      JobView
+	JobsReady func() bool
 }
 
 // NewBackend connects; Run must run for the views to answer.
@@ -65,7 +83,7 @@ func NewBackend(cfg BackendConfig) (*Backend, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	b := &Backend{}
+	b := &Backend{Namespaces: cfg.Namespaces, Breakers: cfg.Breakers, Jobs: cfg.Jobs, jobsReady: cfg.JobsReady}
 	var err error
 	if b.Producer, err = producer.New(producer.Brokers(cfg.Brokers), producer.TopicPrefix(cfg.Topics.Prefix), producer.ClientID(cfg.ClientID)); err != nil {
 		return nil, err
@@ -75,31 +93,42 @@ func NewBackend(cfg BackendConfig) (*Backend, error) {
 		return nil, err
 	}
 	log := cfg.Logger.With("component", "api-views")
-	if b.Namespaces, err = views.NewNamespaces(cfg.Brokers, cfg.Topics, cfg.ClientID+"-namespaces", cfg.ReplicationOf(cfg.Topics.NamespaceTable()), log); err != nil {
-		b.Close()
-		return nil, err
+	if b.Namespaces == nil {
+		if b.Namespaces, err = views.NewNamespaces(cfg.Brokers, cfg.Topics, cfg.ClientID+"-namespaces", cfg.ReplicationOf(cfg.Topics.NamespaceTable()), log); err != nil {
+			b.Close()
+			return nil, err
+		}
+		b.run = append(b.run, b.Namespaces.Run)
 	}
-	if b.Breakers, err = views.NewBreakers(cfg.Brokers, cfg.Topics, cfg.ClientID+"-breakers", cfg.ReplicationOf(cfg.Topics.BreakerTable()), log); err != nil {
-		b.Close()
-		return nil, err
+	if b.Breakers == nil {
+		if b.Breakers, err = views.NewBreakers(cfg.Brokers, cfg.Topics, cfg.ClientID+"-breakers", cfg.ReplicationOf(cfg.Topics.BreakerTable()), log); err != nil {
+			b.Close()
+			return nil, err
+		}
+		b.run = append(b.run, b.Breakers.Run)
 	}
-	if b.Jobs, err = views.NewJobs(cfg.Brokers, cfg.Topics, cfg.ClientID+"-jobs", cfg.ReplicationOf(cfg.Topics.SchedulerTable()), log); err != nil {
-		b.Close()
-		return nil, err
+	if b.Jobs == nil {
+		jobs, err := views.NewJobs(cfg.Brokers, cfg.Topics, cfg.ClientID+"-jobs", cfg.ReplicationOf(cfg.Topics.SchedulerTable()), log)
+		if err != nil {
+			b.Close()
+			return nil, err
+		}
+		b.Jobs, b.jobsReady = jobs, jobs.Recovered
+		b.run = append(b.run, jobs.Run)
 	}
 	return b, nil
 }
 
-// Run keeps the views up to date until ctx is done.
+// Run keeps the backend's own views up to date until ctx is done.
 func (b *Backend) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return b.Namespaces.Run(ctx) })
-	g.Go(func() error { return b.Breakers.Run(ctx) })
-	g.Go(func() error { return b.Jobs.Run(ctx) })
+	for _, run := range b.run {
+		g.Go(func() error { return run(ctx) })
+	}
 	return g.Wait()
 }
 
-// Ready says which views have not caught up yet.
+// Ready says which read models have not caught up yet.
 func (b *Backend) Ready() error {
 	var missing []error
 	if !b.Namespaces.Recovered() {
@@ -108,17 +137,21 @@ func (b *Backend) Ready() error {
 	if !b.Breakers.Recovered() {
 		missing = append(missing, errors.New("breakers view recovering"))
 	}
-	if !b.Jobs.Recovered() {
+	if b.jobsReady != nil && !b.jobsReady() {
 		missing = append(missing, errors.New("jobs view recovering"))
 	}
 	return errors.Join(missing...)
 }
 
-// WaitReady blocks until every view has caught up.
+// WaitReady blocks until every read model has caught up.
 func (b *Backend) WaitReady(ctx context.Context) error {
-	for _, w := range []func(context.Context) error{b.Namespaces.WaitReady, b.Breakers.WaitReady, b.Jobs.WaitReady} {
-		if err := w(ctx); err != nil {
-			return err
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for b.Ready() != nil {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
 		}
 	}
 	return nil

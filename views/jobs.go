@@ -16,7 +16,7 @@ type Jobs struct {
 
 // NewJobs builds the view; Run must be running for Get to answer.
 func NewJobs(brokers []string, topics schema.Topics, clientID string, replication int, logger *slog.Logger) (*Jobs, error) {
-	t, err := newTable[*chimev1.JobState](brokers, topics.SchedulerGroup(), new(schema.JobStateCodec), clientID, replication, logger)
+	t, err := newTable[*chimev1.JobState](brokers, topics.SchedulerGroup(), new(schema.JobStateCodec), clientID, replication, logger, false)
 	if err != nil {
 		return nil, err
 	}

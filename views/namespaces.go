@@ -18,7 +18,7 @@ type Namespaces struct {
 
 // NewNamespaces builds the view; Run must be running for Get to answer.
 func NewNamespaces(brokers []string, topics schema.Topics, clientID string, replication int, logger *slog.Logger) (*Namespaces, error) {
-	t, err := newTable[*chimev1.NamespaceConfig](brokers, topics.NamespaceGroup(), new(schema.NamespaceConfigCodec), clientID, replication, logger)
+	t, err := newTable[*chimev1.NamespaceConfig](brokers, topics.NamespaceGroup(), new(schema.NamespaceConfigCodec), clientID, replication, logger, true)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package views
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,12 +13,25 @@ import (
 
 	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/memstore"
+	"github.com/chime-sched/chime/schema"
 )
 
 // table is a typed goka view of one processor's group table, kept in
 // memory. The typed views embed it and add their own getters.
+//
+// Rows are kept encoded (goka's view runs with a bytes codec) and decoded
+// on read. A table built with cached=true also keeps the last decoded value
+// of each key and hands it out again while the stored bytes are the same:
+// the dispatcher asks the breaker and namespace views before every call,
+// and decoding a row each time cost more than the call's bookkeeping. A
+// value returned by get is therefore shared and read-only.
 type table[T any] struct {
-	view *goka.View
+	view   *goka.View
+	decode func([]byte) (any, error)
+
+	cached  bool
+	cacheMu sync.RWMutex
+	cache   map[string]decoded[T]
 
 	// goka's View.Run closes the view's partitions on its way out while
 	// Get may be reading them (a data race inside goka). Run therefore
@@ -30,16 +44,26 @@ type table[T any] struct {
 // errClosed is what Get answers once the view is shutting down.
 var errClosed = errors.New("view is closed")
 
-func newTable[T any](brokers []string, group string, codec goka.Codec, clientID string, replication int, logger *slog.Logger) (*table[T], error) {
+// decoded is a row's value as last decoded, with the bytes it came from.
+type decoded[T any] struct {
+	raw []byte
+	val T
+}
+
+func newTable[T any](brokers []string, group string, codec goka.Codec, clientID string, replication int, logger *slog.Logger, cached bool) (*table[T], error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
 	opts := append(processors.ViewOptions(clientID, replication, logger), goka.WithViewStorageBuilder(memstore.Builder()))
-	v, err := goka.NewView(brokers, goka.GroupTable(goka.Group(group)), codec, opts...)
+	v, err := goka.NewView(brokers, goka.GroupTable(goka.Group(group)), new(schema.BytesCodec), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("view of %s: %w", goka.GroupTable(goka.Group(group)), err)
 	}
-	return &table[T]{view: v}, nil
+	t := &table[T]{view: v, decode: codec.Decode, cached: cached}
+	if cached {
+		t.cache = map[string]decoded[T]{}
+	}
+	return t, nil
 }
 
 // Run keeps the view up to date until ctx is done.
@@ -93,6 +117,27 @@ func (t *table[T]) get(key string) (row T, ok bool, err error) {
 	if err != nil || v == nil {
 		return row, false, err
 	}
-	row, ok = v.(T)
+	raw, _ := v.([]byte)
+	if raw == nil {
+		return row, false, nil
+	}
+	if t.cached {
+		t.cacheMu.RLock()
+		c, hit := t.cache[key]
+		t.cacheMu.RUnlock()
+		if hit && bytes.Equal(c.raw, raw) {
+			return c.val, true, nil
+		}
+	}
+	d, err := t.decode(raw)
+	if err != nil {
+		return row, false, err
+	}
+	row, ok = d.(T)
+	if ok && t.cached {
+		t.cacheMu.Lock()
+		t.cache[key] = decoded[T]{raw: bytes.Clone(raw), val: row}
+		t.cacheMu.Unlock()
+	}
 	return row, ok, nil
 }

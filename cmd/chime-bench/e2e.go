@@ -48,7 +48,8 @@ type e2eOptions struct {
 	steadyOver  time.Duration //
 	pending     int           // pending jobs for the memory and recovery figures
 	idle        time.Duration // idle CPU window
-	profileDir  string        // CPU profiles of chime dev, one per run
+	profileDir  string        // CPU profiles of chime dev during each burst
+	profileFor  time.Duration // how long each profile runs
 	keepLogs    bool
 	viaProducer bool // also run the burst with the producer SDK
 }
@@ -57,6 +58,7 @@ type e2eOptions struct {
 type chimeProc struct {
 	bin, dir        string
 	apiAddr, broker string
+	metricsAddr     string
 	extra           []string
 	cmd             *exec.Cmd
 	logFile         *os.File
@@ -82,9 +84,10 @@ func startChime(ctx context.Context, bin string, extra ...string) *chimeProc {
 	}
 	c := &chimeProc{
 		bin: bin, dir: dir, extra: extra,
-		apiAddr: "127.0.0.1:" + strconv.Itoa(freePort()),
-		broker:  "127.0.0.1:" + strconv.Itoa(freePort()),
-		hc:      &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}, Timeout: 2 * time.Minute},
+		apiAddr:     "127.0.0.1:" + strconv.Itoa(freePort()),
+		broker:      "127.0.0.1:" + strconv.Itoa(freePort()),
+		metricsAddr: "127.0.0.1:" + strconv.Itoa(freePort()),
+		hc:          &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}, Timeout: 2 * time.Minute},
 	}
 	c.start(ctx)
 	return c
@@ -104,6 +107,7 @@ func (c *chimeProc) start(ctx context.Context) {
 		"CHIME_API_ADDR="+c.apiAddr,
 		"CHIME_EMBEDDED_BROKER_PORT="+port,
 		"CHIME_ADMIN_TOKEN="+e2eAdmin,
+		"CHIME_METRICS_ADDR="+c.metricsAddr,
 		"CHIME_BROKERS=",
 		"CHIME_CLICKHOUSE_DSN=",
 	)
@@ -195,6 +199,30 @@ func (c *chimeProc) metric(ctx context.Context, name string) float64 {
 		}
 	}
 	return -1
+}
+
+// profile takes a CPU profile of chime for d into path, in the background;
+// wait for it with the returned function.
+func (c *chimeProc) profile(path string, d time.Duration) func() {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", c.metricsAddr, int(d.Seconds()))
+		res, err := c.hc.Get(url)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "profile: %v\n", err)
+			return
+		}
+		defer res.Body.Close()
+		f, err := os.Create(path)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "profile: %v\n", err)
+			return
+		}
+		defer f.Close()
+		_, _ = io.Copy(f, res.Body)
+	}()
+	return func() { <-done }
 }
 
 // stop ends chime with SIGTERM (so a CPU profile is written) and removes its
@@ -494,12 +522,8 @@ type burstRun struct {
 
 func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, label string, n int, lead time.Duration, viaProducer bool, spread time.Duration) burstRun {
 	r := burstRun{label: label}
-	var extra []string
-	if o.profileDir != "" {
-		extra = append(extra, "--cpuprofile="+filepath.Join(o.profileDir, "chime-"+strings.ReplaceAll(label, " ", "-")+".pprof"))
-	}
 	fmt.Fprintf(os.Stderr, "e2e %s: starting chime dev...\n", label)
-	c := startChime(ctx, o.chime, extra...)
+	c := startChime(ctx, o.chime)
 	defer c.stop(o.keepLogs)
 	c.createNamespace(ctx)
 	adm := c.admin()
@@ -532,6 +556,13 @@ func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, label string
 	time.Sleep(time.Until(t0.Add(-time.Second)))
 	r.ingestCPU = c.cpu() - cpuStart
 	cpu0, ch0, rc0 := c.cpu(), c.clickhouseCPU(), procCPU(rcv.pid())
+	profiled := func() {}
+	if o.profileDir != "" {
+		path := filepath.Join(o.profileDir, "chime-"+strings.NewReplacer(" ", "-", ":", "").Replace(label)+".pprof")
+		profiled = c.profile(path, o.profileFor)
+		defer fmt.Fprintf(os.Stderr, "e2e %s: CPU profile of chime from 1 s before the instant, %s: %s\n", label, o.profileFor, path)
+	}
+	defer profiled()
 	fmt.Fprintf(os.Stderr, "e2e %s: ingested in %s; firing...\n", label, r.ingest.Round(time.Millisecond))
 	if !rcv.waitCalls(ctx, int64(n), time.Until(t0)+spread+5*time.Minute) {
 		fmt.Fprintf(os.Stderr, "e2e %s: only %d of %d calls arrived\n", label, rcv.calls(), n)

@@ -30,7 +30,15 @@ func roleAPI(ctx context.Context, e *env) error {
 		src = newAnalyticsSource()
 		src.set(e.cfg.ClickHouseDSN, nil)
 	}
-	return runAPI(ctx, e, false, src)
+	return runAPI(ctx, e, false, src, nil)
+}
+
+// apiShared is what a process running the processors too (chime dev) hands
+// the API: its read models, and the scheduler's table for job reads.
+type apiShared struct {
+	rm        *readModels
+	jobs      api.JobView
+	jobsReady func() bool
 }
 
 // runAPI serves the API on --addr. It listens at once (GET /readyz says
@@ -38,7 +46,7 @@ func roleAPI(ctx context.Context, e *env) error {
 // from, or generated into, the state dir. The analytics routes read the
 // ClickHouse src names, once it does; nil src: they answer 503, not
 // configured.
-func runAPI(ctx context.Context, e *env, dev bool, src *analyticsSource) error {
+func runAPI(ctx context.Context, e *env, dev bool, src *analyticsSource, shared *apiShared) error {
 	log := e.log.With("component", "api")
 	token := e.cfg.AdminToken
 	if token == "" && dev {
@@ -50,13 +58,18 @@ func runAPI(ctx context.Context, e *env, dev bool, src *analyticsSource) error {
 	if token == "" {
 		log.Warn("no admin token: namespaces and keys cannot be managed; set CHIME_ADMIN_TOKEN")
 	}
-	be, err := api.NewBackend(api.BackendConfig{
+	bcfg := api.BackendConfig{
 		Brokers:       e.brokers,
 		Topics:        e.cfg.Topics(),
 		ClientID:      e.cfg.ClientID + "-api",
 		ReplicationOf: e.replicationOf,
 		Logger:        log,
-	})
+	}
+	if shared != nil {
+		bcfg.Namespaces, bcfg.Breakers = shared.rm.namespaces, shared.rm.breakers
+		bcfg.Jobs, bcfg.JobsReady = shared.jobs, shared.jobsReady
+	}
+	be, err := api.NewBackend(bcfg)
 	if err != nil {
 		return err
 	}

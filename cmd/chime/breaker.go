@@ -14,17 +14,23 @@ import (
 func roleBreaker(ctx context.Context, e *env) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return roleNamespaces(ctx, e) })
-	g.Go(func() error { return runBreaker(ctx, e) })
+	g.Go(func() error { return runBreaker(ctx, e, nil) })
 	return g.Wait()
 }
 
-func runBreaker(ctx context.Context, e *env) error {
-	return breaker.New(breaker.Config{
+// runBreaker runs the breaker processor; rm, if set, is the process's
+// shared namespace view (nil: the processor keeps its own).
+func runBreaker(ctx context.Context, e *env, rm *readModels) error {
+	cfg := breaker.Config{
 		Brokers:     e.brokers,
 		Topics:      e.cfg.Topics(),
 		ClientID:    e.cfg.ClientID + "-breaker",
 		Replication: e.replicationOf(e.cfg.Topics().BreakerTable()),
 		Logger:      e.log.With("component", "breaker"),
 		Registerer:  e.registry,
-	}).Run(ctx)
+	}
+	if rm != nil {
+		cfg.Namespaces = rm.namespaces
+	}
+	return breaker.New(cfg).Run(ctx)
 }

@@ -4,12 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/chime-sched/chime/dispatcher"
 	"github.com/chime-sched/chime/infra/config"
 	"github.com/chime-sched/chime/schema/chimev1"
-	"github.com/chime-sched/chime/views"
 )
 
 // dispatcherGuard builds the SSRF guard from the configuration: the
@@ -23,28 +20,32 @@ func dispatcherGuard(cfg config.Config, dev bool) dispatcher.Guard {
 	return g
 }
 
-func roleDispatcher(ctx context.Context, e *env) error { return runDispatcher(ctx, e, false) }
+func roleDispatcher(ctx context.Context, e *env) error { return runDispatcher(ctx, e, false, nil) }
 
 // runDispatcher runs the dispatcher role; dev allows loopback callbacks
-// unless CHIME_DISPATCHER_ALLOW_LOOPBACK=false (infra/config). Namespace configuration
-// (limits, retry policy, signing secret, allowed hosts) comes from the
-// namespace-config table through a view, and every namespace's breaker
-// state from the breaker table through another; the dispatcher starts only
-// once both views have caught up, so no callback goes out unsigned,
-// unlimited or past an open breaker because a table was not read yet.
-func runDispatcher(ctx context.Context, e *env, dev bool) error {
+// unless CHIME_DISPATCHER_ALLOW_LOOPBACK=false (infra/config). Namespace
+// configuration (limits, retry policy, signing secret, allowed hosts) comes
+// from the namespace-config table through a view, and every namespace's
+// breaker state from the breaker table through another (rm: the process's
+// shared ones; nil: its own); the dispatcher starts only once both views
+// have caught up, so no callback goes out unsigned, unlimited or past an
+// open breaker because a table was not read yet.
+func runDispatcher(ctx context.Context, e *env, dev bool, rm *readModels) error {
 	guard := dispatcherGuard(e.cfg, dev)
 	log := e.log.With("component", "dispatcher")
 	if guard.AllowLoopback {
 		log.Warn("dispatcher: callbacks to loopback addresses (127.0.0.0/8, ::1) are allowed; set CHIME_DISPATCHER_ALLOW_LOOPBACK=false to refuse them")
 	}
-	nsView, err := views.NewNamespaces(e.brokers, e.cfg.Topics(), e.cfg.ClientID+"-dispatcher-namespaces", e.replicationOf(e.cfg.Topics().NamespaceTable()), log)
-	if err != nil {
-		return err
-	}
-	brkView, err := views.NewBreakers(e.brokers, e.cfg.Topics(), e.cfg.ClientID+"-dispatcher-breakers", e.replicationOf(e.cfg.Topics().BreakerTable()), log)
-	if err != nil {
-		return err
+	if rm == nil {
+		own, stop, err := startReadModels(ctx, e)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil // stopping before the views caught up
+			}
+			return err
+		}
+		defer stop()
+		rm = own
 	}
 	d, err := dispatcher.New(dispatcher.Config{
 		Brokers:  e.brokers,
@@ -53,13 +54,13 @@ func runDispatcher(ctx context.Context, e *env, dev bool) error {
 		Logger:   log,
 		Guard:    guard,
 		Namespaces: dispatcher.NamespacesFunc(func(ns string) *chimev1.NamespaceConfig {
-			cfg, err := nsView.Get(ns)
+			cfg, err := rm.namespaces.Get(ns)
 			if err != nil {
 				log.Warn("reading namespace config; using the defaults", "namespace", ns, "err", err)
 			}
 			return cfg
 		}),
-		Breakers: brkView,
+		Breakers: rm.breakers,
 	})
 	if err != nil {
 		return err
@@ -67,15 +68,6 @@ func runDispatcher(ctx context.Context, e *env, dev bool) error {
 	if err := e.registry.Register(newDispatcherCollector(d)); err != nil {
 		return err
 	}
-	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return nsView.Run(ctx) })
-	g.Go(func() error { return brkView.Run(ctx) })
-	g.Go(func() error {
-		if nsView.WaitReady(ctx) != nil || brkView.WaitReady(ctx) != nil {
-			return nil // stopping before the views caught up
-		}
-		log.Info("dispatcher starting", "id", d.ID(), "group", dispatcher.GroupName(e.cfg.Topics()), "allow", fmt.Sprint(guard.Allow))
-		return d.Run(ctx)
-	})
-	return g.Wait()
+	log.Info("dispatcher starting", "id", d.ID(), "group", dispatcher.GroupName(e.cfg.Topics()), "allow", fmt.Sprint(guard.Allow))
+	return d.Run(ctx)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"time"
 
@@ -38,6 +39,13 @@ func serveMetrics(ctx context.Context, e *env) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(e.registry, promhttp.HandlerOpts{}))
+	// Profiles of the running process (go tool pprof
+	// http://ADDR/debug/pprof/profile?seconds=30): the metrics address is
+	// an operator's port, never the public API's.
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	e.log.Info("metrics listening", "addr", ln.Addr().String())
 	go func() {

@@ -61,6 +61,14 @@ type Config struct {
 	// processor starts and stopped after it.
 	Namespaces views.NamespaceSource
 
+	// CheckpointInterval bounds how often a namespace's window counts
+	// alone are written to the table. A change of what the dispatchers
+	// gate on (state, version, next check, probes, cool-off) is written at
+	// once; the counts are kept in memory in between, so the table is not
+	// rewritten for every outcome. A restart or a partition move loses at
+	// most this much of the window. Default 1s; <0 writes every change.
+	CheckpointInterval time.Duration
+
 	// extraOptions are appended to the goka options (unit tests).
 	extraOptions []goka.ProcessorOption
 }
@@ -77,10 +85,24 @@ type Processor struct {
 	cacheMu sync.Mutex
 	cache   map[string]cachedConfig
 
+	// live holds the statuses this instance decided, by namespace, ahead
+	// of the table between checkpoints. Only the goroutine of the
+	// namespace's partition touches an entry; liveMu guards the map.
+	liveMu sync.Mutex
+	live   map[string]*liveStatus
+
 	outcomes atomic.Uint64
 
 	state       *prometheus.GaugeVec
 	transitions *prometheus.CounterVec
+}
+
+// liveStatus is a namespace's status as last decided, and when it was
+// last written to the table.
+type liveStatus struct {
+	st        *chimev1.BreakerStatus
+	partition int32
+	written   time.Time
 }
 
 // cachedConfig avoids resolving the defaults for every outcome; a change
@@ -110,7 +132,10 @@ func New(cfg Config) *Processor {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	p := &Processor{cfg: cfg, namespaces: cfg.Namespaces, cache: map[string]cachedConfig{}}
+	if cfg.CheckpointInterval == 0 {
+		cfg.CheckpointInterval = time.Second
+	}
+	p := &Processor{cfg: cfg, namespaces: cfg.Namespaces, cache: map[string]cachedConfig{}, live: map[string]*liveStatus{}}
 	p.state = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "chime_breaker_state",
 		Help: "1 for the state each namespace's breaker is in (as last decided by this instance), 0 for the others.",
@@ -145,7 +170,8 @@ func (p *Processor) Graph() *goka.GroupGraph {
 
 func (p *Processor) options() []goka.ProcessorOption {
 	opts := processors.ProcessorOptions(p.cfg.ClientID, p.cfg.Replication, p.cfg.Logger)
-	opts = append(opts, goka.WithStorageBuilder(p.cfg.Storage), goka.WithNilHandling(goka.NilProcess))
+	opts = append(opts, goka.WithStorageBuilder(p.cfg.Storage), goka.WithNilHandling(goka.NilProcess),
+		goka.WithRebalanceCallback(p.rebalanced))
 	// After the storage: goka's tester replaces it.
 	return append(opts, p.cfg.extraOptions...)
 }
@@ -165,6 +191,9 @@ func (p *Processor) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("breaker: %w", err)
 		}
+		// A new processor starts from the table: what the last one kept
+		// in memory past its last checkpoint is gone with it.
+		p.forgetLive(nil)
 		p.mu.Lock()
 		p.proc = proc
 		p.mu.Unlock()
@@ -225,9 +254,10 @@ func (p *Processor) onOutcome(ctx goka.Context, msg any) {
 	}
 	now := p.cfg.Now()
 	st := p.status(ctx)
+	before := gateViewOf(st)
 	cfg := p.config(ctx)
 	res, _ := Overdue(st, cfg, now)
-	p.apply(ctx, st, Merge(res, Observe(st, cfg, o, now)), now)
+	p.apply(ctx, st, before, Merge(res, Observe(st, cfg, o, now)), now)
 }
 
 func (p *Processor) onTimer(ctx goka.Context, msg any) {
@@ -243,7 +273,8 @@ func (p *Processor) onTimer(ctx goka.Context, msg any) {
 	}
 	now := p.cfg.Now()
 	st := p.status(ctx)
-	p.apply(ctx, st, OnTimer(st, p.config(ctx), tm, now), now)
+	before := gateViewOf(st)
+	p.apply(ctx, st, before, OnTimer(st, p.config(ctx), tm, now), now)
 }
 
 func (p *Processor) onCommand(ctx goka.Context, msg any) {
@@ -272,7 +303,8 @@ func (p *Processor) onCommand(ctx goka.Context, msg any) {
 		return
 	}
 	st := p.status(ctx)
-	p.apply(ctx, st, OnCommand(st, p.config(ctx), cmd, now), now)
+	before := gateViewOf(st)
+	p.apply(ctx, st, before, OnCommand(st, p.config(ctx), cmd, now), now)
 }
 
 func (p *Processor) skip(ctx goka.Context, what string, err error) {
@@ -280,14 +312,57 @@ func (p *Processor) skip(ctx goka.Context, what string, err error) {
 		"topic", string(ctx.Topic()), "partition", ctx.Partition(), "offset", ctx.Offset(), "key", ctx.Key())
 }
 
+// status is the namespace's status: as this instance last decided it, or
+// from the table.
 func (p *Processor) status(ctx goka.Context) *chimev1.BreakerStatus {
-	if st, ok := ctx.Value().(*chimev1.BreakerStatus); ok && st != nil {
-		if st.Namespace == "" {
-			st.Namespace = ctx.Key()
-		}
-		return st
+	p.liveMu.Lock()
+	l := p.live[ctx.Key()]
+	p.liveMu.Unlock()
+	if l != nil && l.partition == ctx.Partition() {
+		return l.st
 	}
-	return NewStatus(ctx.Key())
+	st, ok := ctx.Value().(*chimev1.BreakerStatus)
+	if !ok || st == nil {
+		return NewStatus(ctx.Key())
+	}
+	if st.Namespace == "" {
+		st.Namespace = ctx.Key()
+	}
+	return st
+}
+
+// rebalanced forgets the statuses of partitions this instance no longer
+// owns: their next owner reads the table.
+func (p *Processor) rebalanced(a goka.Assignment) { p.forgetLive(a) }
+
+// forgetLive drops the live statuses of partitions not in keep (nil: all).
+func (p *Processor) forgetLive(keep goka.Assignment) {
+	p.liveMu.Lock()
+	defer p.liveMu.Unlock()
+	for ns, l := range p.live {
+		if _, ok := keep[l.partition]; !ok {
+			delete(p.live, ns)
+		}
+	}
+}
+
+// gateView is what the dispatchers decide on: a change of it is written to
+// the table at once.
+type gateView struct {
+	state                         chimev1.BreakerState
+	version                       uint64
+	nextCheck                     int64
+	probesGranted, probesSucceded uint32
+	trips                         uint32
+	coolOff                       time.Duration
+}
+
+func gateViewOf(st *chimev1.BreakerStatus) gateView {
+	return gateView{
+		state: st.GetState(), version: st.GetVersion(), nextCheck: st.GetNextCheckAt().AsTime().UnixNano(),
+		probesGranted: st.GetProbesGranted(), probesSucceded: st.GetProbesSucceeded(),
+		trips: st.GetConsecutiveTrips(), coolOff: st.GetCoolOff().AsDuration(),
+	}
 }
 
 // config reads the namespace's thresholds from the namespace-config table.
@@ -310,8 +385,10 @@ func (p *Processor) config(ctx goka.Context) Thresholds {
 
 // apply writes a result through the goka context: goka commits the input
 // only after the table write and every emit are acknowledged, so a crash
-// in between replays the input and decides again.
-func (p *Processor) apply(ctx goka.Context, st *chimev1.BreakerStatus, res Result, now time.Time) {
+// in between replays the input and decides again. A change of the window
+// counts alone is kept in memory until CheckpointInterval has passed since
+// the namespace's last write (before is the gate view before the input).
+func (p *Processor) apply(ctx goka.Context, st *chimev1.BreakerStatus, before gateView, res Result, now time.Time) {
 	t := p.cfg.Topics
 	for _, tr := range res.Transitions {
 		ctx.Emit(goka.Stream(t.BreakerTransitions()), ctx.Key(), tr)
@@ -330,11 +407,26 @@ func (p *Processor) apply(ctx goka.Context, st *chimev1.BreakerStatus, res Resul
 			ctx.Emit(goka.Stream(t.JobCommands()), schema.JobKey(res.Timer.GetNamespace(), CoolOffJobID), raw)
 		}
 	}
-	if res.Changed {
-		ctx.SetValue(st)
-	} else if res.Ignored != "" {
-		p.cfg.Logger.Debug("breaker: input ignored", "namespace", ctx.Key(), "why", res.Ignored)
+	if !res.Changed {
+		if res.Ignored != "" {
+			p.cfg.Logger.Debug("breaker: input ignored", "namespace", ctx.Key(), "why", res.Ignored)
+		}
+		return
 	}
+	p.liveMu.Lock()
+	l := p.live[ctx.Key()]
+	if l == nil || l.partition != ctx.Partition() {
+		l = &liveStatus{partition: ctx.Partition()}
+		p.live[ctx.Key()] = l
+	}
+	p.liveMu.Unlock()
+	l.st = st
+	if len(res.Transitions) == 0 && res.Timer == nil && gateViewOf(st) == before &&
+		p.cfg.CheckpointInterval > 0 && now.Sub(l.written) < p.cfg.CheckpointInterval {
+		return // counts only: the next checkpoint writes them
+	}
+	ctx.SetValue(st)
+	l.written = now
 }
 
 // CoolOffCommand is the scheduler command that arms tm: a one-shot job at

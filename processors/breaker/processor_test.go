@@ -29,8 +29,14 @@ type testBundle struct {
 
 // setup runs the real processor callbacks under goka's tester with an
 // injected clock and the namespace "acme" configured with small
-// thresholds.
+// thresholds. Every change is written to the table, so a test reads each
+// outcome's effect there; setupCheckpoint keeps the default checkpoints.
 func setup(t *testing.T) *testBundle {
+	t.Helper()
+	return setupCheckpoint(t, -1)
+}
+
+func setupCheckpoint(t *testing.T, checkpoint time.Duration) *testBundle {
 	t.Helper()
 	tt := tester.New(t)
 	b := &testBundle{tt: tt, clock: clocktest.New(t0), topics: schema.NewTopics("")}
@@ -45,9 +51,10 @@ func setup(t *testing.T) *testBundle {
 				HalfOpenProbes: 2,
 			},
 		}},
-		Now:          b.clock.Now,
-		Logger:       slog.New(slog.DiscardHandler),
-		extraOptions: []goka.ProcessorOption{goka.WithTester(tt)},
+		Now:                b.clock.Now,
+		Logger:             slog.New(slog.DiscardHandler),
+		CheckpointInterval: checkpoint,
+		extraOptions:       []goka.ProcessorOption{goka.WithTester(tt)},
 	})
 	proc, err := goka.NewProcessor(nil, p.Graph(), p.options()...)
 	require.NoError(t, err)
@@ -96,6 +103,38 @@ func (b *testBundle) timerJob(t *testing.T) (key string, cmd *chimev1.JobCommand
 	k := cmd.GetUpsert().GetSpec().GetTarget().GetKafka()
 	require.Equal(t, b.topics.BreakerTimers(), k.GetTopic())
 	return key, cmd, k.GetValue()
+}
+
+// The window counts reach the table at most once per checkpoint interval;
+// what the dispatchers gate on is written at once, with the counts kept in
+// memory in between.
+func TestCheckpointWritesCountsOncePerInterval(t *testing.T) {
+	t.Parallel()
+	b := setupCheckpoint(t, time.Second)
+
+	b.outcome(t, "acme", success)
+	require.EqualValues(t, 1, b.status("acme").Window.Requests, "the first change is written")
+	b.outcome(t, "acme", success)
+	b.outcome(t, "acme", success)
+	require.EqualValues(t, 1, b.status("acme").Window.Requests, "counts alone wait for the checkpoint")
+
+	b.clock.Advance(time.Second)
+	b.outcome(t, "acme", success)
+	require.EqualValues(t, 4, b.status("acme").Window.Requests, "the next input after the interval writes every count kept")
+	require.Equal(t, closed, b.status("acme").State)
+
+	// A trip is written at once, with the counts that caused it: 4
+	// failures of 8 requests reach the 50% threshold.
+	for range 3 {
+		b.outcome(t, "acme", failure)
+	}
+	require.EqualValues(t, 4, b.status("acme").Window.Requests)
+	b.outcome(t, "acme", failure)
+	require.Equal(t, open, b.nextTransition(t).To)
+	st := b.status("acme")
+	require.Equal(t, open, st.State)
+	require.EqualValues(t, 8, st.Window.Requests)
+	require.EqualValues(t, 4, st.Window.Failures)
 }
 
 func TestProcessorWithGokaTester(t *testing.T) {

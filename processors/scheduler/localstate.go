@@ -11,6 +11,7 @@ import (
 	"github.com/lovoo/goka/storage"
 
 	"github.com/chime-sched/chime/infra/dirlock"
+	"github.com/chime-sched/chime/processors/diskstore"
 )
 
 // cleanMarker is present in a LevelDB state dir only while no process uses
@@ -88,8 +89,9 @@ func (l *LocalState) Reset() error {
 	return os.MkdirAll(l.dir, 0o755)
 }
 
-// Builder is goka's LevelDB storage in the state dir.
-func (l *LocalState) Builder() storage.Builder { return storage.DefaultBuilder(l.dir) }
+// Builder is LevelDB storage in the state dir, with writes batched
+// (processors/diskstore): safe because an unclean stop wipes the dir.
+func (l *LocalState) Builder() storage.Builder { return diskstore.Builder(l.dir, diskstore.Options{}) }
 
 // Close marks the state clean and unlocks it; call it after the
 // scheduler's Run returned (every storage is closed by then).

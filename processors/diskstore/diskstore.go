@@ -1,0 +1,282 @@
+// Package diskstore owns the scheduler's on-disk table storage: a goka
+// storage.Storage on LevelDB that keeps the rows on disk (so millions of
+// pending jobs cost disk, not memory) and applies writes in batches.
+//
+// goka's own LevelDB storage writes every Set, and every SetOffset after
+// it, as a LevelDB write of its own: a journal write(2) each, two per table
+// update. Here writes go to an in-memory buffer that every read consults
+// first, and the buffer is written to LevelDB as one batch when it holds
+// MaxPending entries, when the storage is iterated, recovered or closed.
+// The offset is kept in memory and written with each batch.
+//
+// The buffer is lost in a crash. That is safe only because the scheduler
+// never trusts its local state after an unclean stop: processors/scheduler
+// (LocalState) wipes it and recovers the table from Kafka. A clean Close
+// writes everything.
+package diskstore
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"github.com/lovoo/goka/storage"
+	"github.com/syndtr/goleveldb/leveldb"
+	ldbiter "github.com/syndtr/goleveldb/leveldb/iterator"
+	"github.com/syndtr/goleveldb/leveldb/opt"
+	"github.com/syndtr/goleveldb/leveldb/util"
+)
+
+// offsetKey is where goka's LevelDB storage keeps the partition's offset;
+// the same key keeps state directories written by either readable.
+const offsetKey = "__offset"
+
+// Options tune the stores a Builder opens.
+type Options struct {
+	// MaxPending is how many buffered writes trigger a batch. Default 1024.
+	MaxPending int
+	// WriteBuffer is LevelDB's memtable size per partition. Default 2 MiB.
+	WriteBuffer int
+	// BlockCache is LevelDB's block cache per partition. Default 2 MiB:
+	// the scheduler reads a row when its command or timer comes, mostly
+	// rows written recently (still in the memtable).
+	BlockCache int
+}
+
+func (o *Options) defaults() {
+	if o.MaxPending <= 0 {
+		o.MaxPending = 1024
+	}
+	if o.WriteBuffer <= 0 {
+		o.WriteBuffer = 2 << 20
+	}
+	if o.BlockCache <= 0 {
+		o.BlockCache = 2 << 20
+	}
+}
+
+// Builder opens a store per table partition under dir (dir/<topic>.<partition>,
+// the layout of goka's storage.DefaultBuilder).
+func Builder(dir string, o Options) storage.Builder {
+	o.defaults()
+	return func(topic string, partition int32) (storage.Storage, error) {
+		return Open(filepath.Join(dir, topic+"."+strconv.Itoa(int(partition))), o)
+	}
+}
+
+// Open opens (or creates) the store in path.
+func Open(path string, o Options) (*Store, error) {
+	o.defaults()
+	db, err := leveldb.OpenFile(path, &opt.Options{
+		WriteBuffer:            o.WriteBuffer,
+		BlockCacheCapacity:     o.BlockCache,
+		OpenFilesCacheCapacity: 64,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("diskstore: open %s: %w", path, err)
+	}
+	return &Store{db: db, max: o.MaxPending, pending: map[string]entry{}, offset: -1}, nil
+}
+
+// Store is one table partition. One writer (goka's partition goroutine),
+// any number of readers, SetOffset from goka's producer callbacks.
+type Store struct {
+	db  *leveldb.DB
+	max int
+
+	mu      sync.RWMutex
+	pending map[string]entry
+	// offset is the last SetOffset, -1 when none since open; written with
+	// every batch.
+	offset int64
+	dirty  bool // offset changed since the last batch
+	closed bool
+}
+
+// entry is a buffered write; del marks a delete.
+type entry struct {
+	value []byte
+	del   bool
+}
+
+var errClosed = errors.New("diskstore: closed")
+
+// Open implements storage.Storage.
+func (s *Store) Open() error { return nil }
+
+// Has implements storage.Storage.
+func (s *Store) Has(key string) (bool, error) {
+	v, err := s.Get(key)
+	return v != nil, err
+}
+
+// Get implements storage.Storage. The returned slice must not be changed.
+func (s *Store) Get(key string) ([]byte, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, errClosed
+	}
+	if e, ok := s.pending[key]; ok {
+		if e.del {
+			return nil, nil
+		}
+		return e.value, nil
+	}
+	v, err := s.db.Get([]byte(key), nil)
+	if errors.Is(err, leveldb.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("diskstore: get %q: %w", key, err)
+	}
+	return v, nil
+}
+
+// Set implements storage.Storage. value is kept, not copied: goka hands
+// over a freshly encoded value (or a record's) and never changes it.
+func (s *Store) Set(key string, value []byte) error {
+	if value == nil {
+		value = []byte{}
+	}
+	return s.put(key, entry{value: value})
+}
+
+// Delete implements storage.Storage.
+func (s *Store) Delete(key string) error { return s.put(key, entry{del: true}) }
+
+func (s *Store) put(key string, e entry) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errClosed
+	}
+	s.pending[key] = e
+	if len(s.pending) >= s.max {
+		return s.flushLocked()
+	}
+	return nil
+}
+
+// GetOffset implements storage.Storage.
+func (s *Store) GetOffset(def int64) (int64, error) {
+	s.mu.RLock()
+	o := s.offset
+	s.mu.RUnlock()
+	if o >= 0 {
+		return o, nil
+	}
+	v, err := s.Get(offsetKey)
+	if err != nil {
+		return 0, err
+	}
+	if v == nil {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("diskstore: stored offset %q: %w", v, err)
+	}
+	return n, nil
+}
+
+// SetOffset implements storage.Storage: kept in memory, written with the
+// next batch.
+func (s *Store) SetOffset(offset int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.offset, s.dirty = offset, true
+	return nil
+}
+
+// MarkRecovered implements storage.Storage: the recovered rows and offset
+// are written, so an iterator sees them all.
+func (s *Store) MarkRecovered() error { return s.Flush() }
+
+// Flush writes the buffered writes and the offset as one batch.
+func (s *Store) Flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errClosed
+	}
+	return s.flushLocked()
+}
+
+func (s *Store) flushLocked() error {
+	if len(s.pending) == 0 && !s.dirty {
+		return nil
+	}
+	b := new(leveldb.Batch)
+	for k, e := range s.pending {
+		if e.del {
+			b.Delete([]byte(k))
+		} else {
+			b.Put([]byte(k), e.value)
+		}
+	}
+	if s.dirty {
+		b.Put([]byte(offsetKey), strconv.AppendInt(nil, s.offset, 10))
+	}
+	if err := s.db.Write(b, nil); err != nil {
+		return fmt.Errorf("diskstore: write batch: %w", err)
+	}
+	clear(s.pending)
+	s.dirty = false
+	return nil
+}
+
+// Iterator implements storage.Storage: it writes the buffer first and
+// iterates a snapshot, without the offset.
+func (s *Store) Iterator() (storage.Iterator, error) {
+	return s.IteratorWithRange(nil, nil)
+}
+
+// IteratorWithRange implements storage.Storage: [start, limit), or the keys
+// with prefix start when limit is empty (goka's LevelDB storage does the
+// same).
+func (s *Store) IteratorWithRange(start, limit []byte) (storage.Iterator, error) {
+	if err := s.Flush(); err != nil {
+		return nil, err
+	}
+	var r *util.Range
+	switch {
+	case len(limit) > 0:
+		r = &util.Range{Start: start, Limit: limit}
+	case len(start) > 0:
+		r = util.BytesPrefix(start)
+	}
+	return &iterator{it: s.db.NewIterator(r, &opt.ReadOptions{DontFillCache: true})}, nil
+}
+
+// Close implements storage.Storage: everything buffered is written.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	err := s.flushLocked()
+	s.closed = true
+	return errors.Join(err, s.db.Close())
+}
+
+// iterator skips the offset key.
+type iterator struct{ it ldbiter.Iterator }
+
+func (i *iterator) Next() bool {
+	for i.it.Next() {
+		if string(i.it.Key()) != offsetKey {
+			return true
+		}
+	}
+	return false
+}
+
+func (i *iterator) Err() error             { return i.it.Error() }
+func (i *iterator) Key() []byte            { return i.it.Key() }
+func (i *iterator) Value() ([]byte, error) { return i.it.Value(), nil }
+func (i *iterator) Release()               { i.it.Release() }
+func (i *iterator) Seek(key []byte) bool   { return i.it.Seek(key) }
