@@ -202,23 +202,46 @@ func roleTopics(_ context.Context, e *env) error {
 }
 
 func roleScheduler(ctx context.Context, e *env) error {
+	s, release, err := newScheduler(e, nil)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return serveScheduler(ctx, e, s)
+}
+
+// newScheduler builds the scheduler role: LevelDB tables under the state
+// dir unless memory storage is configured. rm, if set, is the process's
+// shared namespace view. release marks the local state clean; call it
+// after the scheduler stopped.
+func newScheduler(e *env, rm *readModels) (*scheduler.Scheduler, func(), error) {
 	cfg := e.schedulerConfig(memstore.Builder())
+	if rm != nil {
+		cfg.Namespaces = rm.namespaces
+	}
+	release := func() {}
 	if e.cfg.SchedulerStorage == config.StorageLevelDB {
 		local, err := scheduler.OpenLocalState(filepath.Join(e.cfg.StateDir, "scheduler"), e.log)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		defer func() {
+		release = func() {
 			if err := local.Close(); err != nil {
 				e.log.Error("marking scheduler state clean", "err", err)
 			}
-		}()
+		}
 		cfg.Storage, cfg.LocalState = nil, local
 	}
 	s, err := scheduler.New(cfg)
 	if err != nil {
-		return err
+		release()
+		return nil, nil, err
 	}
+	return s, release, nil
+}
+
+// serveScheduler runs s until ctx ends, logging when it is ready.
+func serveScheduler(ctx context.Context, e *env, s *scheduler.Scheduler) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return s.Run(ctx) })
 	g.Go(func() error {
@@ -231,20 +254,39 @@ func roleScheduler(ctx context.Context, e *env) error {
 	return g.Wait()
 }
 
-// roleDev runs every role in this process: the scheduler and the
-// namespace-config processor so far; the dispatcher, breaker, API and
-// analytics sink join as they land.
+// roleDev runs every role in this process. The roles share one set of
+// read models (the namespace and breaker views), and the API reads jobs
+// from the scheduler's own table.
 func roleDev(ctx context.Context, e *env) error {
 	e.log.Info("chime dev: all roles in one process", "brokers", strings.Join(e.brokers, ","), "state_dir", e.cfg.StateDir)
+	rm, stopViews, err := startReadModels(ctx, e)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	// After every role: the processors read the views until they stop.
+	defer stopViews()
+	s, release, err := newScheduler(e, rm)
+	if err != nil {
+		return err
+	}
+	defer release()
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return roleBreaker(ctx, e) })
-	g.Go(func() error { return roleScheduler(ctx, e) })
-	g.Go(func() error { return runDispatcher(ctx, e, true) })
+	g.Go(func() error {
+		g, ctx := errgroup.WithContext(ctx)
+		g.Go(func() error { return roleNamespaces(ctx, e) })
+		g.Go(func() error { return runBreaker(ctx, e, rm) })
+		return g.Wait()
+	})
+	g.Go(func() error { return serveScheduler(ctx, e, s) })
+	g.Go(func() error { return runDispatcher(ctx, e, true, rm) })
 	// The API reads analytics from the ClickHouse the sink opens (the
 	// local one when no DSN is configured).
 	ch := newAnalyticsSource()
 	g.Go(func() error { return runSink(ctx, e, true, ch.set) })
-	g.Go(func() error { return runAPI(ctx, e, true, ch) })
+	g.Go(func() error { return runAPI(ctx, e, true, ch, &apiShared{rm: rm, jobs: schedulerJobs{s}, jobsReady: s.Ready}) })
 	return g.Wait()
 }
 
