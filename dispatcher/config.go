@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"time"
 
@@ -56,12 +55,8 @@ type Config struct {
 	// cool-off, when longer, is used instead. Default 5s.
 	BreakerRamp time.Duration
 
-	// Guard is the SSRF guard of the default HTTP client.
+	// Guard is the SSRF guard of the HTTP client's dialer.
 	Guard Guard
-	// HTTPClient replaces the default client (keep-alive transport whose
-	// dialer consults Guard, no proxy, no redirects). A replacement is
-	// responsible for its own SSRF protection.
-	HTTPClient *http.Client
 
 	// DefaultTimeout is a call's timeout when the job sets none. Default 10s.
 	DefaultTimeout time.Duration

@@ -209,7 +209,7 @@ func (d *Dispatcher) closeProducers() {
 	_ = d.cmds.Flush(ctx)
 	d.out.Close()
 	d.cmds.Close()
-	d.cancelCall()
+	d.cutCalls()
 }
 
 // start tracks r and hands it to its goroutine.
@@ -470,7 +470,7 @@ func (c *consumer) waitHandlers(d time.Duration) {
 	case <-done:
 	case <-time.After(d):
 		c.d.log.Warn("calls still running at shutdown; cutting them short, their dues are redelivered", "waited", d)
-		c.d.cancelCall()
+		c.d.cutCalls()
 		<-done
 	}
 }

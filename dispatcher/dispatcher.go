@@ -42,11 +42,8 @@ import (
 // the due partitions through the consumer group.
 type Dispatcher struct {
 	cfg    Config
-	log    *slog.Logger
-	client *http.Client
-	// transport is the default client's, called directly; nil when
-	// Config.HTTPClient replaced the client.
-	transport *http.Transport
+	log       *slog.Logger
+	client    *callClient
 	lanes     *lanes
 	dedup     *dedup
 	gate      *gate
@@ -84,13 +81,10 @@ func New(cfg Config) (*Dispatcher, error) {
 	d := &Dispatcher{
 		cfg:    cfg,
 		log:    cfg.Logger,
-		client: cfg.HTTPClient,
+		client: newCallClient(&cfg.Guard, cfg.MaxTimeout),
 		lanes:  newLanes(cfg.MaxInFlight, cfg.DefaultMaxConcurrency, cfg.MaxQueued),
 		dedup:  newDedup(cfg.DedupSize),
 		gate:   newGate(cfg.Breakers, cfg.BreakerRamp),
-	}
-	if d.client == nil {
-		d.client, d.transport = newHTTPClient(&d.cfg.Guard, cfg.MaxInFlight)
 	}
 	out, err := kgo.NewClient(append(append([]kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
@@ -119,6 +113,13 @@ func New(cfg Config) (*Dispatcher, error) {
 	}
 	d.callCtx, d.cancelCall = context.WithCancel(context.Background())
 	return d, nil
+}
+
+// cutCalls ends the calls in flight: their context is cancelled and their
+// connections closed.
+func (d *Dispatcher) cutCalls() {
+	d.cancelCall()
+	d.client.cutAll()
 }
 
 // ID is the dispatcher_id this instance reports in outcomes.
@@ -227,7 +228,7 @@ func (d *Dispatcher) process(owned context.Context, due *chimev1.Due, consumed t
 		return d.publish(ctx, d.held(due, v))
 	}
 	d.stats.calls.Add(1)
-	cr := d.call(ctx, due, ns, consumed)
+	cr := d.call(due, ns, consumed)
 	adm.release()
 	if ctx.Err() != nil {
 		d.gate.giveBack(name, v)

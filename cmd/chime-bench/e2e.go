@@ -225,6 +225,24 @@ func (c *chimeProc) profile(path string, d time.Duration) func() {
 	return func() { <-done }
 }
 
+// snapshot saves one of chime's runtime profiles (heap, allocs, goroutine)
+// into path.
+func (c *chimeProc) snapshot(name, path string) {
+	res, err := c.hc.Get("http://" + c.metricsAddr + "/debug/pprof/" + name)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "profile %s: %v\n", name, err)
+		return
+	}
+	defer res.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "profile %s: %v\n", name, err)
+		return
+	}
+	defer f.Close()
+	_, _ = io.Copy(f, res.Body)
+}
+
 // stop ends chime with SIGTERM (so a CPU profile is written) and removes its
 // state unless keep.
 func (c *chimeProc) stop(keep bool) {
@@ -558,8 +576,11 @@ func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, label string
 	cpu0, ch0, rc0 := c.cpu(), c.clickhouseCPU(), procCPU(rcv.pid())
 	profiled := func() {}
 	if o.profileDir != "" {
-		path := filepath.Join(o.profileDir, "chime-"+strings.NewReplacer(" ", "-", ":", "").Replace(label)+".pprof")
+		base := filepath.Join(o.profileDir, "chime-"+strings.NewReplacer(" ", "-", ":", "").Replace(label))
+		path := base + ".pprof"
+		c.snapshot("allocs", base+".allocs-before.pprof")
 		profiled = c.profile(path, o.profileFor)
+		defer c.snapshot("heap", base+".heap-after.pprof")
 		defer fmt.Fprintf(os.Stderr, "e2e %s: CPU profile of chime from 1 s before the instant, %s: %s\n", label, o.profileFor, path)
 	}
 	defer profiled()
@@ -568,6 +589,9 @@ func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, label string
 		fmt.Fprintf(os.Stderr, "e2e %s: only %d of %d calls arrived\n", label, rcv.calls(), n)
 	}
 	_, r.peakRSS = procMem(c.pid())
+	if o.profileDir != "" {
+		c.snapshot("allocs", filepath.Join(o.profileDir, "chime-"+strings.NewReplacer(" ", "-", ":", "").Replace(label)+".allocs-after.pprof"))
+	}
 	drainStart := time.Now()
 	r.quiet = waitQuiet(ctx, adm, 3*time.Minute)
 	r.drain = time.Since(drainStart)

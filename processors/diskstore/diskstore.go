@@ -24,6 +24,7 @@ import (
 
 	"github.com/lovoo/goka/storage"
 	"github.com/syndtr/goleveldb/leveldb"
+	"github.com/syndtr/goleveldb/leveldb/filter"
 	ldbiter "github.com/syndtr/goleveldb/leveldb/iterator"
 	"github.com/syndtr/goleveldb/leveldb/opt"
 	"github.com/syndtr/goleveldb/leveldb/util"
@@ -73,6 +74,10 @@ func Open(path string, o Options) (*Store, error) {
 		WriteBuffer:            o.WriteBuffer,
 		BlockCacheCapacity:     o.BlockCache,
 		OpenFilesCacheCapacity: 64,
+		// Most reads are for a row of the newest tables (a job fires or
+		// is answered soon after it was written); a bloom filter lets a
+		// read skip the tables that cannot hold its key.
+		Filter: filter.NewBloomFilter(10),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("diskstore: open %s: %w", path, err)
