@@ -243,6 +243,42 @@ func (c *chimeProc) snapshot(name, path string) {
 	_, _ = io.Copy(f, res.Body)
 }
 
+// histogramQuantile estimates quantile q of an unlabelled Prometheus
+// histogram from /metrics (the upper bound of the bucket it falls in).
+func (c *chimeProc) histogramQuantile(ctx context.Context, name string, q float64) float64 {
+	st, body := c.call(ctx, "GET", "/metrics", nil)
+	if st != http.StatusOK {
+		return -1
+	}
+	type bucket struct{ le, n float64 }
+	var bs []bucket
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), name+`_bucket{le="`)
+		if !ok {
+			continue
+		}
+		le, n, ok := strings.Cut(rest, `"} `)
+		if !ok {
+			continue
+		}
+		l, _ := strconv.ParseFloat(le, 64)
+		v, _ := strconv.ParseFloat(n, 64)
+		bs = append(bs, bucket{l, v})
+	}
+	if len(bs) == 0 || bs[len(bs)-1].n == 0 {
+		return -1
+	}
+	total := bs[len(bs)-1].n
+	for _, b := range bs {
+		if b.n >= q*total {
+			return b.le
+		}
+	}
+	return -1
+}
+
 // stop ends chime with SIGTERM (so a CPU profile is written) and removes its
 // state unless keep.
 func (c *chimeProc) stop(keep bool) {
@@ -536,6 +572,9 @@ type burstRun struct {
 	ingest, drain  time.Duration
 	quiet          bool
 	steadyRSSAfter int64
+	// fireLag50/99 are the scheduler's due emission lag (emitted − due),
+	// bucket upper bounds in seconds: which half of the pipeline lags.
+	fireLag50, fireLag99 float64
 }
 
 func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, label string, n int, lead time.Duration, viaProducer bool, spread time.Duration) burstRun {
@@ -589,6 +628,8 @@ func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, label string
 		fmt.Fprintf(os.Stderr, "e2e %s: only %d of %d calls arrived\n", label, rcv.calls(), n)
 	}
 	_, r.peakRSS = procMem(c.pid())
+	r.fireLag50 = c.histogramQuantile(ctx, "chime_scheduler_fire_lag_seconds", 0.5)
+	r.fireLag99 = c.histogramQuantile(ctx, "chime_scheduler_fire_lag_seconds", 0.99)
 	if o.profileDir != "" {
 		c.snapshot("allocs", filepath.Join(o.profileDir, "chime-"+strings.NewReplacer(" ", "-", ":", "").Replace(label)+".allocs-after.pprof"))
 	}
@@ -652,6 +693,7 @@ func benchE2E(ctx context.Context, o e2eOptions) []result {
 				result{name + ": chime peak RSS", mb(r.peakRSS), "≤ 500 MB", verdict(r.peakRSS <= 500<<20)},
 				result{name + ": RSS after, chime / ClickHouse", mb(r.steadyRSSAfter) + " / " + mb(r.clickhouseRSS), "—", "—"},
 				result{name + ": Kafka records written per job", fmt.Sprintf("%.1f", r.recordsPerJob), "—", "—"},
+				result{name + ": due emitted − due time p50 / p99 (≤ bucket)", fmt.Sprintf("%.2g / %.2g s", r.fireLag50, r.fireLag99), "—", "—"},
 			)
 			if !r.quiet {
 				out = append(out, result{name + ": consumers caught up", "NO (lag left after 3m)", "yes", "NO"})

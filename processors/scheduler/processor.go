@@ -12,6 +12,7 @@
 package scheduler
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -103,6 +104,10 @@ type Config struct {
 	// FireEvents also writes a job event for every fire (the outcomes
 	// stream already records every attempt). Default off.
 	FireEvents bool
+	// MaxUnwritten bounds the rows held in memory between a fire and the
+	// dispatcher's answer instead of written at the fire (unwritten.go).
+	// Default 65536; <0 writes every fire.
+	MaxUnwritten int
 
 	// Registerer, if set, gets the scheduler's metrics: fire lag, fires,
 	// pending timers.
@@ -169,6 +174,12 @@ func (c *Config) defaults() {
 	if c.CatchupScanLimit <= 0 {
 		c.CatchupScanLimit = 10000
 	}
+	if c.MaxUnwritten == 0 {
+		c.MaxUnwritten = 1 << 16
+	}
+	if c.MaxUnwritten < 0 {
+		c.MaxUnwritten = 0
+	}
 }
 
 // Scheduler is one scheduler instance; run several with the same topics and
@@ -181,6 +192,7 @@ type Scheduler struct {
 	timers     *timers
 	tickCl     *kgo.Client
 	targets    []string
+	unwritten  *unwritten
 
 	mu   sync.Mutex
 	proc *goka.Processor
@@ -194,7 +206,7 @@ type Scheduler struct {
 // New builds a scheduler. It does not connect until Run.
 func New(cfg Config) (*Scheduler, error) {
 	cfg.defaults()
-	s := &Scheduler{cfg: cfg, namespaces: cfg.Namespaces}
+	s := &Scheduler{cfg: cfg, namespaces: cfg.Namespaces, unwritten: newUnwritten(cfg.MaxUnwritten)}
 	allowed := map[string]bool{cfg.Topics.BreakerTimers(): true}
 	for _, t := range cfg.KafkaTargetTopics {
 		if t != "" {
@@ -281,7 +293,7 @@ func (s *Scheduler) options() []goka.ProcessorOption {
 	// After extraOptions: goka's tester replaces the storage builder, and
 	// ours must wrap whatever is in force.
 	opts = append(opts,
-		goka.WithRebalanceCallback(s.timers.rebalanced),
+		goka.WithRebalanceCallback(s.rebalanced),
 		goka.WithNilHandling(goka.NilProcess),
 	)
 	return opts
@@ -321,6 +333,17 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	})
 }
 
+// rebalanced records the new assignment; rows held unwritten for
+// partitions that left are dropped (their next owner fires from the table).
+func (s *Scheduler) rebalanced(a goka.Assignment) {
+	s.timers.rebalanced(a)
+	keep := make(map[int32]bool, len(a))
+	for p := range a {
+		keep[p] = true
+	}
+	s.unwritten.keep(keep)
+}
+
 func (s *Scheduler) newProcessor() (*goka.Processor, error) {
 	opts := append(s.options(), goka.WithStorageBuilder(s.timers.builder(s.cfg.Storage)))
 	p, err := goka.NewProcessor(s.cfg.Brokers, s.Graph(), opts...)
@@ -331,6 +354,8 @@ func (s *Scheduler) newProcessor() (*goka.Processor, error) {
 	// to Kafka-target topics is written again unless it was confirmed.
 	inc := newIncarnation()
 	s.decider.incarnation.Store(&inc)
+	// What the last processor held unwritten is fired again from the table.
+	s.unwritten.keep(nil)
 	s.mu.Lock()
 	s.proc = p
 	s.mu.Unlock()
@@ -374,13 +399,20 @@ func (s *Scheduler) Ready() bool {
 func (s *Scheduler) PendingTimers() int { return s.timers.Pending() }
 
 // Get reads a job's row from this instance's local table (nil if it is
-// not here).
+// not here), with a fire not yet written.
 func (s *Scheduler) Get(key string) (*chimev1.JobState, error) {
 	s.mu.Lock()
 	p := s.proc
 	s.mu.Unlock()
 	if p == nil {
 		return nil, errors.New("scheduler: not running")
+	}
+	if raw, ok := s.unwritten.peek(key); ok {
+		v, err := schema.JobStateCodec{}.Decode(raw)
+		if err != nil {
+			return nil, err
+		}
+		return v.(*chimev1.JobState), nil
 	}
 	v, err := p.Get(key)
 	if err != nil || v == nil {
@@ -393,13 +425,15 @@ func (s *Scheduler) onCommand(ctx goka.Context, msg any) {
 	in := &input{key: ctx.Key(), topic: string(ctx.Topic()), partition: ctx.Partition(), offset: ctx.Offset()}
 	in.raw, _ = msg.([]byte)
 	in.nsWindow = s.namespaceWindow(ctx)
-	s.apply(ctx, s.decider.onCommand(in, current(ctx), s.cfg.Now()))
+	cur, held := s.current(ctx)
+	s.apply(ctx, s.decider.onCommand(in, cur, s.cfg.Now()), held, false)
 }
 
 func (s *Scheduler) onTick(ctx goka.Context, _ any) {
 	in := &input{key: ctx.Key(), topic: string(ctx.Topic()), partition: ctx.Partition(), offset: ctx.Offset()}
 	in.nsWindow = s.namespaceWindow(ctx)
-	s.apply(ctx, s.decider.onTick(in, current(ctx), s.cfg.Now()))
+	cur, held := s.current(ctx)
+	s.apply(ctx, s.decider.onTick(in, cur, s.cfg.Now()), held, true)
 }
 
 // namespaceWindow reads the relevancy window of the row's namespace.
@@ -412,9 +446,19 @@ func (s *Scheduler) namespaceWindow(ctx goka.Context) time.Duration {
 	return cfg.GetRelevancyWindow().AsDuration()
 }
 
-func current(ctx goka.Context) *chimev1.JobState {
-	st, _ := ctx.Value().(*chimev1.JobState)
-	return st
+// current is the row as last decided: the one held unwritten (taken out;
+// apply writes it or puts it back) or the stored one.
+func (s *Scheduler) current(ctx goka.Context) (st *chimev1.JobState, held []byte) {
+	if raw, ok := s.unwritten.take(ctx.Key(), ctx.Partition()); ok {
+		v, err := schema.JobStateCodec{}.Decode(raw)
+		if err == nil {
+			return v.(*chimev1.JobState), raw
+		}
+		// Encoded by this process: cannot happen; the stored row decides.
+		s.cfg.Logger.Error("scheduler: unwritten row does not decode; using the stored one", "key", ctx.Key(), "err", err)
+	}
+	st, _ = ctx.Value().(*chimev1.JobState)
+	return st, nil
 }
 
 // apply writes a decision through the goka context: goka commits the input
@@ -424,7 +468,11 @@ func current(ctx goka.Context) *chimev1.JobState {
 // input finds the row advanced and does nothing. Open fires and
 // unconfirmed Kafka-target writes are then re-sent by the next incarnation
 // (recover_at); job events are lost (docs/guarantees.md, Known gaps).
-func (s *Scheduler) apply(ctx goka.Context, d decision) {
+//
+// A tick's decision that only fires is held unwritten (unwritten.go);
+// held is the row current took out of it, put back when the decision
+// changes nothing.
+func (s *Scheduler) apply(ctx goka.Context, d decision, held []byte, tick bool) {
 	t := s.cfg.Topics
 	for _, due := range d.dues {
 		ctx.Emit(goka.Stream(t.Due()), due.GetNamespace(), due)
@@ -458,8 +506,43 @@ func (s *Scheduler) apply(ctx goka.Context, d decision) {
 	case d.del:
 		ctx.Delete()
 	case d.state != nil:
+		if tick && s.hold(ctx, d, held) {
+			return
+		}
 		ctx.SetValue(d.state)
+	case held != nil:
+		// Nothing changed: the row stays held as it was.
+		if !s.unwritten.put(ctx.Key(), ctx.Partition(), held) {
+			ctx.SetValue(current0(held))
+		}
 	}
+}
+
+// hold keeps a tick's decision unwritten, and points the timer index at
+// the held row's timer: a fire on a row not held yet, or a tick that left
+// a held row as it was (a stale tick, or the first tick after a rebalance
+// kept the partition). false: it must be written (it does more, or the
+// memory for held rows is full).
+func (s *Scheduler) hold(ctx goka.Context, d decision, held []byte) bool {
+	switch {
+	case held == nil && d.onlyFires():
+	case held != nil && d.emitsNothing():
+	default:
+		return false
+	}
+	raw, err := schema.JobStateCodec{}.Encode(d.state)
+	if err != nil || (held != nil && !bytes.Equal(raw, held)) || !s.unwritten.put(ctx.Key(), ctx.Partition(), raw) {
+		return false
+	}
+	s.timers.noteTimer(ctx.Partition(), ctx.Key(), timerOf(raw))
+	return true
+}
+
+// current0 decodes a held row that must be written after all.
+func current0(raw []byte) *chimev1.JobState {
+	v, _ := schema.JobStateCodec{}.Decode(raw)
+	st, _ := v.(*chimev1.JobState)
+	return st
 }
 
 // Partitions lists the partitions this instance actively owns.
@@ -498,14 +581,17 @@ func (s *Scheduler) sweep(ctx context.Context, p *goka.Processor) {
 // is treated as ticked. meta is the sweep's start (Unix ns), which names
 // its events.
 func (s *Scheduler) onSweep(ctx goka.Context, meta any) {
-	cur := current(ctx)
+	cur, held := s.current(ctx)
 	now := s.cfg.Now()
 	if cur == nil || cur.GetTimerAt() == nil || cur.GetTimerAt().AsTime().After(now.Add(-s.cfg.SweepOverdue)) {
+		if held != nil && !s.unwritten.put(ctx.Key(), ctx.Partition(), held) {
+			ctx.SetValue(cur)
+		}
 		return
 	}
 	id, _ := meta.(int64)
 	in := &input{key: ctx.Key(), topic: "sweep-" + strconv.FormatInt(id, 10) + "-" + ctx.Key(), partition: ctx.Partition()}
 	in.nsWindow = s.namespaceWindow(ctx)
 	s.swept.Add(1)
-	s.apply(ctx, s.decider.onTick(in, cur, now))
+	s.apply(ctx, s.decider.onTick(in, cur, now), held, true)
 }

@@ -98,7 +98,32 @@ func TestProcessorWithGokaTester(t *testing.T) {
 	require.EqualValues(t, 1, due.FireSeq)
 	require.Equal(t, "ns1/job1/1", due.IdempotencyKey)
 	row = tt.TableValue(goka.GroupTable(goka.Group(topics.SchedulerGroup())), key).(*chimev1.JobState)
-	require.Equal(t, t0.Add(time.Minute+2*time.Minute), row.TimerAt.AsTime(), "a fired one-shot waits for its ack, then is redelivered")
+	require.Equal(t, t0.Add(time.Minute), row.TimerAt.AsTime(), "the fire is held unwritten until the dispatcher answers")
+	heldRow := func() *chimev1.JobState {
+		raw, ok := s.unwritten.peek(key)
+		require.True(t, ok, "the fired row is held")
+		return current0(raw)
+	}
+	require.Equal(t, t0.Add(time.Minute+2*time.Minute), heldRow().TimerAt.AsTime(), "a fired one-shot waits for its ack, then is redelivered")
+	require.Len(t, heldRow().Open, 1)
+	// The index follows the held row: no tick until the redelivery time.
+	clock.Set(t0.Add(2 * time.Minute))
+	require.Never(t, func() bool { return len(sender.take()) > 0 }, 100*time.Millisecond, 10*time.Millisecond)
+	// A stale tick leaves it held; the ack writes fire and answer in one row.
+	tt.Consume(topics.Ticks(), key, []byte{})
+	heldRow()
+	ack := &chimev1.JobCommand{CommandId: "a1", Namespace: "ns1", JobId: "job1", Command: &chimev1.JobCommand_Ack{Ack: &chimev1.Ack{
+		FireSeq: 1, EmitSeq: 1, Attempt: 1, Result: chimev1.AckResult_ACK_RESULT_SUCCEEDED}}}
+	raw, err = proto.Marshal(ack)
+	require.NoError(t, err)
+	tt.Consume(topics.JobCommands(), key, raw)
+	_, held := s.unwritten.peek(key)
+	require.False(t, held, "the answer wrote the row")
+	row = tt.TableValue(goka.GroupTable(goka.Group(topics.SchedulerGroup())), key).(*chimev1.JobState)
+	require.Equal(t, chimev1.JobStatus_JOB_STATUS_COMPLETED, row.Status)
+	require.EqualValues(t, 1, row.FireSeq)
+	require.EqualValues(t, 1, row.Fires)
+	require.Empty(t, row.Open)
 
 	// Garbage on the command topic becomes a rejection, not a crash.
 	tt.Consume(topics.JobCommands(), key, []byte("not a protobuf \xff"))

@@ -73,6 +73,22 @@ func (s *timerStorage) Set(key string, value []byte) error {
 	return nil
 }
 
+// noteTimer sets key's index entry to at (0 removes it) without a write.
+func (s *timerStorage) noteTimer(key string, at int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.recovered {
+		return
+	}
+	if at == 0 {
+		s.idx.remove(key)
+		return
+	}
+	if s.idx.set(key, at) {
+		s.signal()
+	}
+}
+
 // Delete implements storage.Storage.
 func (s *timerStorage) Delete(key string) error {
 	if err := s.Storage.Delete(key); err != nil {

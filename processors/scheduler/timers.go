@@ -108,6 +108,17 @@ func (t *timers) send(ctx context.Context, p int32, items []timerItem, sentAt in
 	t.sender.SendTicks(ctx, p, items, sentAt)
 }
 
+// noteTimer points the index of partition p at a row's timer when the row
+// is held unwritten (the storage sees no write to take it from).
+func (t *timers) noteTimer(p int32, key string, at int64) {
+	t.mu.Lock()
+	st := t.storages[p]
+	t.mu.Unlock()
+	if st != nil {
+		st.noteTimer(key, at)
+	}
+}
+
 // Pending returns the number of timers indexed by the partitions this
 // instance actively owns.
 func (t *timers) Pending() int {
