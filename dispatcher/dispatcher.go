@@ -42,13 +42,13 @@ import (
 // the due partitions through the consumer group.
 type Dispatcher struct {
 	cfg    Config
-	log       *slog.Logger
-	client    *callClient
-	lanes     *lanes
-	dedup     *dedup
-	gate      *gate
-	out       *kgo.Client // outcomes and dead letters
-	cmds      *producer.Producer
+	log    *slog.Logger
+	client *callClient
+	lanes  *lanes
+	dedup  *dedup
+	gate   *gate
+	out    *kgo.Client // outcomes and dead letters
+	cmds   *producer.Producer
 
 	// callCtx is cancelled only when a shutdown gives up waiting for calls.
 	callCtx    context.Context

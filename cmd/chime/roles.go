@@ -286,7 +286,9 @@ func roleDev(ctx context.Context, e *env) error {
 	// local one when no DSN is configured).
 	ch := newAnalyticsSource()
 	g.Go(func() error { return runSink(ctx, e, true, ch.set) })
-	g.Go(func() error { return runAPI(ctx, e, true, ch, &apiShared{rm: rm, jobs: schedulerJobs{s}, jobsReady: s.Ready}) })
+	g.Go(func() error {
+		return runAPI(ctx, e, true, ch, &apiShared{rm: rm, jobs: schedulerJobs{s}, jobsReady: s.Ready})
+	})
 	return g.Wait()
 }
 
