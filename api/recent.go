@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
@@ -36,8 +38,10 @@ type recentJob struct {
 	// is still on its way.
 	before []string
 	at     time.Time
-	// state is the row as the scheduler is expected to write it.
-	state *chimev1.JobState
+	// state is the row as the scheduler is expected to write it, encoded:
+	// a batch of 100,000 creates keeps 100,000 of them for the TTL, and
+	// decoded rows (spec and all) cost four times the memory.
+	state []byte
 }
 
 func newRecentJobs(ttl time.Duration, max int) *recentJobs {
@@ -50,6 +54,10 @@ const maxBefore = 16
 // put remembers a command; viewID is the view's last_command_id for the
 // job now ("" if it has no row).
 func (r *recentJobs) put(key, commandID, viewID string, state *chimev1.JobState, now time.Time) {
+	raw, err := proto.Marshal(state)
+	if err != nil {
+		return // cannot happen for a row built here; read-your-writes is best effort
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	before := []string{viewID}
@@ -70,7 +78,7 @@ func (r *recentJobs) put(key, commandID, viewID string, state *chimev1.JobState,
 		delete(r.entries, el.Value.(*recentJob).key)
 		r.order.Remove(el)
 	}
-	r.entries[key] = r.order.PushBack(&recentJob{key: key, commandID: commandID, before: before, at: now, state: state})
+	r.entries[key] = r.order.PushBack(&recentJob{key: key, commandID: commandID, before: before, at: now, state: raw})
 }
 
 // get returns the expected row if the view's row (nil if none) does not
@@ -88,7 +96,11 @@ func (r *recentJobs) get(key string, row *chimev1.JobState, now time.Time) *chim
 		r.order.Remove(el)
 		return nil
 	}
-	return e.state
+	st := new(chimev1.JobState)
+	if proto.Unmarshal(e.state, st) != nil {
+		return nil
+	}
+	return st
 }
 
 func (r *recentJobs) len() int {

@@ -567,6 +567,9 @@ type burstRun struct {
 	receiverCPU    float64
 	ingestCPU      float64
 	peakRSS, rss   int64
+	// ingestRSS and burstRSS are the peaks sampled while the jobs were
+	// created and while they fired.
+	ingestRSS, burstRSS int64
 	clickhouseRSS  int64
 	recordsPerJob  float64
 	ingest, drain  time.Duration
@@ -575,6 +578,10 @@ type burstRun struct {
 	// fireLag50/99 are the scheduler's due emission lag (emitted − due),
 	// bucket upper bounds in seconds: which half of the pipeline lags.
 	fireLag50, fireLag99 float64
+	// machineBusy is the share of the machine's CPU time busy from the
+	// instant until the last call arrived: below 1, something other than
+	// CPU holds the burst back.
+	machineBusy float64
 }
 
 func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, label string, n int, lead time.Duration, viaProducer bool, spread time.Duration) burstRun {
@@ -594,6 +601,30 @@ func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, label string
 		at = func(i int) time.Time { return t0.Add(time.Duration(int64(spread) * int64(i) / int64(n))) }
 	}
 	fmt.Fprintf(os.Stderr, "e2e %s: creating %d jobs due at %s (+%s)...\n", label, n, t0.Format(time.TimeOnly), spread)
+	// RSS sampled every 50 ms: the peak while jobs are created, and while
+	// they fire.
+	var phase atomic.Int32
+	var peaks [2]atomic.Int64
+	sampleDone := make(chan struct{})
+	stopSampling := make(chan struct{})
+	go func() {
+		defer close(sampleDone)
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopSampling:
+				return
+			case <-t.C:
+			}
+			rss, _ := procMem(c.pid())
+			p := &peaks[phase.Load()]
+			if rss > p.Load() {
+				p.Store(rss)
+			}
+		}
+	}()
+	defer func() { close(stopSampling); <-sampleDone }()
 	cpuStart := c.cpu()
 	start := time.Now()
 	if viaProducer {
@@ -612,13 +643,16 @@ func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, label string
 	// its consumers) must have settled by then.
 	time.Sleep(time.Until(t0.Add(-time.Second)))
 	r.ingestCPU = c.cpu() - cpuStart
+	phase.Store(1)
 	cpu0, ch0, rc0 := c.cpu(), c.clickhouseCPU(), procCPU(rcv.pid())
+	busy0, total0 := machineCPU()
 	profiled := func() {}
 	if o.profileDir != "" {
 		base := filepath.Join(o.profileDir, "chime-"+strings.NewReplacer(" ", "-", ":", "").Replace(label))
 		path := base + ".pprof"
 		c.snapshot("allocs", base+".allocs-before.pprof")
 		profiled = c.profile(path, o.profileFor)
+		time.AfterFunc(time.Until(t0.Add(3*time.Second)), func() { c.snapshot("heap", base+".heap-during.pprof") })
 		defer c.snapshot("heap", base+".heap-after.pprof")
 		defer fmt.Fprintf(os.Stderr, "e2e %s: CPU profile of chime from 1 s before the instant, %s: %s\n", label, o.profileFor, path)
 	}
@@ -628,6 +662,9 @@ func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, label string
 		fmt.Fprintf(os.Stderr, "e2e %s: only %d of %d calls arrived\n", label, rcv.calls(), n)
 	}
 	_, r.peakRSS = procMem(c.pid())
+	if busy1, total1 := machineCPU(); total1 > total0 {
+		r.machineBusy = float64(busy1-busy0) / float64(total1-total0)
+	}
 	r.fireLag50 = c.histogramQuantile(ctx, "chime_scheduler_fire_lag_seconds", 0.5)
 	r.fireLag99 = c.histogramQuantile(ctx, "chime_scheduler_fire_lag_seconds", 0.99)
 	if o.profileDir != "" {
@@ -640,6 +677,7 @@ func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, label string
 	r.clickhouseCPU = c.clickhouseCPU() - ch0
 	r.receiverCPU = procCPU(rcv.pid()) - rc0
 	r.rss, r.peakRSS = procMem(c.pid())
+	r.ingestRSS, r.burstRSS = peaks[0].Load(), peaks[1].Load()
 	r.clickhouseRSS = c.clickhouseRSS()
 	r.recordsPerJob = float64(recordsWritten(ctx, adm)-records0) / float64(n)
 	r.stats = summarize(rcv.results(n), at)
@@ -691,9 +729,11 @@ func benchE2E(ctx context.Context, o e2eOptions) []result {
 				result{name + ": chime CPU per job (fire→analytics)", fmt.Sprintf("%.0f µs (%.3f s per 1000)", usPerJob, r.chimeCPU*1000/float64(o.burst)), "≤ 100 µs", verdict(usPerJob <= 100)},
 				result{name + ": CPU s, chime / ClickHouse / receiver", fmt.Sprintf("%.1f / %.1f / %.1f (ingest %.1f)", r.chimeCPU, r.clickhouseCPU, r.receiverCPU, r.ingestCPU), "—", "—"},
 				result{name + ": chime peak RSS", mb(r.peakRSS), "≤ 500 MB", verdict(r.peakRSS <= 500<<20)},
+				result{name + ": chime RSS peak while creating / while firing", mb(r.ingestRSS) + " / " + mb(r.burstRSS), "—", "—"},
 				result{name + ": RSS after, chime / ClickHouse", mb(r.steadyRSSAfter) + " / " + mb(r.clickhouseRSS), "—", "—"},
 				result{name + ": Kafka records written per job", fmt.Sprintf("%.1f", r.recordsPerJob), "—", "—"},
 				result{name + ": due emitted − due time p50 / p99 (≤ bucket)", fmt.Sprintf("%.2g / %.2g s", r.fireLag50, r.fireLag99), "—", "—"},
+				result{name + ": machine CPU busy while firing (all processes)", fmt.Sprintf("%.0f%%", r.machineBusy*100), "—", "—"},
 			)
 			if !r.quiet {
 				out = append(out, result{name + ": consumers caught up", "NO (lag left after 3m)", "yes", "NO"})

@@ -88,3 +88,25 @@ func procChildren(pid int) []int {
 	}
 	return out
 }
+
+// machineCPU returns the busy and total jiffies of all CPUs from
+// /proc/stat (busy excludes idle and iowait).
+func machineCPU() (busy, total int64) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		return 0, 0
+	}
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		total += n
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return busy, total
+}

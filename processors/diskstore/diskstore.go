@@ -1,6 +1,7 @@
-// Package diskstore owns the scheduler's on-disk table storage: a goka
+// Package diskstore owns the scheduler's on-disk table storage: goka
 // storage.Storage on LevelDB that keeps the rows on disk (so millions of
-// pending jobs cost disk, not memory) and applies writes in batches.
+// pending jobs cost disk, not memory) and applies writes in batches. One
+// database holds every partition, each under its own key prefix.
 //
 // goka's own LevelDB storage writes every Set, and every SetOffset after
 // it, as a LevelDB write of its own: a journal write(2) each, two per table
@@ -16,9 +17,9 @@
 package diskstore
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"sync"
 
@@ -34,15 +35,16 @@ import (
 // the same key keeps state directories written by either readable.
 const offsetKey = "__offset"
 
-// Options tune the stores a Builder opens.
+// Options tune the database.
 type Options struct {
-	// MaxPending is how many buffered writes trigger a batch. Default 1024.
+	// MaxPending is how many buffered writes of a partition trigger a
+	// batch. Default 1024.
 	MaxPending int
-	// WriteBuffer is LevelDB's memtable size per partition. Default 2 MiB.
+	// WriteBuffer is LevelDB's memtable size. Default 8 MiB.
 	WriteBuffer int
-	// BlockCache is LevelDB's block cache per partition. Default 2 MiB:
-	// the scheduler reads a row when its command or timer comes, mostly
-	// rows written recently (still in the memtable).
+	// BlockCache is LevelDB's block cache. Default 8 MiB: the scheduler
+	// reads a row when its command or timer comes, mostly rows written
+	// recently (still in the memtable or the newest tables).
 	BlockCache int
 }
 
@@ -51,24 +53,24 @@ func (o *Options) defaults() {
 		o.MaxPending = 1024
 	}
 	if o.WriteBuffer <= 0 {
-		o.WriteBuffer = 2 << 20
+		o.WriteBuffer = 8 << 20
 	}
 	if o.BlockCache <= 0 {
-		o.BlockCache = 2 << 20
+		o.BlockCache = 8 << 20
 	}
 }
 
-// Builder opens a store per table partition under dir (dir/<topic>.<partition>,
-// the layout of goka's storage.DefaultBuilder).
-func Builder(dir string, o Options) storage.Builder {
-	o.defaults()
-	return func(topic string, partition int32) (storage.Storage, error) {
-		return Open(filepath.Join(dir, topic+"."+strconv.Itoa(int(partition))), o)
-	}
+// DB is one LevelDB database holding every partition of a table, each
+// under its own key prefix: one memtable, block cache and journal for the
+// process instead of one per partition (twelve partitions cost twelve
+// memtables before).
+type DB struct {
+	db  *leveldb.DB
+	max int
 }
 
-// Open opens (or creates) the store in path.
-func Open(path string, o Options) (*Store, error) {
+// OpenDB opens (or creates) the database in path.
+func OpenDB(path string, o Options) (*DB, error) {
 	o.defaults()
 	db, err := leveldb.OpenFile(path, &opt.Options{
 		WriteBuffer:            o.WriteBuffer,
@@ -82,14 +84,35 @@ func Open(path string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("diskstore: open %s: %w", path, err)
 	}
-	return &Store{db: db, max: o.MaxPending, pending: map[string]entry{}, offset: -1}, nil
+	return &DB{db: db, max: o.MaxPending}, nil
+}
+
+// Close closes the database; every Store of it must be closed first.
+func (d *DB) Close() error { return d.db.Close() }
+
+// Builder returns goka's storage builder: a Store per table partition.
+func (d *DB) Builder() storage.Builder {
+	return func(topic string, partition int32) (storage.Storage, error) {
+		return d.Store(topic, partition), nil
+	}
+}
+
+// Store returns the store of one table partition.
+func (d *DB) Store(topic string, partition int32) *Store {
+	prefix := make([]byte, 0, len(topic)+6)
+	prefix = append(prefix, topic...)
+	prefix = append(prefix, 0)
+	prefix = binary.BigEndian.AppendUint32(prefix, uint32(partition))
+	prefix = append(prefix, 0)
+	return &Store{db: d.db, prefix: prefix, max: d.max, pending: map[string]entry{}, offset: -1}
 }
 
 // Store is one table partition. One writer (goka's partition goroutine),
 // any number of readers, SetOffset from goka's producer callbacks.
 type Store struct {
-	db  *leveldb.DB
-	max int
+	db     *leveldb.DB
+	prefix []byte
+	max    int
 
 	mu      sync.RWMutex
 	pending map[string]entry
@@ -98,6 +121,13 @@ type Store struct {
 	offset int64
 	dirty  bool // offset changed since the last batch
 	closed bool
+	batch  leveldb.Batch
+}
+
+// dbKey is key under the partition's prefix.
+func (s *Store) dbKey(key string) []byte {
+	b := make([]byte, 0, len(s.prefix)+len(key))
+	return append(append(b, s.prefix...), key...)
 }
 
 // entry is a buffered write; del marks a delete.
@@ -130,7 +160,7 @@ func (s *Store) Get(key string) ([]byte, error) {
 		}
 		return e.value, nil
 	}
-	v, err := s.db.Get([]byte(key), nil)
+	v, err := s.db.Get(s.dbKey(key), nil)
 	if errors.Is(err, leveldb.ErrNotFound) {
 		return nil, nil
 	}
@@ -214,16 +244,20 @@ func (s *Store) flushLocked() error {
 	if len(s.pending) == 0 && !s.dirty {
 		return nil
 	}
-	b := new(leveldb.Batch)
+	b := &s.batch
+	b.Reset()
+	var key []byte
 	for k, e := range s.pending {
+		key = append(append(key[:0], s.prefix...), k...)
 		if e.del {
-			b.Delete([]byte(k))
+			b.Delete(key)
 		} else {
-			b.Put([]byte(k), e.value)
+			b.Put(key, e.value)
 		}
 	}
 	if s.dirty {
-		b.Put([]byte(offsetKey), strconv.AppendInt(nil, s.offset, 10))
+		key = append(append(key[:0], s.prefix...), offsetKey...)
+		b.Put(key, strconv.AppendInt(nil, s.offset, 10))
 	}
 	if err := s.db.Write(b, nil); err != nil {
 		return fmt.Errorf("diskstore: write batch: %w", err)
@@ -249,14 +283,15 @@ func (s *Store) IteratorWithRange(start, limit []byte) (storage.Iterator, error)
 	var r *util.Range
 	switch {
 	case len(limit) > 0:
-		r = &util.Range{Start: start, Limit: limit}
-	case len(start) > 0:
-		r = util.BytesPrefix(start)
+		r = &util.Range{Start: s.dbKey(string(start)), Limit: s.dbKey(string(limit))}
+	default:
+		r = util.BytesPrefix(s.dbKey(string(start)))
 	}
-	return &iterator{it: s.db.NewIterator(r, &opt.ReadOptions{DontFillCache: true})}, nil
+	return &iterator{it: s.db.NewIterator(r, &opt.ReadOptions{DontFillCache: true}), prefix: s.prefix}, nil
 }
 
-// Close implements storage.Storage: everything buffered is written.
+// Close implements storage.Storage: everything buffered is written (the
+// database stays open for the other partitions).
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -265,15 +300,18 @@ func (s *Store) Close() error {
 	}
 	err := s.flushLocked()
 	s.closed = true
-	return errors.Join(err, s.db.Close())
+	return err
 }
 
-// iterator skips the offset key.
-type iterator struct{ it ldbiter.Iterator }
+// iterator strips the partition's prefix and skips the offset key.
+type iterator struct {
+	it     ldbiter.Iterator
+	prefix []byte
+}
 
 func (i *iterator) Next() bool {
 	for i.it.Next() {
-		if string(i.it.Key()) != offsetKey {
+		if string(i.Key()) != offsetKey {
 			return true
 		}
 	}
@@ -281,7 +319,10 @@ func (i *iterator) Next() bool {
 }
 
 func (i *iterator) Err() error             { return i.it.Error() }
-func (i *iterator) Key() []byte            { return i.it.Key() }
+func (i *iterator) Key() []byte            { return i.it.Key()[len(i.prefix):] }
 func (i *iterator) Value() ([]byte, error) { return i.it.Value(), nil }
 func (i *iterator) Release()               { i.it.Release() }
-func (i *iterator) Seek(key []byte) bool   { return i.it.Seek(key) }
+func (i *iterator) Seek(key []byte) bool {
+	k := make([]byte, 0, len(i.prefix)+len(key))
+	return i.it.Seek(append(append(k, i.prefix...), key...))
+}

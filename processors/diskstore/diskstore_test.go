@@ -31,11 +31,25 @@ func keys(t *testing.T, s *Store, start, limit string) []string {
 	return out
 }
 
+// open is a database in a test's temporary directory.
+func open(t *testing.T, path string, o Options) *DB {
+	t.Helper()
+	db, err := OpenDB(path, o)
+	require.NoError(t, err)
+	return db
+}
+
 func TestReadsSeeBufferedWrites(t *testing.T) {
 	t.Parallel()
-	s, err := Open(filepath.Join(t.TempDir(), "p"), Options{MaxPending: 3})
-	require.NoError(t, err)
+	db := open(t, filepath.Join(t.TempDir(), "db"), Options{MaxPending: 3})
+	defer db.Close()
+	s := db.Store("table", 0)
 	defer s.Close()
+	// Another partition's rows stay out of this one's reads and iterators.
+	other := db.Store("table", 1)
+	require.NoError(t, other.Set("a", []byte("other")))
+	require.NoError(t, other.Set("b0", []byte("vb0")))
+	require.NoError(t, other.Flush())
 
 	require.NoError(t, s.Set("a", []byte("va")))
 	require.NoError(t, s.Set("b", []byte("vb")))
@@ -76,9 +90,9 @@ func TestReadsSeeBufferedWrites(t *testing.T) {
 
 func TestCloseKeepsEverythingAndTheOffset(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "p")
-	s, err := Open(path, Options{MaxPending: 1000})
-	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "db")
+	db := open(t, path, Options{MaxPending: 1000})
+	s := db.Store("table", 7)
 	off, err := s.GetOffset(-2)
 	require.NoError(t, err)
 	require.EqualValues(t, -2, off, "no offset yet: the default")
@@ -94,9 +108,11 @@ func TestCloseKeepsEverythingAndTheOffset(t *testing.T) {
 	require.NoError(t, s.Close(), "a second close is harmless")
 	_, err = s.Get("k1")
 	require.ErrorIs(t, err, errClosed)
+	require.NoError(t, db.Close())
 
-	s, err = Open(path, Options{})
-	require.NoError(t, err)
+	db = open(t, path, Options{})
+	defer db.Close()
+	s = db.Store("table", 7)
 	defer s.Close()
 	off, err = s.GetOffset(-2)
 	require.NoError(t, err)
@@ -106,15 +122,21 @@ func TestCloseKeepsEverythingAndTheOffset(t *testing.T) {
 	require.NotContains(t, got, "k3")
 }
 
-func TestBuilderLayout(t *testing.T) {
+func TestBuilderGivesEachPartitionItsStore(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	st, err := Builder(dir, Options{})("chime.scheduler-table", 3)
+	db := open(t, filepath.Join(t.TempDir(), "db"), Options{})
+	defer db.Close()
+	st, err := db.Builder()("chime.scheduler-table", 3)
 	require.NoError(t, err)
 	require.NoError(t, st.Set("x", []byte("vx")))
 	require.NoError(t, st.Close())
-	s, err := Open(filepath.Join(dir, "chime.scheduler-table.3"), Options{})
-	require.NoError(t, err)
+	s := db.Store("chime.scheduler-table", 3)
 	defer s.Close()
 	require.Equal(t, []string{"x"}, keys(t, s, "", ""))
+	it, err := s.Iterator()
+	require.NoError(t, err)
+	defer it.Release()
+	require.True(t, it.Seek([]byte("x")))
+	require.Equal(t, "x", string(it.Key()))
+	require.Empty(t, keys(t, db.Store("chime.scheduler-table", 4), "", ""))
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/lovoo/goka/storage"
 
@@ -34,7 +35,17 @@ type LocalState struct {
 	dir    string
 	lock   *dirlock.Lock
 	logger *slog.Logger
+
+	// db is the one database of every partition, opened by the first
+	// storage built and closed by Reset and Close.
+	mu sync.Mutex
+	db *diskstore.DB
 }
+
+// tableDir is the database's directory in the state dir. Anything else
+// there (the one-database-per-partition layout of earlier versions) is
+// removed at open.
+const tableDir = "table"
 
 // OpenLocalState locks dir for this process (a lock file beside it, since
 // the dir itself may be wiped), wipes it if the previous run did not stop
@@ -69,6 +80,14 @@ func openLocked(dir string, logger *slog.Logger) (*LocalState, error) {
 			if err := os.RemoveAll(dir); err != nil {
 				return nil, fmt.Errorf("wiping scheduler state dir %q: %w", dir, err)
 			}
+			break
+		}
+		for _, e := range entries {
+			if e.Name() != tableDir && e.Name() != cleanMarker {
+				if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+					return nil, fmt.Errorf("scheduler state dir %q: %w", dir, err)
+				}
+			}
 		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -83,6 +102,9 @@ func openLocked(dir string, logger *slog.Logger) (*LocalState, error) {
 // Reset wipes the cache; every storage in it must be closed.
 func (l *LocalState) Reset() error {
 	l.logger.Warn("scheduler restarting after an error; rebuilding its local state from Kafka", "dir", l.dir)
+	if err := l.closeDB(); err != nil {
+		l.logger.Warn("closing the scheduler's local database before wiping it", "err", err)
+	}
 	if err := os.RemoveAll(l.dir); err != nil {
 		return fmt.Errorf("wiping scheduler state dir %q: %w", l.dir, err)
 	}
@@ -91,11 +113,39 @@ func (l *LocalState) Reset() error {
 
 // Builder is LevelDB storage in the state dir, with writes batched
 // (processors/diskstore): safe because an unclean stop wipes the dir.
-func (l *LocalState) Builder() storage.Builder { return diskstore.Builder(l.dir, diskstore.Options{}) }
+func (l *LocalState) Builder() storage.Builder {
+	return func(topic string, partition int32) (storage.Storage, error) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.db == nil {
+			db, err := diskstore.OpenDB(filepath.Join(l.dir, tableDir), diskstore.Options{})
+			if err != nil {
+				return nil, err
+			}
+			l.db = db
+		}
+		return l.db.Store(topic, partition), nil
+	}
+}
+
+func (l *LocalState) closeDB() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.db == nil {
+		return nil
+	}
+	err := l.db.Close()
+	l.db = nil
+	return err
+}
 
 // Close marks the state clean and unlocks it; call it after the
-// scheduler's Run returned (every storage is closed by then).
+// scheduler's Run returned (every storage is closed by then). A database
+// that does not close cleanly is not marked clean.
 func (l *LocalState) Close() error {
+	if err := l.closeDB(); err != nil {
+		return errors.Join(fmt.Errorf("closing the scheduler's local database: %w", err), l.lock.Release())
+	}
 	err := os.WriteFile(filepath.Join(l.dir, cleanMarker), nil, 0o644)
 	return errors.Join(err, l.lock.Release())
 }
