@@ -653,6 +653,11 @@ func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, label string
 		c.snapshot("allocs", base+".allocs-before.pprof")
 		profiled = c.profile(path, o.profileFor)
 		time.AfterFunc(time.Until(t0.Add(3*time.Second)), func() { c.snapshot("heap", base+".heap-during.pprof") })
+		for _, after := range []time.Duration{3 * time.Second, 15 * time.Second, 30 * time.Second} {
+			time.AfterFunc(time.Until(t0.Add(after)), func() {
+				c.snapshot("heap?debug=1", fmt.Sprintf("%s.memstats-%s.txt", base, after))
+			})
+		}
 		defer c.snapshot("heap", base+".heap-after.pprof")
 		defer fmt.Fprintf(os.Stderr, "e2e %s: CPU profile of chime from 1 s before the instant, %s: %s\n", label, o.profileFor, path)
 	}
@@ -750,6 +755,9 @@ func benchE2E(ctx context.Context, o e2eOptions) []result {
 			result{name + ": lost / repeated", fmt.Sprintf("%d / %d", s.lost, s.repeated), "0 / 0", verdict(s.lost == 0 && s.repeated == 0)},
 			result{name + ": chime CPU per job", fmt.Sprintf("%.0f µs", r.chimeCPU*1e6/float64(o.steady)), "≤ 100 µs", verdict(r.chimeCPU*1e6/float64(o.steady) <= 100)},
 			result{name + ": chime peak RSS", mb(r.peakRSS), "—", "—"},
+			result{name + ": chime RSS peak while creating / while firing", mb(r.ingestRSS) + " / " + mb(r.burstRSS), "—", "—"},
+			result{name + ": due emitted − due time p50 / p99 (≤ bucket)", fmt.Sprintf("%.2g / %.2g s", r.fireLag50, r.fireLag99), "—", "—"},
+			result{name + ": machine CPU busy while firing", fmt.Sprintf("%.0f%%", r.machineBusy*100), "—", "—"},
 		)
 	}
 	if o.pending > 0 {

@@ -116,9 +116,11 @@ var errRoleDone = errors.New("role done")
 func (e *env) connect(ctx context.Context) error {
 	e.brokers = e.cfg.Brokers
 	if e.cfg.Embedded() {
+		t := e.cfg.Topics()
 		b, err := broker.Start(broker.Options{
 			DataDir: e.cfg.BrokerDataDir(),
 			Port:    e.cfg.EmbeddedBrokerPort,
+			Tables:  []string{t.SchedulerTable(), t.BreakerTable(), t.NamespaceTable()},
 			Logf:    func(f string, a ...any) { e.log.Warn(fmt.Sprintf(f, a...), "component", "broker") },
 		})
 		if err != nil {

@@ -19,11 +19,20 @@ import (
 	"github.com/chime-sched/chime/infra/dirlock"
 )
 
-// DefaultCleanerBackoff is how often compaction runs when Options does not
-// say. kfake's own default is an hour, which lets goka tables (and so
-// recovery time) grow between passes; every pass rewrites the compacted
-// partitions, so much shorter is wasted work.
+// DefaultCleanerBackoff is how often the broker considers compaction and
+// retention when Options does not say.
 const DefaultCleanerBackoff = 30 * time.Second
+
+// Compaction of Options.Tables runs when they have grown by DirtyRatio of
+// their size after the last pass, and by at least MinDirtyBytes: kfake's
+// pass reads and rewrites every compacted partition whole (and holds a map
+// of all their keys), so passing every CleanerBackoff cost a third of a
+// core with a million jobs in the scheduler's table. Kafka's own cleaner
+// waits the same way (min.cleanable.dirty.ratio, 0.5 by default).
+const (
+	DirtyRatio    = 0.5
+	MinDirtyBytes = 64 << 20
+)
 
 // Options configures Start.
 type Options struct {
@@ -36,6 +45,13 @@ type Options struct {
 	// CleanerBackoff is the pause between compaction passes
 	// (log.cleaner.backoff.ms); 0 means DefaultCleanerBackoff.
 	CleanerBackoff time.Duration
+	// Tables are the compacted topics whose growth decides when to
+	// compact (DirtyRatio). Empty: every compacted topic is compacted
+	// every CleanerBackoff.
+	Tables []string
+	// MinDirtyBytes is the least growth of Tables that triggers a
+	// compaction; 0 means MinDirtyBytes.
+	MinDirtyBytes int64
 	// SyncWrites fsyncs every produced batch. Without it a killed process
 	// loses nothing (writes are in the page cache), but a machine crash
 	// can lose the last writes, as with Kafka's defaults.
@@ -95,8 +111,10 @@ func Start(opts Options) (*Broker, error) {
 		// (infra/topics). An auto-created topic gets cleanup.policy=delete
 		// and the default partition count, which goka rejects for tables
 		// and which silently breaks co-partitioning.
+		// kfake's own cleaner would compact on every backoff whatever
+		// changed; compactLoop decides instead.
 		kfake.BrokerConfigs(map[string]string{
-			"log.cleaner.backoff.ms": strconv.FormatInt(backoff.Milliseconds(), 10),
+			"log.cleaner.backoff.ms": strconv.FormatInt(kfakeCleanerOff.Milliseconds(), 10),
 		}),
 	}
 	if opts.SyncWrites {
@@ -119,27 +137,59 @@ func Start(opts Options) (*Broker, error) {
 		stopCompact: make(chan struct{}),
 		compactDone: make(chan struct{}),
 	}
-	go b.compactLoop(backoff)
+	minDirty := opts.MinDirtyBytes
+	if minDirty <= 0 {
+		minDirty = MinDirtyBytes
+	}
+	go b.compactLoop(backoff, opts.Tables, minDirty)
 	return b, nil
 }
 
-// compactLoop compacts on our own schedule. kfake starts its compaction
-// ticker only when a topic is created or its configs change, not when it
-// loads compacted topics from disk, so after a restart tables would never be
-// compacted until someone created a topic. Compacting twice in a period (our
-// pass and kfake's) costs a little work and is otherwise harmless.
-func (b *Broker) compactLoop(every time.Duration) {
+// kfakeCleanerOff keeps kfake's own compaction ticker from doing anything
+// in practice (a year).
+const kfakeCleanerOff = 365 * 24 * time.Hour
+
+// compactLoop compacts and applies retention on our own schedule (kfake's
+// ticker also starts only when a topic is created, not when compacted
+// topics are loaded from disk). With tables given, compaction waits for
+// them to grow (DirtyRatio); retention (cheap: it reads batch metadata
+// only) is applied every pass.
+func (b *Broker) compactLoop(every time.Duration, tables []string, minDirty int64) {
 	defer close(b.compactDone)
 	t := time.NewTicker(every)
 	defer t.Stop()
+	// The tables as loaded count as compacted: a restart does not rewrite
+	// them all at once.
+	clean := b.tableBytes(tables)
 	for {
 		select {
 		case <-b.stopCompact:
 			return
 		case <-t.C:
+		}
+		if len(tables) == 0 {
 			b.cluster.Compact()
+			continue
+		}
+		size := b.tableBytes(tables)
+		if size-clean >= max(minDirty, int64(DirtyRatio*float64(clean))) {
+			b.cluster.Compact()
+			clean = b.tableBytes(tables)
+		} else {
+			b.cluster.ApplyRetention()
 		}
 	}
+}
+
+// tableBytes is the bytes the given topics hold.
+func (b *Broker) tableBytes(topics []string) int64 {
+	var n int64
+	for _, t := range topics {
+		for _, p := range b.cluster.PartitionInfos(t) {
+			n += p.NumBytes
+		}
+	}
+	return n
 }
 
 // Addrs returns the host:port the broker listens on (127.0.0.1 only). It

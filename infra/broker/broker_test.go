@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -364,6 +365,45 @@ func TestCompactionRunsAfterRestart(t *testing.T) {
 			if want := strconv.Itoa(rounds - 2 + i/keys); string(r.Value) != want {
 				return fmt.Errorf("record %d (key %s) has value %s, want %s", i, r.Key, r.Value, want)
 			}
+		}
+		return nil
+	})
+}
+
+// With Tables given, compaction waits until they have grown by
+// MinDirtyBytes (and DirtyRatio of their size): below it the log is left
+// as written.
+func TestCompactionWaitsForTablesToGrow(t *testing.T) {
+	t.Parallel()
+	const topic = "table"
+	compact := "compact"
+	write := func(b *broker.Broker, rounds int) {
+		for range rounds {
+			var recs []*kgo.Record
+			for k := range 5 {
+				recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(strconv.Itoa(k)), Value: bytes.Repeat([]byte{'x'}, 200)})
+			}
+			produce(t, b.Addrs(), recs...)
+		}
+	}
+	records := func(b *broker.Broker) int {
+		got, err := readToEnd(t.Context(), b.Addrs(), topic)
+		require.NoError(t, err)
+		return len(got)
+	}
+
+	idle := setup(t, broker.Options{CleanerBackoff: 20 * time.Millisecond, Tables: []string{topic}, MinDirtyBytes: 1 << 30})
+	createTopic(t, idle.b.Addrs(), topic, 1, map[string]*string{"cleanup.policy": &compact})
+	write(idle.b, 6)
+	time.Sleep(300 * time.Millisecond) // passes that must not compact
+	require.Equal(t, 30, records(idle.b), "below the dirty threshold nothing is compacted")
+
+	busy := setup(t, broker.Options{CleanerBackoff: 20 * time.Millisecond, Tables: []string{topic}, MinDirtyBytes: 500}) // batches compress to ~150 bytes
+	createTopic(t, busy.b.Addrs(), topic, 1, map[string]*string{"cleanup.policy": &compact})
+	write(busy.b, 6)
+	checkFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+		if n := records(busy.b); n >= 30 {
+			return fmt.Errorf("log holds %d records, want fewer after a compaction", n)
 		}
 		return nil
 	})

@@ -124,7 +124,7 @@ func (l *LocalState) Builder() storage.Builder {
 			}
 			l.db = db
 		}
-		return l.db.Store(topic, partition), nil
+		return l.db.Store(topic, partition)
 	}
 }
 
