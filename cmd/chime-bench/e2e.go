@@ -560,21 +560,21 @@ func ceiling(ctx context.Context, rcv *receiverProc, n int, lead time.Duration) 
 
 // burstRun is one chime dev run of n jobs due at one instant.
 type burstRun struct {
-	label          string
-	stats          deliveryStats
-	chimeCPU       float64 // from just before the instant until everything is consumed
-	clickhouseCPU  float64
-	receiverCPU    float64
-	ingestCPU      float64
-	peakRSS, rss   int64
+	label         string
+	stats         deliveryStats
+	chimeCPU      float64 // from just before the instant until everything is consumed
+	clickhouseCPU float64
+	receiverCPU   float64
+	ingestCPU     float64
+	peakRSS, rss  int64
 	// ingestRSS and burstRSS are the peaks sampled while the jobs were
 	// created and while they fired.
 	ingestRSS, burstRSS int64
-	clickhouseRSS  int64
-	recordsPerJob  float64
-	ingest, drain  time.Duration
-	quiet          bool
-	steadyRSSAfter int64
+	clickhouseRSS       int64
+	recordsPerJob       float64
+	ingest, drain       time.Duration
+	quiet               bool
+	steadyRSSAfter      int64
 	// fireLag50/99 are the scheduler's due emission lag (emitted − due),
 	// bucket upper bounds in seconds: which half of the pipeline lags.
 	fireLag50, fireLag99 float64
