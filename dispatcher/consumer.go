@@ -135,7 +135,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	cl, err := kgo.NewClient(append(append([]kgo.Opt{
 		kgo.SeedBrokers(d.cfg.Brokers...),
 		kgo.ClientID(d.cfg.ClientID + "-consumer"),
-		kgo.FetchMaxWait(100 * time.Millisecond),
+		kgo.FetchMaxWait(schema.IdleFetchWait),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 	}, d.cfg.KgoOptions...),
 		kgo.ConsumerGroup(GroupName(d.cfg.Topics)),

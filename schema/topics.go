@@ -1,6 +1,9 @@
 package schema
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // DefaultPrefix is put in front of every topic and group name so that
 // several chime installations can share one Kafka cluster.
@@ -120,3 +123,9 @@ func SplitJobKey(key string) (namespace, jobID string, ok bool) {
 	}
 	return key[:i], key[i+1:], true
 }
+
+// IdleFetchWait is how long chime's consumers let the broker hold a fetch
+// while no record arrives. A fetch is answered as soon as one does, so this
+// sets how often an idle consumer asks again, not the latency: a dozen
+// consumers polling every 50 ms cost an idle chime dev 3% of a core.
+const IdleFetchWait = time.Second

@@ -215,7 +215,7 @@ func (s *Sink) Run(ctx context.Context) error {
 	cl, err := kgo.NewClient(append(append([]kgo.Opt{
 		kgo.SeedBrokers(s.cfg.Brokers...),
 		kgo.ClientID(s.cfg.ClientID + "-sink"),
-		kgo.FetchMaxWait(200 * time.Millisecond),
+		kgo.FetchMaxWait(schema.IdleFetchWait),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 	}, s.cfg.KgoOptions...),
 		kgo.ConsumerGroup(GroupName(s.cfg.Topics)),

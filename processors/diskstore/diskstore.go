@@ -135,6 +135,7 @@ type DB struct {
 	dirs   map[string]*keydir
 	byID   map[uint16]*keydir
 	closed bool
+	buf    []byte // records of one append, reused (mu)
 
 	// gcMu keeps segment files from being deleted under an iterator.
 	gcMu   sync.RWMutex
@@ -258,7 +259,12 @@ func (d *DB) append(kd *keydir, entries map[string]entry) error {
 		l   loc
 		del bool
 	}
-	buf := make([]byte, 0, 64<<10)
+	buf := d.buf[:0]
+	defer func() {
+		if cap(buf) <= 4<<20 {
+			d.buf = buf[:0] // keep it for the next append, unless a huge one
+		}
+	}()
 	var out []placed
 	for k, e := range entries {
 		h := hashKey(k)
@@ -423,25 +429,33 @@ func (d *DB) garbageSegment() *segment {
 // moved only if the index still points at it when the copy is placed, so a
 // write that lands meanwhile wins.
 func (d *DB) rewrite(s *segment) error {
-	raw, err := io.ReadAll(io.NewSectionReader(s.f, 0, s.size))
-	if err != nil {
-		return err
-	}
 	type move struct {
 		kd  *keydir
 		h   hkey
 		old loc
-		rec []byte
 	}
 	var moves []move
-	for off := 0; off+headerLen <= len(raw); {
-		kl := int(binary.LittleEndian.Uint16(raw[off+6:]))
-		vl := int(binary.LittleEndian.Uint32(raw[off+8:]))
-		n := headerLen + kl + vl
-		if off+n > len(raw) {
-			break
+	// The live records, copied in order: usually a small share of the
+	// segment (it is mostly garbage by now).
+	var buf []byte
+	r := bufio.NewReaderSize(io.NewSectionReader(s.f, 0, s.size), 1<<20)
+	var hdr [headerLen]byte
+	rec := make([]byte, 0, 4<<10)
+	for off := int64(0); off < s.size; {
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			return err
 		}
-		rec := raw[off : off+n]
+		kl := int(binary.LittleEndian.Uint16(hdr[6:]))
+		vl := int(binary.LittleEndian.Uint32(hdr[8:]))
+		n := headerLen + kl + vl
+		if cap(rec) < n {
+			rec = make([]byte, n)
+		}
+		rec = rec[:n]
+		copy(rec, hdr[:])
+		if _, err := io.ReadFull(r, rec[headerLen:]); err != nil {
+			return err
+		}
 		store, key, _, err := parseRecord(rec)
 		if err != nil {
 			return err
@@ -456,19 +470,16 @@ func (d *DB) rewrite(s *segment) error {
 			cur, ok := kd.m[h]
 			kd.mu.RUnlock()
 			if ok && cur == l {
-				moves = append(moves, move{kd: kd, h: h, old: l, rec: rec})
+				moves = append(moves, move{kd: kd, h: h, old: l})
+				buf = append(buf, rec...)
 			}
 		}
-		off += n
+		off += int64(n)
 	}
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
 		return errClosed
-	}
-	var buf []byte
-	for _, m := range moves {
-		buf = append(buf, m.rec...)
 	}
 	at := d.active.size
 	if at+int64(len(buf)) > 1<<32-1 {
