@@ -205,9 +205,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 func (d *Dispatcher) closeProducers() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_ = d.out.Flush(ctx)
-	_ = d.cmds.Flush(ctx)
-	d.out.Close()
+	_ = d.cmds.Flush(ctx) // outcomes too: one client
 	d.cmds.Close()
 	d.cutCalls()
 }

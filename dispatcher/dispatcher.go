@@ -78,6 +78,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
+	var err error
 	d := &Dispatcher{
 		cfg:    cfg,
 		log:    cfg.Logger,
@@ -86,31 +87,19 @@ func New(cfg Config) (*Dispatcher, error) {
 		dedup:  newDedup(cfg.DedupSize),
 		gate:   newGate(cfg.Breakers, cfg.BreakerRamp),
 	}
-	out, err := kgo.NewClient(append(append([]kgo.Opt{
-		kgo.SeedBrokers(cfg.Brokers...),
-		kgo.ClientID(cfg.ClientID),
-		kgo.ProducerLinger(2 * time.Millisecond),
-	}, cfg.KgoOptions...),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-		// Outcomes are keyed by namespace and read by goka (the breaker):
-		// sarama's partitioning, or a namespace's outcomes split.
-		kgo.RecordPartitioner(producer.GokaPartitioner()),
-	)...)
-	if err != nil {
-		return nil, fmt.Errorf("dispatcher: kafka client: %w", err)
-	}
-	d.out = out
+	// One Kafka client for commands and outcomes (the producer's): each
+	// produce request carries both, half the requests of two clients.
 	d.cmds, err = producer.New(
 		producer.Brokers(cfg.Brokers),
 		producer.TopicPrefix(cfg.Topics.Prefix),
-		producer.ClientID(cfg.ClientID+"-commands"),
+		producer.ClientID(cfg.ClientID),
 		producer.Clock(cfg.Now),
 		producer.KgoOptions(append([]kgo.Opt{kgo.ProducerLinger(2 * time.Millisecond)}, cfg.KgoOptions...)...),
 	)
 	if err != nil {
-		out.Close()
-		return nil, fmt.Errorf("dispatcher: command producer: %w", err)
+		return nil, fmt.Errorf("dispatcher: producer: %w", err)
 	}
+	d.out = d.cmds.Client()
 	d.callCtx, d.cancelCall = context.WithCancel(context.Background())
 	return d, nil
 }

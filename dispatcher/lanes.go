@@ -84,9 +84,19 @@ func (a admission) release() {
 // returns the error kind that held it back (kindConcurrency or
 // kindRateLimit) and holds nothing.
 func (l *lanes) acquire(ctx context.Context, ln *lane, deadline time.Time) (admission, string, bool) {
-	wait := time.Until(deadline)
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
+	// The timer is made only when a wait comes: most dues find a slot.
+	var timer *time.Timer
+	expiry := func() <-chan time.Time {
+		if timer == nil {
+			timer = time.NewTimer(time.Until(deadline))
+		}
+		return timer.C
+	}
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	select {
 	case ln.slots <- struct{}{}:
 	default:
@@ -97,7 +107,7 @@ func (l *lanes) acquire(ctx context.Context, ln *lane, deadline time.Time) (admi
 		select {
 		case ln.slots <- struct{}{}:
 			ln.waiting.Add(-1)
-		case <-timer.C:
+		case <-expiry():
 			ln.waiting.Add(-1)
 			return admission{}, kindConcurrency, false
 		case <-ctx.Done():
@@ -133,7 +143,7 @@ func (l *lanes) acquire(ctx context.Context, ln *lane, deadline time.Time) (admi
 	default:
 		select {
 		case l.global <- struct{}{}:
-		case <-timer.C:
+		case <-expiry():
 			<-ln.slots
 			return admission{}, kindConcurrency, false
 		case <-ctx.Done():

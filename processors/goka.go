@@ -34,7 +34,7 @@ func SaramaConfig(clientID string) *sarama.Config {
 	cfg.Producer.RequiredAcks = sarama.WaitForAll
 	// A due event waits in the producer for at most this long; the fire-lag
 	// budget is one second, so the default 100 ms is too generous.
-	cfg.Producer.Flush.Frequency = 5 * time.Millisecond
+	cfg.Producer.Flush.Frequency = 10 * time.Millisecond
 	cfg.Producer.Flush.Bytes = 512 << 10
 	cfg.Producer.Compression = sarama.CompressionNone
 	cfg.Producer.Idempotent = false

@@ -168,6 +168,12 @@ func (p *Producer) Flush(ctx context.Context) error {
 // with kgo.ErrClientClosed. Call Flush first to publish them.
 func (p *Producer) Close() { p.cl.Close() }
 
+// Client is the franz-go client the producer publishes with (acks=all,
+// idempotent, goka's partitioner), for records published beside commands:
+// the dispatcher sends its outcomes through it, so each produce request
+// carries both.
+func (p *Producer) Client() *kgo.Client { return p.cl }
+
 // prepare stamps and validates cmd. The Receipt carries the command ID.
 func (p *Producer) prepare(cmd *chimev1.JobCommand) (Receipt, error) {
 	r := Receipt{Partition: -1, Offset: -1}

@@ -380,6 +380,14 @@ func (d *decider) ack(in *input, cur *chimev1.JobState, a *chimev1.Ack, now time
 	}
 	if plan, err := compilePlan(st); err == nil {
 		d.maybeComplete(in, st, plan, &dec, now)
+		if !d.cfg.FireEvents && !plan.Recurring() && a.GetResult() == chimev1.AckResult_ACK_RESULT_SUCCEEDED &&
+			st.GetStatus() == chimev1.JobStatus_JOB_STATUS_COMPLETED && len(dec.events) > 0 {
+			// A one-shot that completes because its fire succeeded: the
+			// successful outcome on the outcomes stream already says so,
+			// like the FIRED events FireEvents turns on (a record per job
+			// less on the busiest path).
+			dec.events = dec.events[:len(dec.events)-1]
+		}
 	}
 	d.setTimer(in.key, st)
 	return dec

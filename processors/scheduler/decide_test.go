@@ -159,6 +159,43 @@ func TestOneShotFiresOnceAndCompletesOnAck(t *testing.T) {
 	require.True(t, r.deleted)
 }
 
+// The COMPLETED event of a one-shot whose fire succeeded is implied by the
+// successful outcome: it is written only with FireEvents. A failed one
+// still ends with its DEAD event.
+func TestOneShotSuccessWritesNoCompletedEventUnlessFireEvents(t *testing.T) {
+	t.Parallel()
+	types := func(r *rig) []chimev1.JobEventType {
+		var out []chimev1.JobEventType
+		for _, e := range r.events {
+			out = append(out, e.Type)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name       string
+		fireEvents bool
+		result     chimev1.AckResult
+		want       []chimev1.JobEventType
+	}{
+		{"success", false, chimev1.AckResult_ACK_RESULT_SUCCEEDED, []chimev1.JobEventType{chimev1.JobEventType_JOB_EVENT_TYPE_CREATED}},
+		{"success with fire events", true, chimev1.AckResult_ACK_RESULT_SUCCEEDED, []chimev1.JobEventType{
+			chimev1.JobEventType_JOB_EVENT_TYPE_CREATED, chimev1.JobEventType_JOB_EVENT_TYPE_FIRED, chimev1.JobEventType_JOB_EVENT_TYPE_COMPLETED}},
+		{"failure", false, chimev1.AckResult_ACK_RESULT_FAILED, []chimev1.JobEventType{
+			chimev1.JobEventType_JOB_EVENT_TYPE_CREATED, chimev1.JobEventType_JOB_EVENT_TYPE_DEAD, chimev1.JobEventType_JOB_EVENT_TYPE_DEAD}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, func(c *Config) { c.FireEvents = tc.fireEvents })
+			r.command(upsert(httpSpec(at(t0.Add(time.Minute))), t0), t0)
+			r.tick(t0.Add(time.Minute))
+			require.Len(t, r.dues, 1)
+			r.command(ack(r.dues[0], tc.result), t0.Add(2*time.Minute))
+			require.True(t, isTerminal(r.st.Status))
+			require.Equal(t, tc.want, types(r))
+		})
+	}
+}
+
 func TestEveryDoesNotDrift(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)

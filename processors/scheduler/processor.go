@@ -101,8 +101,9 @@ type Config struct {
 	// network timeout). Until then a scheduler restart writes it again.
 	// Default 3m.
 	ConfirmAfter time.Duration
-	// FireEvents also writes a job event for every fire (the outcomes
-	// stream already records every attempt). Default off.
+	// FireEvents also writes a job event for every fire, and the
+	// COMPLETED event of a one-shot job whose fire succeeded (the outcomes
+	// stream already records every attempt and its result). Default off.
 	FireEvents bool
 	// MaxUnwritten bounds the rows held in memory between a fire and the
 	// dispatcher's answer instead of written at the fire (unwritten.go).
