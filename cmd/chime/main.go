@@ -11,7 +11,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 )
 
@@ -35,12 +34,6 @@ with their environment variables.
 var version = "dev"
 
 func main() {
-	// At 100k fires/s the default GOGC of 100 spends a large share of two
-	// cores collecting short-lived protobuf garbage. Unless the operator
-	// chose, run with 200 (docs/configuration.md).
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(200)
-	}
 	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
 

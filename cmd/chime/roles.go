@@ -55,6 +55,7 @@ func runRole(ctx context.Context, name string, args []string, getenv func(string
 		return fmt.Errorf("chime %s: unexpected arguments %q", name, fs.Args())
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})).With("role", name)
+	tuneMemory(ctx, getenv)
 	if cfg.CPUProfile != "" {
 		stopProfile, err := startCPUProfile(cfg.CPUProfile)
 		if err != nil {
