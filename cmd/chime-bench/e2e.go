@@ -787,7 +787,9 @@ func benchPending(ctx context.Context, o e2eOptions, rcv *receiverProc) []result
 			fail("e2e pending: only %v of %d indexed", c.metric(ctx, "chime_scheduler_pending_timers"), n)
 		}
 		waitQuiet(ctx, adm, 2*time.Minute)
-		time.Sleep(10 * time.Second)
+		// chime trims its heap 5 s after the last collection once
+		// allocation stops (cmd/chime/memory.go): measure after that.
+		time.Sleep(20 * time.Second)
 		rss, _ := procMem(c.pid())
 		return rss
 	}
@@ -800,6 +802,10 @@ func benchPending(ctx context.Context, o e2eOptions, rcv *receiverProc) []result
 	fmt.Fprintf(os.Stderr, "e2e pending: creating %d more...\n", o.pending-half)
 	c.ingestBatch(ctx, rcv.url(), half, o.pending, at)
 	rssAll := settle(o.pending)
+	if o.profileDir != "" {
+		c.snapshot("heap", filepath.Join(o.profileDir, "chime-pending.heap.pprof"))
+		c.snapshot("heap?debug=1", filepath.Join(o.profileDir, "chime-pending.memstats.txt"))
+	}
 	created := time.Since(start)
 	_, peak := procMem(c.pid())
 	out = append(out,

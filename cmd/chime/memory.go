@@ -20,11 +20,20 @@ import (
 // runtime returns memory over the limit to the operating system instead of
 // keeping it after a peak. An operator's GOMEMLIMIT or GOGC turns this
 // off.
+//
+// The live heap is measured by collections, and none runs while nothing is
+// allocated: after a burst the last measure (taken mid-burst) would hold
+// the limit, and the memory, up for minutes. So when settleAfter passes
+// with no collection after at least settleAllocs were allocated, one
+// collection runs and the memory it frees goes back at once. An idle chime
+// allocates next to nothing and never pays for it.
 const (
 	defaultGOGC   = 200
 	memoryFloor   = 460 << 20
 	liveMultiple  = 2
 	memoryRefresh = time.Second
+	settleAfter   = 5 * time.Second
+	settleAllocs  = 32 << 20
 )
 
 // tuneMemory applies defaultGOGC unless GOGC is set, and keeps the memory
@@ -35,13 +44,25 @@ func tuneMemory(ctx context.Context, getenv func(string) string) {
 		return
 	}
 	debug.SetGCPercent(defaultGOGC)
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	set := func() {
-		metrics.Read(sample)
-		live := int64(0)
-		if sample[0].Value.Kind() == metrics.KindUint64 {
-			live = int64(min(sample[0].Value.Uint64(), math.MaxInt64/liveMultiple))
+	samples := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}, {Name: "/gc/heap/allocs:bytes"}}
+	read := func(i int) uint64 {
+		if samples[i].Value.Kind() == metrics.KindUint64 {
+			return samples[i].Value.Uint64()
 		}
+		return 0
+	}
+	var cycles, allocsAtGC uint64
+	lastGC := time.Now()
+	set := func() {
+		metrics.Read(samples)
+		if c := read(1); c != cycles {
+			cycles, allocsAtGC, lastGC = c, read(2), time.Now()
+		} else if time.Since(lastGC) >= settleAfter && read(2)-allocsAtGC >= settleAllocs {
+			debug.FreeOSMemory()
+			metrics.Read(samples)
+			cycles, allocsAtGC, lastGC = read(1), read(2), time.Now()
+		}
+		live := int64(min(read(0), math.MaxInt64/liveMultiple))
 		debug.SetMemoryLimit(max(memoryFloor, liveMultiple*live))
 	}
 	set()
