@@ -88,14 +88,23 @@ type Spec struct {
 	// each is an input, table or lookup of a goka group (scheduler,
 	// breaker, namespaces), and goka enforces co-partitioning.
 	CoPartitioned bool
+	// Retention, if set, is the topic's retention.ms; 0 leaves the
+	// broker's (Kafka's default is 7 days: a stopped consumer group has a
+	// week to come back before its input is gone).
+	Retention time.Duration
 }
+
+// TickRetention keeps an hour of ticks: a tick is only a hint to look at a
+// row (a lost one is sent again after 10 s), and it is the busiest stream,
+// one record per fire.
+const TickRetention = time.Hour
 
 // All lists every topic chime needs, with its cleanup policy. Tables are
 // compacted; streams are deleted by retention.
 func (t Topics) All() []Spec {
 	return []Spec{
 		{Name: t.JobCommands(), Cleanup: CleanupDelete, CoPartitioned: true},
-		{Name: t.Ticks(), Cleanup: CleanupDelete, CoPartitioned: true},
+		{Name: t.Ticks(), Cleanup: CleanupDelete, CoPartitioned: true, Retention: TickRetention},
 		{Name: t.SchedulerTable(), Cleanup: CleanupCompact, CoPartitioned: true},
 		{Name: t.Due(), Cleanup: CleanupDelete},
 		{Name: t.Outcomes(), Cleanup: CleanupDelete, CoPartitioned: true},

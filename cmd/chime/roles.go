@@ -213,8 +213,8 @@ func roleScheduler(ctx context.Context, e *env) error {
 	return serveScheduler(ctx, e, s)
 }
 
-// newScheduler builds the scheduler role: LevelDB tables under the state
-// dir unless memory storage is configured. rm, if set, is the process's
+// newScheduler builds the scheduler role: its table on disk under the state
+// dir (processors/diskstore) unless memory storage is configured. rm, if set, is the process's
 // shared namespace view. release marks the local state clean; call it
 // after the scheduler stopped.
 func newScheduler(e *env, rm *readModels) (*scheduler.Scheduler, func(), error) {
@@ -223,7 +223,7 @@ func newScheduler(e *env, rm *readModels) (*scheduler.Scheduler, func(), error) 
 		cfg.Namespaces = rm.namespaces
 	}
 	release := func() {}
-	if e.cfg.SchedulerStorage == config.StorageLevelDB {
+	if e.cfg.SchedulerStorage == config.StorageDisk {
 		local, err := scheduler.OpenLocalState(filepath.Join(e.cfg.StateDir, "scheduler"), e.log)
 		if err != nil {
 			return nil, nil, err

@@ -27,7 +27,10 @@ import (
 
 // Scheduler storage back ends.
 const (
-	StorageLevelDB = "leveldb"
+	StorageDisk = "disk"
+	// storageLevelDB is what StorageDisk was called while it was LevelDB;
+	// existing configurations keep working.
+	storageLevelDB = "leveldb"
 	StorageMemory  = "memory"
 )
 
@@ -46,12 +49,12 @@ type Config struct {
 	// Replication of created topics, capped by the number of brokers when
 	// topics are provisioned.
 	Replication int16
-	// StateDir holds local state: goka's LevelDB tables and the embedded
+	// StateDir holds local state: the scheduler's table and the embedded
 	// broker's data.
 	StateDir string
 	// ClientID is the Kafka client.id, for broker logs and quotas.
 	ClientID string
-	// SchedulerStorage is StorageLevelDB or StorageMemory.
+	// SchedulerStorage is StorageDisk or StorageMemory.
 	SchedulerStorage string
 	// KafkaTargetTopics are the topics, besides chime's own, that jobs with
 	// a Kafka target may write to.
@@ -95,7 +98,7 @@ func Default() Config {
 		Replication:      3,
 		StateDir:         "./.chime",
 		ClientID:         "chime",
-		SchedulerStorage: StorageLevelDB,
+		SchedulerStorage: StorageDisk,
 		LogLevel:         slog.LevelInfo,
 		APIAddr:          "127.0.0.1:8080",
 	}
@@ -221,15 +224,18 @@ var settings = []setting{
 	},
 	{
 		env: "CHIME_SCHEDULER_STORAGE", flag: "scheduler-storage",
-		usage: "scheduler table `storage`: leveldb (on disk, fast restarts) or memory (rebuilt from Kafka at each start)",
+		usage: "scheduler table `storage`: disk (rows on disk, fast restarts) or memory (rebuilt from Kafka at each start)",
 		def:   func(c Config) string { return c.SchedulerStorage },
 		apply: func(c *Config, v string) error {
 			switch v {
-			case StorageLevelDB, StorageMemory:
+			case StorageDisk, StorageMemory:
 				c.SchedulerStorage = v
 				return nil
+			case storageLevelDB:
+				c.SchedulerStorage = StorageDisk
+				return nil
 			}
-			return fmt.Errorf("must be %q or %q", StorageLevelDB, StorageMemory)
+			return fmt.Errorf("must be %q or %q", StorageDisk, StorageMemory)
 		},
 	},
 	{

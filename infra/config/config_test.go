@@ -36,7 +36,7 @@ func TestLoadDefaults(t *testing.T) {
 		Replication:      3,
 		StateDir:         "./.chime",
 		ClientID:         "chime",
-		SchedulerStorage: config.StorageLevelDB,
+		SchedulerStorage: config.StorageDisk,
 		LogLevel:         slog.LevelInfo,
 		APIAddr:          "127.0.0.1:8080",
 	}, cfg)
@@ -172,7 +172,7 @@ func TestLoadRejectsBadValues(t *testing.T) {
 		{"empty prefix flag", nil, []string{"--topic-prefix="},
 			[]string{`--topic-prefix="": must not be empty (the default is "chime.")`}},
 		{"storage", map[string]string{"CHIME_SCHEDULER_STORAGE": "rocksdb"}, nil,
-			[]string{`CHIME_SCHEDULER_STORAGE="rocksdb": must be "leveldb" or "memory"`}},
+			[]string{`CHIME_SCHEDULER_STORAGE="rocksdb": must be "disk" or "memory"`}},
 		{"target topic", nil, []string{"--kafka-target-topics=ok,.."},
 			[]string{`--kafka-target-topics="ok,..": topic ".." is not allowed by Kafka`}},
 		{"target topic too long", map[string]string{"CHIME_KAFKA_TARGET_TOPICS": strings.Repeat("a", 250)}, nil,

@@ -1,7 +1,7 @@
 //go:build unix
 
 // Package dirlock owns the exclusive directory locks chime takes on its
-// state dirs (the embedded broker's data, the scheduler's LevelDB cache), so
+// state dirs (the embedded broker's data, the scheduler's table), so
 // two processes never use, or wipe, one dir at the same time.
 package dirlock
 

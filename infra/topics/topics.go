@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -54,13 +55,15 @@ func WithWarnf(fn func(format string, args ...any)) Option {
 	return func(s *settings) { s.warnf = fn }
 }
 
-// Configs returns the topic configs Ensure creates a topic with for the
-// given cleanup policy.
-func Configs(cleanup string) map[string]*string {
-	cfg := map[string]*string{"cleanup.policy": ptr(cleanup)}
-	if cleanup == schema.CleanupCompact {
+// Configs returns the topic configs Ensure creates a topic with.
+func Configs(sp schema.Spec) map[string]*string {
+	cfg := map[string]*string{"cleanup.policy": ptr(sp.Cleanup)}
+	if sp.Cleanup == schema.CleanupCompact {
 		cfg["segment.ms"] = ptr(CompactSegmentMS)
 		cfg["min.cleanable.dirty.ratio"] = ptr(CompactMinCleanableDirtyRatio)
+	}
+	if sp.Retention > 0 {
+		cfg["retention.ms"] = ptr(strconv.FormatInt(sp.Retention.Milliseconds(), 10))
 	}
 	return cfg
 }
@@ -172,17 +175,27 @@ func validate(specs []schema.Spec, partitions int32, replication int16) ([]schem
 }
 
 func create(ctx context.Context, adm *kadm.Client, missing []schema.Spec, partitions int32, repl int16) error {
-	// One request per cleanup policy: kadm applies one config set to all
-	// topics of a request.
-	byCleanup := map[string][]string{}
+	// One request per config set (cleanup policy, retention): kadm
+	// applies one to all topics of a request.
+	type group struct {
+		spec  schema.Spec
+		names []string
+	}
+	groups := map[string]*group{}
 	for _, sp := range missing {
-		byCleanup[sp.Cleanup] = append(byCleanup[sp.Cleanup], sp.Name)
+		k := sp.Cleanup + "/" + sp.Retention.String()
+		if groups[k] == nil {
+			groups[k] = &group{spec: sp}
+		}
+		groups[k].names = append(groups[k].names, sp.Name)
 	}
 	var errs []error
-	for _, cleanup := range sortedKeys(byCleanup) {
-		resps, err := adm.CreateTopics(ctx, partitions, repl, Configs(cleanup), byCleanup[cleanup]...)
+	for _, k := range sortedKeys(groups) {
+		g := groups[k]
+		cleanup := g.spec.Cleanup
+		resps, err := adm.CreateTopics(ctx, partitions, repl, Configs(g.spec), g.names...)
 		if err != nil {
-			return fmt.Errorf("provision topics: create %s: %w", strings.Join(byCleanup[cleanup], ", "), err)
+			return fmt.Errorf("provision topics: create %s: %w", strings.Join(g.names, ", "), err)
 		}
 		for _, r := range resps.Sorted() {
 			// Another process won the race: its topic is checked below

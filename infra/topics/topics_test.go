@@ -3,6 +3,7 @@ package topics_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -87,7 +88,11 @@ func TestEnsureCreatesEveryTopic(t *testing.T) {
 			require.Equal(t, topics.CompactSegmentMS, configs[s.Name]["segment.ms"], s.Name)
 			require.Equal(t, topics.CompactMinCleanableDirtyRatio, configs[s.Name]["min.cleanable.dirty.ratio"], s.Name)
 		}
+		if s.Retention > 0 {
+			require.Equal(t, strconv.FormatInt(s.Retention.Milliseconds(), 10), configs[s.Name]["retention.ms"], s.Name)
+		}
 	}
+	require.Equal(t, "3600000", configs[b.tt.Ticks()]["retention.ms"], "ticks are kept an hour")
 
 	// Running again changes nothing and reports nothing.
 	var warnings []string

@@ -15,11 +15,12 @@ import (
 	"github.com/chime-sched/chime/processors/diskstore"
 )
 
-// cleanMarker is present in a LevelDB state dir only while no process uses
+// cleanMarker is present in a state dir only while no process uses
 // it and the last one stopped cleanly.
 const cleanMarker = "CLEAN"
 
-// LocalState is the scheduler's LevelDB cache of its table.
+// LocalState is the scheduler's on-disk cache of its table
+// (processors/diskstore).
 //
 // goka writes a row to local storage before Kafka has acknowledged the
 // row's table record and the events emitted with it. After a kill -9 the
@@ -111,8 +112,9 @@ func (l *LocalState) Reset() error {
 	return os.MkdirAll(l.dir, 0o755)
 }
 
-// Builder is LevelDB storage in the state dir, with writes batched
-// (processors/diskstore): safe because an unclean stop wipes the dir.
+// Builder is the disk storage in the state dir (processors/diskstore),
+// which keeps what it writes in memory until a clean close: safe because
+// an unclean stop wipes the dir.
 func (l *LocalState) Builder() storage.Builder {
 	return func(topic string, partition int32) (storage.Storage, error) {
 		l.mu.Lock()

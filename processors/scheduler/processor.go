@@ -45,7 +45,7 @@ type Config struct {
 	ClientID    string // default "chime-scheduler"
 	Replication int    // default 1
 	// Storage builds the table's local storage; nil means LocalState's
-	// LevelDB if that is set, else in memory (the table is then recovered
+	// disk storage if that is set, else in memory (the table is then recovered
 	// from Kafka at every start).
 	Storage storage.Builder
 	// LocalState, if set, is wiped before the processor is restarted after

@@ -19,7 +19,7 @@ import (
 //
 // Lifecycle (see DESIGN.md, verified on goka v1.1.17):
 //   - writes before MarkRecovered are table replay; they are ignored, and
-//     the index is built by scanning the recovered storage instead (LevelDB
+//     the index is built by scanning the recovered storage instead (disk
 //     rows from before a restart are never replayed through Set);
 //   - MarkRecovered runs on its own goroutine and can race Close;
 //   - only partitions in the active assignment pump (hot-standby and

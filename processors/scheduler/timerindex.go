@@ -103,7 +103,7 @@ func (x *timerIndex) next() int64 {
 func (x *timerIndex) len() int { return len(x.at) }
 
 // cloneString copies a key that may alias a buffer owned by the caller
-// (goka passes keys converted from record bytes; LevelDB iterators reuse
+// (goka passes keys converted from record bytes; storage iterators reuse
 // theirs).
 func cloneString(s string) string {
 	b := make([]byte, len(s))
