@@ -258,7 +258,11 @@ func (s *Scheduler) registerMetrics(reg prometheus.Registerer) error {
 		Name: "chime_scheduler_pending_timers",
 		Help: "Timers in the partitions this instance owns.",
 	}, func() float64 { return float64(s.PendingTimers()) })
-	for _, c := range []prometheus.Collector{s.fireLag, s.fires, pending} {
+	held := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "chime_scheduler_held_fires",
+		Help: "Rows held in memory between a fire and the dispatcher's answer, not yet written to the table (at most MaxUnwritten).",
+	}, func() float64 { return float64(s.unwritten.len()) })
+	for _, c := range []prometheus.Collector{s.fireLag, s.fires, pending, held} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("scheduler metrics: %w", err)
 		}
