@@ -81,10 +81,17 @@ const headerLen = 12
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// hkey is a key's 128-bit hash, xxHash64 and FNV-1a 64 side by side: the
-// index keys on it (at ten million keys the chance of any collision is
-// below 10^-24), and a read checks the record's key all the same.
-type hkey [2]uint64
+// KeyHash is a key's 128-bit hash, xxHash64 and FNV-1a 64 side by side:
+// the index keys on it (at ten million keys the chance of any collision is
+// below 10^-24), and a read checks the record's key all the same. It holds
+// no pointers, so maps keyed by it cost the garbage collector nothing.
+type KeyHash [2]uint64
+
+// hkey is the index's name for it.
+type hkey = KeyHash
+
+// HashKey returns key's KeyHash.
+func HashKey(key string) KeyHash { return hashKey(key) }
 
 func hashKey(key string) hkey {
 	f := uint64(14695981039346656037)

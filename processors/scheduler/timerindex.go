@@ -1,7 +1,11 @@
 package scheduler
 
 import (
+	"encoding/binary"
+
 	"github.com/google/btree"
+
+	"github.com/chime-sched/chime/processors/diskstore"
 )
 
 // timerIndex orders one partition's rows by when they next need a tick.
@@ -13,32 +17,57 @@ import (
 // entry leaves or moves only when the row itself changes: the index never
 // decides that a timer was served.
 //
-// Memory matters (a partition may hold millions of pending jobs): an entry
-// is one btree item (int64 + string header) and one map slot; the key's
-// bytes are shared between the two.
+// Memory matters (a partition may hold millions of pending jobs), and so
+// does the garbage collector, which marks every pointer of a live heap at
+// each cycle: with string keys, a million pending jobs were a million
+// strings to mark, again and again, while they fired. So nothing here
+// holds a pointer per entry. The btree orders (time, 128-bit key hash), the
+// map finds an entry by hash, and the keys themselves sit in one byte
+// arena that the map points into (needed only to name the ticks the pump
+// sends). About 100 bytes per timer.
 //
 // Not safe for concurrent use; the owning storage serialises access.
 type timerIndex struct {
-	tree *btree.BTreeG[timerItem]
-	at   map[string]int64
+	tree *btree.BTreeG[timerEntry]
+	at   map[diskstore.KeyHash]indexed
+	// keys holds each entry's key as uvarint length + bytes; dead counts
+	// the bytes of keys no longer referenced, reclaimed by compactKeys.
+	keys []byte
+	dead int
 }
 
+// timerEntry is a btree item: ordered by time, then by key hash.
+type timerEntry struct {
+	at int64 // Unix nanoseconds
+	h  diskstore.KeyHash
+}
+
+// indexed is an entry's time and where its key is in the arena.
+type indexed struct {
+	at  int64
+	ref uint32
+}
+
+// timerItem is a due entry as the pump uses it.
 type timerItem struct {
-	at  int64 // Unix nanoseconds
+	at  int64
 	key string
 }
 
-func lessTimer(a, b timerItem) bool {
+func lessTimer(a, b timerEntry) bool {
 	if a.at != b.at {
 		return a.at < b.at
 	}
-	return a.key < b.key
+	if a.h[0] != b.h[0] {
+		return a.h[0] < b.h[0]
+	}
+	return a.h[1] < b.h[1]
 }
 
 func newTimerIndex() *timerIndex {
 	return &timerIndex{
 		tree: btree.NewG(32, lessTimer),
-		at:   make(map[string]int64),
+		at:   make(map[diskstore.KeyHash]indexed),
 	}
 }
 
@@ -46,29 +75,30 @@ func newTimerIndex() *timerIndex {
 // recovery may replay a row twice. It reports whether the new entry is the
 // earliest, so the pump can be woken.
 func (x *timerIndex) set(key string, at int64) (earliest bool) {
-	if old, ok := x.at[key]; ok {
-		if old == at {
-			return false
-		}
-		it, _ := x.tree.Delete(timerItem{at: old, key: key})
-		key = it.key
+	h := diskstore.HashKey(key)
+	old, ok := x.at[h]
+	switch {
+	case ok && old.at == at:
+		return false
+	case ok:
+		x.tree.Delete(timerEntry{at: old.at, h: h})
 		if at == 0 {
-			delete(x.at, key)
+			delete(x.at, h)
+			x.dead += x.keyLen(old.ref)
+			x.compactKeys()
 			return false
 		}
-		// key is now the stored string, so its bytes are not held twice.
-		x.tree.ReplaceOrInsert(timerItem{at: at, key: key})
-		x.at[key] = at
-	} else {
+		x.at[h] = indexed{at: at, ref: old.ref}
+	default:
 		if at == 0 {
 			return false
 		}
-		key = cloneString(key)
-		x.tree.ReplaceOrInsert(timerItem{at: at, key: key})
-		x.at[key] = at
+		x.at[h] = indexed{at: at, ref: x.addKey(key)}
 	}
+	e := timerEntry{at: at, h: h}
+	x.tree.ReplaceOrInsert(e)
 	min, _ := x.tree.Min()
-	return min.key == key && min.at == at
+	return min == e
 }
 
 func (x *timerIndex) remove(key string) { x.set(key, 0) }
@@ -77,36 +107,68 @@ func (x *timerIndex) remove(key string) { x.set(key, 0) }
 // each to resendAt. It returns the keys and the timers they were due at.
 func (x *timerIndex) due(now, resendAt int64, max int, out []timerItem) []timerItem {
 	out = out[:0]
-	x.tree.Ascend(func(it timerItem) bool {
-		if it.at > now || len(out) >= max {
+	var es []timerEntry
+	x.tree.Ascend(func(e timerEntry) bool {
+		if e.at > now || len(es) >= max {
 			return false
 		}
-		out = append(out, it)
+		es = append(es, e)
 		return true
 	})
-	for _, it := range out {
-		x.tree.Delete(it)
-		x.tree.ReplaceOrInsert(timerItem{at: resendAt, key: it.key})
-		x.at[it.key] = resendAt
+	for _, e := range es {
+		x.tree.Delete(e)
+		x.tree.ReplaceOrInsert(timerEntry{at: resendAt, h: e.h})
+		ix := x.at[e.h]
+		x.at[e.h] = indexed{at: resendAt, ref: ix.ref}
+		out = append(out, timerItem{at: e.at, key: x.key(ix.ref)})
 	}
 	return out
 }
 
 // next returns the earliest action time, or 0 when the index is empty.
 func (x *timerIndex) next() int64 {
-	if it, ok := x.tree.Min(); ok {
-		return it.at
+	if e, ok := x.tree.Min(); ok {
+		return e.at
 	}
 	return 0
 }
 
 func (x *timerIndex) len() int { return len(x.at) }
 
-// cloneString copies a key that may alias a buffer owned by the caller
-// (goka passes keys converted from record bytes; storage iterators reuse
-// theirs).
-func cloneString(s string) string {
-	b := make([]byte, len(s))
-	copy(b, s)
-	return string(b)
+// addKey appends key to the arena and returns where it starts.
+func (x *timerIndex) addKey(key string) uint32 {
+	ref := uint32(len(x.keys))
+	x.keys = binary.AppendUvarint(x.keys, uint64(len(key)))
+	x.keys = append(x.keys, key...)
+	return ref
+}
+
+// key returns the key at ref as a new string.
+func (x *timerIndex) key(ref uint32) string {
+	n, w := binary.Uvarint(x.keys[ref:])
+	start := int(ref) + w
+	return string(x.keys[start : start+int(n)])
+}
+
+// keyLen is the arena bytes of the key at ref.
+func (x *timerIndex) keyLen(ref uint32) int {
+	n, w := binary.Uvarint(x.keys[ref:])
+	return w + int(n)
+}
+
+// compactKeys rewrites the arena once more than half of it (and at least a
+// MiB) is keys of removed entries.
+func (x *timerIndex) compactKeys() {
+	if x.dead < 1<<20 || x.dead*2 < len(x.keys) {
+		return
+	}
+	live := len(x.keys) - x.dead
+	keys := make([]byte, 0, live+live/4)
+	for h, ix := range x.at {
+		ref := uint32(len(keys))
+		n := x.keyLen(ix.ref)
+		keys = append(keys, x.keys[ix.ref:int(ix.ref)+n]...)
+		x.at[h] = indexed{at: ix.at, ref: ref}
+	}
+	x.keys, x.dead = keys, 0
 }

@@ -108,3 +108,29 @@ func BenchmarkTimerIndexMemory(b *testing.B) {
 		}
 	}
 }
+
+// Removed keys are garbage in the arena until it is rewritten; the keys
+// left come out intact.
+func TestTimerIndexCompactsKeys(t *testing.T) {
+	t.Parallel()
+	x := newTimerIndex()
+	const n = 100_000
+	for i := range n {
+		x.set(fmt.Sprintf("namespace-%02d/job-%08d", i%50, i), int64(i+1))
+	}
+	before := len(x.keys)
+	for i := range n {
+		if i%10 != 0 {
+			x.remove(fmt.Sprintf("namespace-%02d/job-%08d", i%50, i))
+		}
+	}
+	require.LessOrEqual(t, len(x.keys), before/2, "the arena was rewritten")
+	require.Equal(t, n/10, x.len())
+	got := x.due(n+1, n+100, n, nil)
+	require.Len(t, got, n/10)
+	for j, it := range got {
+		i := j * 10
+		require.Equal(t, fmt.Sprintf("namespace-%02d/job-%08d", i%50, i), it.key)
+		require.EqualValues(t, i+1, it.at)
+	}
+}
