@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"runtime/debug"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -191,7 +192,7 @@ func New(cfg Config) (*fiber.App, error) {
 	app.Use(fiberrecover.New(fiberrecover.Config{
 		EnableStackTrace: true,
 		StackTraceHandler: func(c *fiber.Ctx, e any) {
-			s.log.Error("api: handler panicked", "method", c.Method(), "path", c.Path(), "panic", e)
+			s.log.Error("api: handler panicked", "method", c.Method(), "path", c.Path(), "panic", e, "stack", string(debug.Stack()))
 		},
 	}))
 	s.routes(app)

@@ -75,7 +75,8 @@ type Config struct {
 	TickResend time.Duration
 	// TickBatch bounds the ticks one pump pass sends. Default 4096.
 	TickBatch int
-	// PumpIdle bounds how long a pump sleeps with nothing due. Default 1s.
+	// PumpIdle bounds how long a pump sleeps with nothing due (a write
+	// that brings a timer forward wakes it at once). Default 5s.
 	PumpIdle time.Duration
 	// MaxOpenFires bounds the fires per job awaiting an ack. Default 256.
 	MaxOpenFires int
@@ -152,7 +153,7 @@ func (c *Config) defaults() {
 		c.TickBatch = 4096
 	}
 	if c.PumpIdle <= 0 {
-		c.PumpIdle = time.Second
+		c.PumpIdle = 5 * time.Second
 	}
 	if c.MaxOpenFires <= 0 {
 		c.MaxOpenFires = 256
@@ -405,13 +406,21 @@ func (s *Scheduler) PendingTimers() int { return s.timers.Pending() }
 
 // Get reads a job's row from this instance's local table (nil if it is
 // not here), with a fire not yet written.
-func (s *Scheduler) Get(key string) (*chimev1.JobState, error) {
+func (s *Scheduler) Get(key string) (st *chimev1.JobState, err error) {
 	s.mu.Lock()
 	p := s.proc
 	s.mu.Unlock()
-	if p == nil {
-		return nil, errors.New("scheduler: not running")
+	if p == nil || !p.Recovered() {
+		return nil, errors.New("scheduler: not running or recovering its partitions")
 	}
+	// goka's Get reads a partition's storage without checking that it is
+	// set up: during a rebalance it dereferences a nil storage (seen under
+	// load). The partition is then recovering; say so.
+	defer func() {
+		if r := recover(); r != nil {
+			st, err = nil, fmt.Errorf("scheduler: reading %q while its partition moves: %v", key, r)
+		}
+	}()
 	if raw, ok := s.unwritten.peek(key); ok {
 		v, err := schema.JobStateCodec{}.Decode(raw)
 		if err != nil {
