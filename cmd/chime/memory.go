@@ -24,9 +24,10 @@ import (
 // The live heap is measured by collections, and none runs while nothing is
 // allocated: after a burst the last measure (taken mid-burst) would hold
 // the limit, and the memory, up for minutes. So when settleAfter passes
-// with no collection after at least settleAllocs were allocated, one
-// collection runs and the memory it frees goes back at once. An idle chime
-// allocates next to nothing and never pays for it.
+// with no collection, and at least settleAllocs were allocated since the
+// last such trim, one collection runs and the memory it frees goes back at
+// once: one trim after each spell of work. An idle chime allocates next to
+// nothing and never pays for it.
 const (
 	defaultGOGC   = 200
 	memoryFloor   = 460 << 20
@@ -51,16 +52,16 @@ func tuneMemory(ctx context.Context, getenv func(string) string) {
 		}
 		return 0
 	}
-	var cycles, allocsAtGC uint64
+	var cycles, allocsAtTrim uint64
 	lastGC := time.Now()
 	set := func() {
 		metrics.Read(samples)
 		if c := read(1); c != cycles {
-			cycles, allocsAtGC, lastGC = c, read(2), time.Now()
-		} else if time.Since(lastGC) >= settleAfter && read(2)-allocsAtGC >= settleAllocs {
+			cycles, lastGC = c, time.Now()
+		} else if time.Since(lastGC) >= settleAfter && read(2)-allocsAtTrim >= settleAllocs {
 			debug.FreeOSMemory()
 			metrics.Read(samples)
-			cycles, allocsAtGC, lastGC = read(1), read(2), time.Now()
+			cycles, allocsAtTrim, lastGC = read(1), read(2), time.Now()
 		}
 		live := int64(min(read(0), math.MaxInt64/liveMultiple))
 		debug.SetMemoryLimit(max(memoryFloor, liveMultiple*live))

@@ -23,12 +23,14 @@ import (
 // retention when Options does not say.
 const DefaultCleanerBackoff = 30 * time.Second
 
-// Compaction of Options.Tables runs when they have grown by DirtyRatio of
-// their size after the last pass, and by at least MinDirtyBytes: kfake's
-// pass reads and rewrites every compacted partition whole (and holds a map
-// of all their keys), so passing every CleanerBackoff cost a third of a
-// core with a million jobs in the scheduler's table. Kafka's own cleaner
-// waits the same way (min.cleanable.dirty.ratio, 0.5 by default).
+// Compaction of Options.Tables runs once what was written since the last
+// pass is at least DirtyRatio of their bytes (and at least MinDirtyBytes):
+// kfake's pass reads and rewrites every compacted partition whole (and
+// holds a map of all their keys), so passing every CleanerBackoff cost a
+// third of a core with a million jobs in the scheduler's table. It is
+// Kafka's own rule (min.cleanable.dirty.ratio, 0.5 by default): a table
+// that only grows, as while jobs are created, is rewritten each time it
+// doubles, not each time it grows by half.
 const (
 	DirtyRatio    = 0.5
 	MinDirtyBytes = 64 << 20
@@ -45,9 +47,11 @@ type Options struct {
 	// CleanerBackoff is the pause between compaction passes
 	// (log.cleaner.backoff.ms); 0 means DefaultCleanerBackoff.
 	CleanerBackoff time.Duration
-	// Tables are the compacted topics whose growth decides when to
-	// compact (DirtyRatio). Empty: every compacted topic is compacted
-	// every CleanerBackoff.
+	// Tables are the compacted topics: their growth decides when to
+	// compact (DirtyRatio), and their files are linked aside during a
+	// compaction so a kill in the middle loses nothing (compaction.go).
+	// List every compacted topic. Empty (tests): every compacted topic is
+	// compacted every CleanerBackoff, unprotected.
 	Tables []string
 	// MinDirtyBytes is the least growth of Tables that triggers a
 	// compaction; 0 means MinDirtyBytes.
@@ -67,6 +71,7 @@ type Broker struct {
 	dir     string
 	addrs   []string
 
+	log         func(format string, args ...any)
 	stopCompact chan struct{}
 	compactDone chan struct{}
 
@@ -98,6 +103,14 @@ func Start(opts Options) (*Broker, error) {
 	lock, err := lockDir(opts.DataDir)
 	if err != nil {
 		return nil, err
+	}
+	restored, err := recoverCompaction(opts.DataDir)
+	if err != nil {
+		_ = lock.Release()
+		return nil, fmt.Errorf("broker: restoring the files of an interrupted compaction in %q: %w", opts.DataDir, err)
+	}
+	if restored > 0 && opts.Logf != nil {
+		opts.Logf("broker: a compaction was interrupted; %d table partitions restored as they were before it", restored)
 	}
 
 	kopts := []kfake.Opt{
@@ -134,6 +147,7 @@ func Start(opts Options) (*Broker, error) {
 		lock:        lock,
 		dir:         opts.DataDir,
 		addrs:       cluster.ListenAddrs(),
+		log:         opts.Logf,
 		stopCompact: make(chan struct{}),
 		compactDone: make(chan struct{}),
 	}
@@ -172,12 +186,32 @@ func (b *Broker) compactLoop(every time.Duration, tables []string, minDirty int6
 			continue
 		}
 		size := b.tableBytes(tables)
-		if size-clean >= max(minDirty, int64(DirtyRatio*float64(clean))) {
-			b.cluster.Compact()
+		if dirty := size - clean; dirty >= minDirty && float64(dirty) >= DirtyRatio*float64(size) {
+			if err := b.compactProtected(tables); err != nil {
+				b.logf("broker: compaction skipped: %v", err)
+				continue
+			}
 			clean = b.tableBytes(tables)
 		} else {
 			b.cluster.ApplyRetention()
 		}
+	}
+}
+
+// compactProtected compacts with the tables' files linked aside
+// (compaction.go), so a kill in the middle loses nothing.
+func (b *Broker) compactProtected(tables []string) error {
+	if err := b.protect(tables); err != nil {
+		_ = b.unprotect()
+		return err
+	}
+	b.cluster.Compact()
+	return b.unprotect()
+}
+
+func (b *Broker) logf(format string, args ...any) {
+	if b.log != nil {
+		b.log(format, args...)
 	}
 }
 
