@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/rcrowley/go-metrics"
 	"github.com/lovoo/goka"
+	"github.com/rcrowley/go-metrics"
 
 	"github.com/chime-sched/chime/schema"
 )
