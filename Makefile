@@ -86,6 +86,35 @@ $(CHDB_HOST): infra/clickhouse/host/chimech.c
 .PHONY: clickhouse
 clickhouse: $(CHDB_STAMP) $(CHDB_HOST) ## install the local ClickHouse (npm @chdb/lib-linux-x64-gnu + host) into .tools/chdb
 
+# ---------------------------------------------------------------------------
+# Apache Kafka for tests on a real broker: its jars from Maven Central (pinned
+# in infra/kafkacluster/pom.xml, the one place the version is written), copied
+# into .tools/kafka-<version>/libs; needs Java 17+ and Maven. chime-kafka
+# starts KRaft nodes from them on 127.0.0.1.
+# ---------------------------------------------------------------------------
+KAFKA_POM     := infra/kafkacluster/pom.xml
+KAFKA_VERSION := $(shell sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' $(KAFKA_POM))
+KAFKA_LIBS    := $(TOOLS_DIR)/kafka-$(KAFKA_VERSION)/libs
+KAFKA_STAMP   := $(STAMP_DIR)/kafka-$(KAFKA_VERSION)
+KAFKA_NODES   ?= 1
+MVN           ?= mvn
+
+$(KAFKA_STAMP): $(KAFKA_POM) $(if $(wildcard $(KAFKA_LIBS)/kafka_2.13-$(KAFKA_VERSION).jar),,FORCE)
+	@echo "installing Apache Kafka $(KAFKA_VERSION) jars into .tools/kafka-$(KAFKA_VERSION)/libs"
+	@mkdir -p $(STAMP_DIR)
+	rm -rf $(KAFKA_LIBS)
+	$(MVN) -q -B -f $(KAFKA_POM) dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(KAFKA_LIBS)
+	@test -f $(KAFKA_LIBS)/kafka_2.13-$(KAFKA_VERSION).jar || { echo "mvn copied no kafka_2.13-$(KAFKA_VERSION).jar"; exit 1; }
+	@rm -f $(STAMP_DIR)/kafka-*
+	@touch $@
+
+.PHONY: kafka-jars
+kafka-jars: $(KAFKA_STAMP) ## fetch Apache Kafka's jars (Maven Central) into .tools/
+
+.PHONY: kafka
+kafka: $(KAFKA_STAMP) ## serve Apache Kafka (KAFKA_NODES KRaft nodes, default 1) on 127.0.0.1 until Ctrl-C
+	$(GO) run ./cmd/chime-kafka -libs $(KAFKA_LIBS) -nodes $(KAFKA_NODES)
+
 .PHONY: tools
 tools: $(BUF_STAMP) $(PROTOC_GEN_GO_STAMP) $(STATICCHECK_STAMP) ## install the pinned tools into .tools/
 
@@ -128,6 +157,9 @@ RUN_FLAGS ?=
 BENCH_FLAGS ?=
 FUZZTIME  ?= 30s
 TEST_FLAGS ?= -race -count=1 -timeout 20m
+# Against real Kafka: no race detector (its 5-10x slowdown beside a JVM on two
+# cores turns timeouts into noise; the kfake run keeps it).
+KAFKA_TEST_FLAGS ?= -count=1 -timeout 30m
 
 .PHONY: build
 build: ## build bin/chime
@@ -162,6 +194,13 @@ fmt: ## gofmt -w every Go file
 .PHONY: test
 test: vet fmt-check check-generate clickhouse ## vet, gofmt check, check-generate, local ClickHouse, then go test -race ./...
 	$(GO) test $(TEST_FLAGS) ./...
+
+# The same suite against Apache Kafka: chime-kafka starts a KRaft node and runs
+# go test with CHIME_TEST_BROKERS pointing at it; tests of broker faults start
+# three-node clusters of their own from CHIME_KAFKA_LIBS.
+.PHONY: test-kafka
+test-kafka: $(KAFKA_STAMP) clickhouse ## go test ./... against a real Apache Kafka node (KAFKA_TEST_FLAGS)
+	$(GO) run ./cmd/chime-kafka -libs $(KAFKA_LIBS) -nodes $(KAFKA_NODES) -- $(GO) test $(KAFKA_TEST_FLAGS) ./...
 
 .PHONY: lint
 lint: $(STATICCHECK_STAMP) vet ## staticcheck ./... and go vet ./...

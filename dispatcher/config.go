@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
@@ -101,6 +102,9 @@ type Config struct {
 	// Kafka and the time its request was handed to the HTTP client (for
 	// benchmarks and metrics). It must be fast.
 	OnDispatch func(consumed, sent time.Time)
+	// Membership is the consumer's part in the dispatcher group (session
+	// timeout, static membership).
+	Membership groups.Membership
 	// KgoOptions are appended to the Kafka clients' options (TLS, SASL,
 	// logging). They cannot undo manual commits or acks=all.
 	KgoOptions []kgo.Opt

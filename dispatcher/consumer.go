@@ -137,7 +137,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		kgo.ClientID(d.cfg.ClientID + "-consumer"),
 		kgo.FetchMaxWait(schema.IdleFetchWait),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-	}, d.cfg.KgoOptions...),
+	}, append(d.cfg.Membership.Kgo(), d.cfg.KgoOptions...)...),
 		kgo.ConsumerGroup(GroupName(d.cfg.Topics)),
 		kgo.ConsumeTopics(c.topic),
 		kgo.DisableAutoCommit(),

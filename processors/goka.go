@@ -13,6 +13,7 @@ import (
 	"github.com/lovoo/goka"
 	"github.com/rcrowley/go-metrics"
 
+	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/schema"
 )
 
@@ -67,10 +68,14 @@ func Hasher() hash.Hash32 { return fnv.New32a() }
 // ProcessorOptions are the goka options shared by every chime processor.
 // Each builder gets its own sarama config: goka's builders write the client
 // ID into the config they are given while clients built from it read it.
-func ProcessorOptions(clientID string, replication int, logger *slog.Logger) []goka.ProcessorOption {
+// m decides how the processor's consumer group member behaves (session
+// timeout, static membership).
+func ProcessorOptions(clientID string, replication int, m groups.Membership, logger *slog.Logger) []goka.ProcessorOption {
+	groupCfg := SaramaConfig(clientID)
+	m.Sarama(groupCfg)
 	return []goka.ProcessorOption{
 		goka.WithClientID(clientID),
-		goka.WithConsumerGroupBuilder(goka.ConsumerGroupBuilderWithConfig(SaramaConfig(clientID))),
+		goka.WithConsumerGroupBuilder(goka.ConsumerGroupBuilderWithConfig(groupCfg)),
 		goka.WithConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(SaramaConfig(clientID))),
 		goka.WithProducerBuilder(goka.ProducerBuilderWithConfig(SaramaConfig(clientID))),
 		goka.WithTopicManagerBuilder(goka.TopicManagerBuilderWithConfig(SaramaConfig(clientID), TopicManagerConfig(replication))),

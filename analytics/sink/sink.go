@@ -72,6 +72,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/chime-sched/chime/analytics"
+	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
@@ -90,6 +91,9 @@ type Config struct {
 	// (default 10s; the first wait is 250 ms).
 	MaxBackoff time.Duration
 	Logger     *slog.Logger
+	// Membership is the consumer's part in the sink group (session
+	// timeout, static membership).
+	Membership groups.Membership
 	// KgoOptions are added to the consumer's options (tests).
 	KgoOptions []kgo.Opt
 
@@ -217,7 +221,7 @@ func (s *Sink) Run(ctx context.Context) error {
 		kgo.ClientID(s.cfg.ClientID + "-sink"),
 		kgo.FetchMaxWait(schema.IdleFetchWait),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-	}, s.cfg.KgoOptions...),
+	}, append(s.cfg.Membership.Kgo(), s.cfg.KgoOptions...)...),
 		kgo.ConsumerGroup(GroupName(s.cfg.Topics)),
 		kgo.ConsumeTopics(topics...),
 		kgo.DisableAutoCommit(),

@@ -26,6 +26,7 @@ func runBreaker(ctx context.Context, e *env, rm *readModels) error {
 		Topics:      e.cfg.Topics(),
 		ClientID:    e.cfg.ClientID + "-breaker",
 		Replication: e.replicationOf(e.cfg.Topics().BreakerTable()),
+		Membership:  e.membership,
 		Logger:      e.log.With("component", "breaker"),
 		Registerer:  e.registry,
 	}

@@ -48,11 +48,12 @@ func runDispatcher(ctx context.Context, e *env, dev bool, rm *readModels) error 
 		rm = own
 	}
 	d, err := dispatcher.New(dispatcher.Config{
-		Brokers:  e.brokers,
-		Topics:   e.cfg.Topics(),
-		ClientID: e.cfg.ClientID + "-dispatcher",
-		Logger:   log,
-		Guard:    guard,
+		Brokers:    e.brokers,
+		Topics:     e.cfg.Topics(),
+		ClientID:   e.cfg.ClientID + "-dispatcher",
+		Membership: e.membership,
+		Logger:     log,
+		Guard:      guard,
 		Namespaces: dispatcher.NamespacesFunc(func(ns string) *chimev1.NamespaceConfig {
 			cfg, err := rm.namespaces.Get(ns)
 			if err != nil {

@@ -19,10 +19,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/chime-sched/chime/analytics/sink"
-	"github.com/chime-sched/chime/dispatcher"
 	"github.com/chime-sched/chime/infra/broker"
 	"github.com/chime-sched/chime/infra/config"
+	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/infra/topics"
 	"github.com/chime-sched/chime/processors/memstore"
 	"github.com/chime-sched/chime/processors/namespaces"
@@ -40,6 +39,8 @@ type env struct {
 	replication int16          // of the scheduler table
 	replicas    map[string]int // per table topic
 	embedded    *broker.Broker
+	// membership is the process's part in chime's consumer groups.
+	membership groups.Membership
 }
 
 type role func(ctx context.Context, e *env) error
@@ -64,10 +65,15 @@ func runRole(ctx context.Context, name string, args []string, getenv func(string
 		defer stopProfile()
 	}
 	e := &env{cfg: cfg, log: log, out: stdout, registry: newRegistry()}
+	releaseIdentity := e.joinIdentity()
+	defer releaseIdentity()
 	if err := e.connect(ctx); err != nil {
 		return err
 	}
 	defer func() {
+		if ctx.Err() != nil {
+			e.leaveGroups()
+		}
 		e.close()
 		if err == nil && ctx.Err() != nil {
 			// Operators (and scripts) see that a stop on a signal was
@@ -75,8 +81,7 @@ func runRole(ctx context.Context, name string, args []string, getenv func(string
 			log.Info("stopped cleanly")
 		}
 	}()
-	t := cfg.Topics()
-	e.registry.MustRegister(newLagCollector(e.brokers, t.SchedulerGroup(), dispatcher.GroupName(t), t.BreakerGroup(), t.NamespaceGroup(), sink.GroupName(t)))
+	e.registry.MustRegister(newLagCollector(e.brokers, chimeGroups(cfg)...))
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return serveMetrics(gctx, e) })
 	g.Go(func() error {
@@ -190,6 +195,7 @@ func (e *env) schedulerConfig(st storage.Builder) scheduler.Config {
 		Topics:            e.cfg.Topics(),
 		ClientID:          e.cfg.ClientID + "-scheduler",
 		Replication:       int(e.replication),
+		Membership:        e.membership,
 		Storage:           st,
 		Logger:            e.log.With("component", "scheduler"),
 		Registerer:        e.registry,
@@ -302,6 +308,7 @@ func roleNamespaces(ctx context.Context, e *env) error {
 		Topics:      e.cfg.Topics(),
 		ClientID:    e.cfg.ClientID + "-namespaces",
 		Replication: e.replicationOf(e.cfg.Topics().NamespaceTable()),
+		Membership:  e.membership,
 		Logger:      e.log.With("component", "namespaces"),
 	}).Run(ctx)
 }

@@ -48,11 +48,12 @@ func runSink(ctx context.Context, e *env, dev bool, opened func(dsn string, err 
 	defer stop()
 	opened(dsn, nil)
 	s, err := sink.New(sink.Config{
-		Brokers:  e.brokers,
-		Topics:   e.cfg.Topics(),
-		ClientID: e.cfg.ClientID,
-		Store:    store,
-		Logger:   log,
+		Brokers:    e.brokers,
+		Topics:     e.cfg.Topics(),
+		ClientID:   e.cfg.ClientID,
+		Membership: e.membership,
+		Store:      store,
+		Logger:     log,
 	})
 	if err != nil {
 		return err

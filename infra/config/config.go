@@ -21,7 +21,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/schema"
 )
 
@@ -54,6 +56,13 @@ type Config struct {
 	StateDir string
 	// ClientID is the Kafka client.id, for broker logs and quotas.
 	ClientID string
+	// InstanceID makes the process a static member of chime's consumer
+	// groups under this name; empty derives one from the host and the
+	// state directory (see infra/groups).
+	InstanceID string
+	// SessionTimeout is how long a silent process keeps its partitions:
+	// the failover time after a kill -9.
+	SessionTimeout time.Duration
 	// SchedulerStorage is StorageDisk or StorageMemory.
 	SchedulerStorage string
 	// KafkaTargetTopics are the topics, besides chime's own, that jobs with
@@ -99,6 +108,7 @@ func Default() Config {
 		StateDir:         "./.chime",
 		ClientID:         "chime",
 		SchedulerStorage: StorageDisk,
+		SessionTimeout:   groups.DefaultSessionTimeout,
 		LogLevel:         slog.LevelInfo,
 		APIAddr:          "127.0.0.1:8080",
 	}
@@ -219,6 +229,35 @@ var settings = []setting{
 				return errors.New("must not be empty")
 			}
 			c.ClientID = v
+			return nil
+		},
+	},
+	{
+		env: "CHIME_INSTANCE_ID", flag: "instance-id",
+		usage: "static consumer group member `name` of this process (letters, digits, '.', '_', '-'); " +
+			"a restart under the same name gets its partitions back at once. Empty derives one from the host name and the state directory",
+		def: func(c Config) string { return c.InstanceID },
+		apply: func(c *Config, v string) error {
+			if err := (groups.Membership{InstanceID: v}).Validate(); err != nil {
+				return err
+			}
+			c.InstanceID = v
+			return nil
+		},
+	},
+	{
+		env: "CHIME_SESSION_TIMEOUT", flag: "session-timeout",
+		usage: "`duration` a process that stopped answering keeps its partitions before the others take them over (Kafka's allowed range applies, 6s to 30m by default)",
+		def:   func(c Config) string { return c.SessionTimeout.String() },
+		apply: func(c *Config, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return errors.New("must be a duration such as 6s")
+			}
+			if err := (groups.Membership{SessionTimeout: d}).Validate(); err != nil {
+				return err
+			}
+			c.SessionTimeout = d
 			return nil
 		},
 	},

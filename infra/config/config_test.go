@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -37,6 +38,7 @@ func TestLoadDefaults(t *testing.T) {
 		StateDir:         "./.chime",
 		ClientID:         "chime",
 		SchedulerStorage: config.StorageDisk,
+		SessionTimeout:   6 * time.Second,
 		LogLevel:         slog.LevelInfo,
 		APIAddr:          "127.0.0.1:8080",
 	}, cfg)
@@ -65,6 +67,8 @@ func TestLoad(t *testing.T) {
 				"CHIME_STATE_DIR":            "/var/lib/chime",
 				"CHIME_CLIENT_ID":            "chime-eu",
 				"CHIME_SCHEDULER_STORAGE":    "memory",
+				"CHIME_INSTANCE_ID":          "chime-eu-1",
+				"CHIME_SESSION_TIMEOUT":      "10s",
 				"CHIME_KAFKA_TARGET_TOPICS":  "billing.events,audit,billing.events",
 				"CHIME_LOG_LEVEL":            "DEBUG",
 				"CHIME_API_ADDR":             "0.0.0.0:8081",
@@ -79,6 +83,8 @@ func TestLoad(t *testing.T) {
 					Replication:        2,
 					StateDir:           "/var/lib/chime",
 					ClientID:           "chime-eu",
+					InstanceID:         "chime-eu-1",
+					SessionTimeout:     10 * time.Second,
 					SchedulerStorage:   config.StorageMemory,
 					KafkaTargetTopics:  []string{"billing.events", "audit"},
 					LogLevel:           slog.LevelDebug,
@@ -257,7 +263,7 @@ func TestDocsListEverySetting(t *testing.T) {
 		}
 		require.Contains(t, row, def, "default of %s", m[1])
 	})
-	require.Equal(t, 18, n, "a setting was added or removed: update this test and the docs")
+	require.Equal(t, 20, n, "a setting was added or removed: update this test and the docs")
 }
 
 func docRow(doc, cell string) string {

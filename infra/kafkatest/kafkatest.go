@@ -12,8 +12,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
-	"hash/fnv"
 	"net"
 	"os"
 	"strconv"
@@ -280,22 +278,25 @@ func (c *Cluster) withPrefix(names []string) []string {
 	return mine
 }
 
-// runID makes prefixes differ between test runs: a shared cluster keeps the
-// topics of earlier runs (or of a run killed before its cleanup).
-var runID = func() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}()
+// prefixes holds the prefix of each running test, keyed by its testing.TB:
+// a test run with -count=N runs the same name N times in one process, and
+// a shared cluster deletes topics asynchronously, so the name alone would
+// hand the second run the first one's half-deleted topics.
+var prefixes sync.Map // testing.TB -> string
 
 // UniquePrefix returns a topic and group name prefix such as "t3f9a0c12de."
-// that is the same for every call in one test and differs between tests and
-// between test runs, so tests sharing a cluster never see each other's
-// topics or consumer groups.
+// that is the same for every call in one test and differs between tests,
+// between repeats of one test (-count) and between test runs, so tests
+// sharing a cluster never see each other's topics or consumer groups.
 func UniquePrefix(t testing.TB) string {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(runID))
-	_, _ = h.Write([]byte{0})
-	_, _ = h.Write([]byte(t.Name()))
-	return fmt.Sprintf("t%010x.", h.Sum64()&(1<<40-1))
+	if p, ok := prefixes.Load(t); ok {
+		return p.(string)
+	}
+	b := make([]byte, 5)
+	_, _ = rand.Read(b)
+	p, loaded := prefixes.LoadOrStore(t, "t"+hex.EncodeToString(b)+".")
+	if !loaded {
+		t.Cleanup(func() { prefixes.Delete(t) })
+	}
+	return p.(string)
 }

@@ -136,7 +136,7 @@ func Ensure(ctx context.Context, adm *kadm.Client, specs []schema.Spec, partitio
 		return err
 	}
 	if len(missing) > 0 {
-		if details, err = waitVisible(ctx, adm, names); err != nil {
+		if details, err = WaitVisible(ctx, adm, names...); err != nil {
 			return err
 		}
 	}
@@ -217,10 +217,13 @@ func create(ctx context.Context, adm *kadm.Client, missing []schema.Spec, partit
 	return nil
 }
 
-// waitVisible polls metadata until every topic in names is listed with its
+// WaitVisible polls metadata until every topic in names is listed with its
 // partitions: a real cluster acknowledges CreateTopics before every broker
-// knows the topic.
-func waitVisible(ctx context.Context, adm *kadm.Client, names []string) (kadm.TopicDetails, error) {
+// knows the topic, and a metadata request right after the create answers
+// UNKNOWN_TOPIC_OR_PARTITION. Whoever creates topics and then uses them
+// waits here (for at most 30 s).
+func WaitVisible(ctx context.Context, adm *kadm.Client, names ...string) (kadm.TopicDetails, error) {
+	ctx = kadm.WithAuthorizedOps(ctx) // uncached, see Ensure
 	ctx, cancel := context.WithTimeout(ctx, createVisibleTimeout)
 	defer cancel()
 	wait := 50 * time.Millisecond

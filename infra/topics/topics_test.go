@@ -38,6 +38,11 @@ func (b *testBundle) precreate(t *testing.T, name string, partitions int32, clea
 	resp, err := b.adm.CreateTopic(b.ctx, partitions, 1, map[string]*string{"cleanup.policy": &cleanup}, name)
 	require.NoError(t, err)
 	require.NoError(t, resp.Err)
+	// As an operator would, wait until the cluster shows it: on real
+	// Kafka a topic just created is unknown to an immediate metadata
+	// request, and Ensure would then take it for missing.
+	_, err = topics.WaitVisible(b.ctx, b.adm, name)
+	require.NoError(t, err)
 }
 
 // describe returns partition count, replication and configs of each topic,

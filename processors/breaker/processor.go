@@ -31,6 +31,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/memstore"
 	"github.com/chime-sched/chime/schema"
@@ -46,11 +47,14 @@ const CoolOffJobID = schema.ReservedJobIDPrefix + "breaker-cooloff"
 type Config struct {
 	Brokers     []string
 	Topics      schema.Topics
-	ClientID    string           // default "chime-breaker"
-	Replication int              // default 1
-	Storage     storage.Builder  // nil = in memory
-	Now         func() time.Time // default time.Now
-	Logger      *slog.Logger     // default slog.Default()
+	ClientID    string // default "chime-breaker"
+	Replication int    // default 1
+	// Membership is the processor's part in its consumer group
+	// (session timeout, static membership).
+	Membership groups.Membership
+	Storage    storage.Builder  // nil = in memory
+	Now        func() time.Time // default time.Now
+	Logger     *slog.Logger     // default slog.Default()
 
 	// Registerer, if set, gets the breaker's metrics: the state of every
 	// namespace's breaker this instance decided, and transitions.
@@ -169,7 +173,7 @@ func (p *Processor) Graph() *goka.GroupGraph {
 }
 
 func (p *Processor) options() []goka.ProcessorOption {
-	opts := processors.ProcessorOptions(p.cfg.ClientID, p.cfg.Replication, p.cfg.Logger)
+	opts := processors.ProcessorOptions(p.cfg.ClientID, p.cfg.Replication, p.cfg.Membership, p.cfg.Logger)
 	opts = append(opts, goka.WithStorageBuilder(p.cfg.Storage), goka.WithNilHandling(goka.NilProcess),
 		goka.WithRebalanceCallback(p.rebalanced))
 	// After the storage: goka's tester replaces it.

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/memstore"
 	"github.com/chime-sched/chime/schema"
@@ -31,9 +32,12 @@ type Config struct {
 	Topics      schema.Topics
 	ClientID    string
 	Replication int
-	Storage     storage.Builder // nil = in memory
-	Now         func() time.Time
-	Logger      *slog.Logger
+	// Membership is the processor's part in its consumer group
+	// (session timeout, static membership).
+	Membership groups.Membership
+	Storage    storage.Builder // nil = in memory
+	Now        func() time.Time
+	Logger     *slog.Logger
 
 	extraOptions []goka.ProcessorOption
 }
@@ -80,7 +84,7 @@ func (p *Processor) Graph() *goka.GroupGraph {
 // Run runs the processor until ctx is done, restarting it after failures.
 func (p *Processor) Run(ctx context.Context) error {
 	return processors.Supervise(ctx, "namespaces", p.cfg.Logger, func(ctx context.Context) error {
-		opts := append(processors.ProcessorOptions(p.cfg.ClientID, p.cfg.Replication, p.cfg.Logger), p.cfg.extraOptions...)
+		opts := append(processors.ProcessorOptions(p.cfg.ClientID, p.cfg.Replication, p.cfg.Membership, p.cfg.Logger), p.cfg.extraOptions...)
 		opts = append(opts, goka.WithStorageBuilder(p.cfg.Storage), goka.WithNilHandling(goka.NilProcess))
 		proc, err := goka.NewProcessor(p.cfg.Brokers, p.Graph(), opts...)
 		if err != nil {

@@ -30,6 +30,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/memstore"
 	"github.com/chime-sched/chime/schema"
@@ -44,6 +45,9 @@ type Config struct {
 	Topics      schema.Topics
 	ClientID    string // default "chime-scheduler"
 	Replication int    // default 1
+	// Membership is the processor's part in its consumer group
+	// (session timeout, static membership).
+	Membership groups.Membership
 	// Storage builds the table's local storage; nil means LocalState's
 	// disk storage if that is set, else in memory (the table is then recovered
 	// from Kafka at every start).
@@ -294,7 +298,7 @@ func (s *Scheduler) Graph() *goka.GroupGraph {
 }
 
 func (s *Scheduler) options() []goka.ProcessorOption {
-	opts := processors.ProcessorOptions(s.cfg.ClientID, s.cfg.Replication, s.cfg.Logger)
+	opts := processors.ProcessorOptions(s.cfg.ClientID, s.cfg.Replication, s.cfg.Membership, s.cfg.Logger)
 	opts = append(opts, s.cfg.extraOptions...)
 	// After extraOptions: goka's tester replaces the storage builder, and
 	// ours must wrap whatever is in force.

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chime-sched/chime/analytics/sink"
+	"github.com/chime-sched/chime/dispatcher"
+	"github.com/chime-sched/chime/infra/config"
+	"github.com/chime-sched/chime/infra/dirlock"
+	"github.com/chime-sched/chime/infra/groups"
+)
+
+// identityLockName is the lock file in the state dir that makes a derived
+// instance ID unique: only the process holding it uses the ID.
+const identityLockName = "instance.lock"
+
+// chimeGroups are the consumer groups of every role.
+func chimeGroups(cfg config.Config) []string {
+	t := cfg.Topics()
+	return []string{t.SchedulerGroup(), dispatcher.GroupName(t), t.BreakerGroup(), t.NamespaceGroup(), sink.GroupName(t)}
+}
+
+// joinIdentity decides the process's group membership: the configured
+// instance ID, or one derived from the host and the state dir while this
+// process holds the state dir's identity lock. When another process holds
+// it (two roles started from one directory), this one runs as a dynamic
+// member: correct, only without the fast restart. release drops the lock.
+func (e *env) joinIdentity() (release func()) {
+	e.membership = groups.Membership{InstanceID: e.cfg.InstanceID, SessionTimeout: e.cfg.SessionTimeout}
+	if e.membership.InstanceID != "" {
+		return func() {}
+	}
+	abs, err := filepath.Abs(e.cfg.StateDir)
+	if err != nil {
+		e.log.Warn("no static group membership: state dir", "err", err)
+		return func() {}
+	}
+	lock, err := dirlock.Acquire(abs, identityLockName, "state dir identity")
+	if err != nil {
+		e.log.Warn("no static group membership: another process uses this state dir; give each process its own --state-dir or --instance-id for fast restarts", "err", err)
+		return func() {}
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		host = "host"
+	}
+	e.membership.InstanceID = groups.DeriveInstanceID(e.cfg.ClientID, host, abs)
+	return func() { _ = lock.Release() }
+}
+
+// leaveGroups hands this process's partitions over at once on a clean
+// stop: static members do not leave when their clients close.
+func (e *env) leaveGroups() {
+	if e.membership.InstanceID == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.brokers...), kgo.ClientID(e.cfg.ClientID+"-admin"))
+	if err != nil {
+		e.log.Warn("leaving consumer groups", "err", err)
+		return
+	}
+	defer cl.Close()
+	if err := groups.Leave(ctx, cl, e.membership.InstanceID, chimeGroups(e.cfg)...); err != nil {
+		e.log.Warn("leaving consumer groups; the partitions move after the session timeout", "err", fmt.Sprint(err), "session_timeout", e.membership.SessionTimeout)
+	}
+}

@@ -1,0 +1,164 @@
+// Package groups owns how chime processes take part in Kafka consumer
+// groups: how long a silent member keeps its partitions (the session
+// timeout, which is the failover time after a kill -9), how often members
+// heartbeat, and static membership, which lets a process restarted under the
+// same identity take its partitions back at once instead of waiting for the
+// coordinator to expire the dead member. goka (sarama) and franz-go groups
+// get the same settings from here.
+package groups
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Defaults. The session timeout is Kafka's lowest allowed by default
+// (group.min.session.timeout.ms = 6 s): a killed process's partitions move
+// after at most this long plus one rebalance. Heartbeats go three times per
+// timeout, as Kafka advises. The rebalance timeout bounds how long a
+// rebalance waits for members to rejoin; a goka member rejoins once its
+// callbacks for revoked partitions returned, which takes well under it.
+const (
+	DefaultSessionTimeout    = 6 * time.Second
+	DefaultRebalanceTimeout  = 30 * time.Second
+	MinSessionTimeout        = 2 * time.Second
+	heartbeatsPerSession     = 3
+	maxInstanceIDLen         = 249
+	instanceIDHashCharacters = 10
+)
+
+// Membership is one process's part in chime's consumer groups.
+type Membership struct {
+	// InstanceID, if set, makes the process a static member of every
+	// group it joins (KIP-345): a restart under the same ID gets the same
+	// partitions back without a rebalance. Two live processes must never
+	// share one: the coordinator fences the older.
+	InstanceID string
+	// SessionTimeout is how long the coordinator waits for a heartbeat
+	// before it gives a member's partitions to the others (0: default).
+	SessionTimeout time.Duration
+}
+
+func (m Membership) session() time.Duration {
+	if m.SessionTimeout <= 0 {
+		return DefaultSessionTimeout
+	}
+	return m.SessionTimeout
+}
+
+func (m Membership) heartbeat() time.Duration {
+	return m.session() / heartbeatsPerSession
+}
+
+// Kgo returns the franz-go options of a group consumer.
+func (m Membership) Kgo() []kgo.Opt {
+	opts := []kgo.Opt{
+		kgo.SessionTimeout(m.session()),
+		kgo.HeartbeatInterval(m.heartbeat()),
+		kgo.RebalanceTimeout(DefaultRebalanceTimeout),
+	}
+	if m.InstanceID != "" {
+		opts = append(opts, kgo.InstanceID(m.InstanceID))
+	}
+	return opts
+}
+
+// Sarama applies the membership to a sarama (goka) configuration.
+func (m Membership) Sarama(cfg *sarama.Config) {
+	cfg.Consumer.Group.Session.Timeout = m.session()
+	cfg.Consumer.Group.Heartbeat.Interval = m.heartbeat()
+	cfg.Consumer.Group.Rebalance.Timeout = DefaultRebalanceTimeout
+	cfg.Consumer.Group.InstanceId = m.InstanceID
+}
+
+// Validate checks the settings as Kafka would.
+func (m Membership) Validate() error {
+	if m.SessionTimeout != 0 && m.SessionTimeout < MinSessionTimeout {
+		return fmt.Errorf("session timeout %s is below %s", m.SessionTimeout, MinSessionTimeout)
+	}
+	if m.InstanceID != "" {
+		if len(m.InstanceID) > maxInstanceIDLen {
+			return fmt.Errorf("instance ID is %d characters, Kafka allows %d", len(m.InstanceID), maxInstanceIDLen)
+		}
+		for _, r := range m.InstanceID {
+			if !validIDRune(r) {
+				return fmt.Errorf("instance ID %q: %q is not allowed (letters, digits, '.', '_' and '-')", m.InstanceID, r)
+			}
+		}
+	}
+	return nil
+}
+
+func validIDRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-'
+}
+
+// DeriveInstanceID names a process by what makes it unique on its host: the
+// host name and the absolute state directory, which one process at a time
+// holds (the caller locks it). The same process restarted on the same host
+// and directory gets the same ID.
+func DeriveInstanceID(prefix, host, absStateDir string) string {
+	sum := sha256.Sum256([]byte(host + "\x00" + absStateDir))
+	clean := strings.Map(func(r rune) rune {
+		if validIDRune(r) {
+			return r
+		}
+		return '-'
+	}, prefix+"-"+host)
+	if n := maxInstanceIDLen - instanceIDHashCharacters - 1; len(clean) > n {
+		clean = clean[:n]
+	}
+	return clean + "-" + hex.EncodeToString(sum[:])[:instanceIDHashCharacters]
+}
+
+// Leave takes a static member out of the named groups at once. Static
+// members do not leave when their client closes (that is what lets a
+// restart keep the partitions), so a process that stops for good calls this
+// to hand its partitions over now rather than after the session timeout.
+// Groups the instance is not a member of are skipped.
+func Leave(ctx context.Context, cl *kgo.Client, instanceID string, groups ...string) error {
+	if instanceID == "" {
+		return nil
+	}
+	var errs []error
+	for _, g := range groups {
+		req := kmsg.NewPtrLeaveGroupRequest()
+		req.Group = g
+		mem := kmsg.NewLeaveGroupRequestMember()
+		mem.InstanceID = &instanceID
+		reason := "chime process stopped"
+		mem.Reason = &reason
+		req.Members = append(req.Members, mem)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("leave group %s: %w", g, err))
+			continue
+		}
+		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil && !ignorable(err) {
+			errs = append(errs, fmt.Errorf("leave group %s: %w", g, err))
+			continue
+		}
+		for _, m := range resp.Members {
+			if err := kerr.ErrorForCode(m.ErrorCode); err != nil && !ignorable(err) {
+				errs = append(errs, fmt.Errorf("leave group %s as %s: %w", g, instanceID, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ignorable errors mean the member is not (or no longer) in the group.
+func ignorable(err error) bool {
+	return errors.Is(err, kerr.UnknownMemberID) || errors.Is(err, kerr.GroupIDNotFound) ||
+		errors.Is(err, kerr.FencedInstanceID)
+}
