@@ -52,6 +52,7 @@ type e2eOptions struct {
 	profileFor  time.Duration // how long each profile runs
 	keepLogs    bool
 	viaProducer bool // also run the burst with the producer SDK
+	failover    bool // the failover phase on Apache Kafka
 }
 
 // chimeProc is a `chime dev` child process.
@@ -765,6 +766,9 @@ func benchE2E(ctx context.Context, o e2eOptions) []result {
 	}
 	if o.idle > 0 {
 		out = append(out, benchIdle(ctx, o)...)
+	}
+	if o.failover {
+		out = append(out, benchFailover(ctx, o, rcv)...)
 	}
 	return out
 }
