@@ -176,6 +176,13 @@ func (tb *testBundle) committed(t *testing.T) int64 {
 func (tb *testBundle) committedTopic(t *testing.T, topic string) int64 {
 	t.Helper()
 	offs, err := tb.adm.FetchOffsets(tb.ctx, sink.GroupName(tb.topics))
+	// A real cluster answers COORDINATOR_NOT_AVAILABLE (retriable) while
+	// it creates __consumer_offsets or moves the group's coordinator:
+	// nothing is committed that the caller could see yet.
+	for i := 0; i < 50 && err != nil && kerr.IsRetriable(err); i++ {
+		time.Sleep(100 * time.Millisecond)
+		offs, err = tb.adm.FetchOffsets(tb.ctx, sink.GroupName(tb.topics))
+	}
 	if errors.Is(err, kerr.GroupIDNotFound) {
 		return 0
 	}

@@ -24,15 +24,16 @@ import (
 
 // Defaults. The session timeout is Kafka's lowest allowed by default
 // (group.min.session.timeout.ms = 6 s): a killed process's partitions move
-// after at most this long plus one rebalance. Heartbeats go three times per
-// timeout, as Kafka advises. The rebalance timeout bounds how long a
+// after at most this long plus one rebalance. Heartbeats go six times per
+// timeout (Kafka advises at least three): a survivor learns of the
+// rebalance at its next heartbeat, so the interval adds to every takeover. The rebalance timeout bounds how long a
 // rebalance waits for members to rejoin; a goka member rejoins once its
 // callbacks for revoked partitions returned, which takes well under it.
 const (
 	DefaultSessionTimeout    = 6 * time.Second
 	DefaultRebalanceTimeout  = 30 * time.Second
 	MinSessionTimeout        = 2 * time.Second
-	heartbeatsPerSession     = 3
+	heartbeatsPerSession     = 6
 	maxInstanceIDLen         = 249
 	instanceIDHashCharacters = 10
 )
@@ -78,6 +79,9 @@ func (m Membership) Sarama(cfg *sarama.Config) {
 	cfg.Consumer.Group.Session.Timeout = m.session()
 	cfg.Consumer.Group.Heartbeat.Interval = m.heartbeat()
 	cfg.Consumer.Group.Rebalance.Timeout = DefaultRebalanceTimeout
+	// sarama waits this long before retrying a join that failed (the
+	// coordinator still rebalancing); its 2 s default added to takeovers.
+	cfg.Consumer.Group.Rebalance.Retry.Backoff = 250 * time.Millisecond
 	cfg.Consumer.Group.InstanceId = m.InstanceID
 }
 

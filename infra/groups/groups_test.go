@@ -23,13 +23,13 @@ func TestMembershipSettings(t *testing.T) {
 	cfg := sarama.NewConfig()
 	groups.Membership{InstanceID: "a-1"}.Sarama(cfg)
 	require.Equal(t, groups.DefaultSessionTimeout, cfg.Consumer.Group.Session.Timeout)
-	require.Equal(t, groups.DefaultSessionTimeout/3, cfg.Consumer.Group.Heartbeat.Interval)
+	require.Equal(t, groups.DefaultSessionTimeout/6, cfg.Consumer.Group.Heartbeat.Interval)
 	require.Equal(t, "a-1", cfg.Consumer.Group.InstanceId)
 
 	cfg = sarama.NewConfig()
 	groups.Membership{SessionTimeout: 12 * time.Second}.Sarama(cfg)
 	require.Equal(t, 12*time.Second, cfg.Consumer.Group.Session.Timeout)
-	require.Equal(t, 4*time.Second, cfg.Consumer.Group.Heartbeat.Interval)
+	require.Equal(t, 2*time.Second, cfg.Consumer.Group.Heartbeat.Interval)
 	require.Empty(t, cfg.Consumer.Group.InstanceId, "no ID: a dynamic member")
 	cfg.Version = sarama.V2_8_0_0
 	require.NoError(t, cfg.Validate())

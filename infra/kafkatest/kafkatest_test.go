@@ -99,12 +99,24 @@ func TestExternalClusterUsesPrefixAndCleansUp(t *testing.T) {
 		})
 	})
 
-	// The subtest's cleanup deleted its topics from the shared cluster.
+	// The subtest's cleanup deleted its topics from the shared cluster;
+	// Kafka deletes them asynchronously, so poll until they are gone.
 	// WithAuthorizedOps bypasses kadm's metadata cache.
-	listed, err := adm.ListTopics(kadm.WithAuthorizedOps(ctxT(t)))
-	require.NoError(t, err)
-	for _, name := range listed.Names() {
-		require.False(t, strings.HasPrefix(name, prefix), "topic %s left behind", name)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		listed, err := adm.ListTopics(kadm.WithAuthorizedOps(ctxT(t)))
+		require.NoError(t, err)
+		var left []string
+		for _, name := range listed.Names() {
+			if strings.HasPrefix(name, prefix) {
+				left = append(left, name)
+			}
+		}
+		if len(left) == 0 {
+			break
+		}
+		require.False(t, time.Now().After(deadline), "topics left behind: %v", left)
+		time.Sleep(100 * time.Millisecond)
 	}
 	groups, err := adm.ListGroups(ctxT(t))
 	require.NoError(t, err)
