@@ -207,7 +207,7 @@ lint: $(STATICCHECK_STAMP) vet ## staticcheck ./... and go vet ./...
 	$(STATICCHECK) ./...
 
 .PHONY: bench
-bench: build clickhouse ## run the benchmark harness (chime dev end to end, then each role alone): go run ./cmd/chime-bench $(BENCH_FLAGS)
+bench: build clickhouse $(KAFKA_STAMP) ## run the benchmark harness (chime dev end to end, failover on Apache Kafka, then each role alone): go run ./cmd/chime-bench $(BENCH_FLAGS)
 	$(GO) run ./cmd/chime-bench -chime $(BIN_DIR)/chime $(BENCH_FLAGS)
 
 # `go test -list` prints a package's matching names, then its "ok <pkg>" line:
