@@ -71,7 +71,7 @@ func main() {
 	flag.DurationVar(&e2e.steadyOver, "e2e-steady-over", time.Minute, "end to end: how long the steady jobs are spread over")
 	flag.IntVar(&e2e.pending, "e2e-pending", 2_000_000, "end to end: pending jobs for RSS per pending job and recovery after kill -9; 0 skips")
 	flag.DurationVar(&e2e.idle, "e2e-idle", 30*time.Second, "end to end: idle CPU window; 0 skips")
-	flag.BoolVar(&e2e.failover, "failover", true, "roles as processes on Apache Kafka (needs `make kafka-jars`): kill -9 one process of each role under load")
+	flag.BoolVar(&e2e.failover, "failover", true, "roles as processes on Apache Kafka (needs make kafka-jars): kill -9 one process of each role under load")
 	flag.StringVar(&e2e.profileDir, "e2e-profile-dir", "", "end to end: write a CPU profile of chime dev during each burst into this directory (from /debug/pprof on its metrics address)")
 	flag.DurationVar(&e2e.profileFor, "e2e-profile-for", 10*time.Second, "end to end: length of each burst's CPU profile, from 1 s before the instant")
 	flag.BoolVar(&e2e.keepLogs, "e2e-keep", false, "end to end: keep chime's state dir and log of each run")
