@@ -93,7 +93,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	if _, err := os.Stat(filepath.Join(o.Libs)); err != nil {
+	if _, err := os.Stat(o.Libs); err != nil {
 		return nil, fmt.Errorf("kafkacluster: Kafka's jars: %w (run `make kafka-jars`)", err)
 	}
 	id := make([]byte, 16)
