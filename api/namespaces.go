@@ -24,6 +24,7 @@ type namespaceBody struct {
 	Retry           *retryJSON     `json:"retry,omitempty"`
 	RateLimit       *rateLimitJSON `json:"rate_limit,omitempty"`
 	MaxConcurrency  *uint32        `json:"max_concurrency,omitempty"`
+	Spread          *uint32        `json:"spread,omitempty"`
 	RelevancyWindow *string        `json:"relevancy_window,omitempty"`
 	SigningSecret   *string        `json:"signing_secret,omitempty"`
 	AllowedHosts    []string       `json:"allowed_hosts,omitempty"`
@@ -82,6 +83,7 @@ func (b *namespaceBody) toProto(ns string) (*chimev1.NamespaceConfig, error) {
 		cfg.RateLimit = &chimev1.RateLimit{PerSecond: deref(r.PerSecond), Burst: deref(r.Burst)}
 	}
 	cfg.MaxConcurrency = deref(b.MaxConcurrency)
+	cfg.Spread = deref(b.Spread)
 	cfg.RelevancyWindow = fe.duration("relevancy_window", b.RelevancyWindow)
 	if s := deref(b.SigningSecret); s == redacted {
 		fe.add("signing_secret", "is the redacted placeholder GET returns; send the real secret (\"whsec_\" + base64 of 24-64 random bytes), or leave the field out to have none")
@@ -146,6 +148,7 @@ func namespaceFromProto(cfg *chimev1.NamespaceConfig) namespaceBody {
 	b := namespaceBody{
 		Retry:           retryFromProto(cfg.GetRetry()),
 		MaxConcurrency:  nonZero(cfg.GetMaxConcurrency()),
+		Spread:          nonZero(cfg.GetSpread()),
 		RelevancyWindow: fmtDuration(cfg.GetRelevancyWindow()),
 		AllowedHosts:    cfg.GetAllowedHosts(),
 	}

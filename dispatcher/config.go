@@ -66,7 +66,8 @@ type Config struct {
 	// MaxInFlight bounds concurrent calls over all namespaces. Default 1024.
 	MaxInFlight int
 	// DefaultMaxConcurrency bounds concurrent calls of a namespace whose
-	// config sets no max_concurrency. Default 32.
+	// config sets no max_concurrency. Default: the namespace default
+	// (schema.NamespaceDefaults).
 	DefaultMaxConcurrency int
 	// AdmissionWait is how long a due may wait for its namespace's rate
 	// limit or concurrency cap before it is deferred. Default 2s.
@@ -148,7 +149,7 @@ func (c *Config) defaults() error {
 		c.MaxInFlight = 1024
 	}
 	if c.DefaultMaxConcurrency <= 0 {
-		c.DefaultMaxConcurrency = 32
+		c.DefaultMaxConcurrency = int(schema.NamespaceDefaults().GetMaxConcurrency())
 	}
 	if c.AdmissionWait <= 0 {
 		c.AdmissionWait = 2 * time.Second

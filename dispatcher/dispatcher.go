@@ -190,10 +190,10 @@ func (d *Dispatcher) process(owned context.Context, due *chimev1.Due, consumed t
 		return d.publish(ctx, res)
 	}
 	// An open breaker defers at once, without queueing in the lane.
-	if v := d.gate.peek(name, d.cfg.Now()); !v.allow {
+	if v := d.gate.peek(due, d.cfg.Now()); !v.allow {
 		return d.publish(ctx, d.held(due, v))
 	}
-	ln := d.lanes.get(name, ns)
+	ln := d.lanes.get(due, ns)
 	adm, kind, ok := d.lanes.acquire(owned, ln, time.Now().Add(d.cfg.AdmissionWait))
 	if !ok {
 		if owned.Err() != nil {
@@ -211,7 +211,7 @@ func (d *Dispatcher) process(owned context.Context, due *chimev1.Due, consumed t
 	}
 	// Asked again right before the call: the state may have changed while
 	// the due waited for admission, and only this answer takes a probe.
-	v := d.gate.take(name, d.cfg.Now())
+	v := d.gate.take(due, d.cfg.Now())
 	if !v.allow {
 		adm.release()
 		return d.publish(ctx, d.held(due, v))
@@ -220,7 +220,7 @@ func (d *Dispatcher) process(owned context.Context, due *chimev1.Due, consumed t
 	cr := d.call(due, ns, consumed)
 	adm.release()
 	if ctx.Err() != nil {
-		d.gate.giveBack(name, v)
+		d.gate.giveBack(due, v)
 		return false // shutdown cut the call short: the next owner makes it
 	}
 	res := d.decide(due, ns, cr)
@@ -233,7 +233,7 @@ func (d *Dispatcher) process(owned context.Context, due *chimev1.Due, consumed t
 		// given back: another due becomes the probe, or the half-open
 		// breaker would wait for it forever.
 		if counted, _ := breaker.Classify(res.outcome); !ok || !counted {
-			d.gate.giveBack(name, v)
+			d.gate.giveBack(due, v)
 		}
 	}
 	return ok

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chime-sched/chime/processors/breaker"
+	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
@@ -38,7 +39,8 @@ import (
 //
 // Probes are counted here, per namespace and breaker version (a version
 // is one half-open episode). One dispatcher owns a namespace's partition
-// at a time, so the count is exact; a probe taken but not sent (admission
+// at a time, so the count is exact (a spread namespace sends an episode's
+// probes from one shard, hence one partition: schema/spread.go); a probe taken but not sent (admission
 // refused, or its outcome is one the breaker does not count, like a
 // refused URL) is given back, so a half-open breaker always gets its
 // granted probes' outcomes. After a handover the new owner starts counting
@@ -83,59 +85,70 @@ func newGate(src Breakers, rampMin time.Duration) *gate {
 // peek answers without taking a probe: the cheap check before admission,
 // so a due of an open namespace is deferred at once rather than after
 // queueing for its lane (and burning rate-limit tokens).
-func (g *gate) peek(ns string, now time.Time) verdict {
+func (g *gate) peek(due *chimev1.Due, now time.Time) verdict {
 	if g.src == nil {
 		return verdict{allow: true}
 	}
-	st := g.src.Get(ns)
+	st := g.src.Get(due.GetNamespace())
 	g.mu.Lock()
-	sent := g.sentLocked(ns, st)
+	sent := g.sentLocked(due, st)
 	g.mu.Unlock()
 	allow, probe, at := breaker.Gate(st, now, sent)
 	return verdict{allow: allow, probe: probe, retryAt: at, st: st}
 }
 
 // take answers right before the call; a probe it grants is counted.
-func (g *gate) take(ns string, now time.Time) verdict {
+func (g *gate) take(due *chimev1.Due, now time.Time) verdict {
 	if g.src == nil {
 		return verdict{allow: true}
 	}
-	st := g.src.Get(ns)
+	st := g.src.Get(due.GetNamespace())
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	allow, probe, at := breaker.Gate(st, now, g.sentLocked(ns, st))
+	allow, probe, at := breaker.Gate(st, now, g.sentLocked(due, st))
 	if probe {
-		g.probes[ns].sent++
+		g.probes[probeKey(due)].sent++
 	}
 	return verdict{allow: allow, probe: probe, retryAt: at, st: st}
 }
 
 // giveBack returns a probe that take granted but that produced nothing
 // the breaker counts.
-func (g *gate) giveBack(ns string, v verdict) {
+func (g *gate) giveBack(due *chimev1.Due, v verdict) {
 	if !v.probe {
 		return
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if pc := g.probes[ns]; pc != nil && pc.version == v.st.GetVersion() && pc.sent > 0 {
+	if pc := g.probes[probeKey(due)]; pc != nil && pc.version == v.st.GetVersion() && pc.sent > 0 {
 		pc.sent--
 	}
 }
 
-// sentLocked is the probes sent in st's half-open episode; it forgets
-// the count of an episode that ended. g.mu is held.
-func (g *gate) sentLocked(ns string, st *chimev1.BreakerStatus) uint32 {
+// sentLocked is the probes sent in st's half-open episode by due's
+// namespace shard; it forgets the count of an episode that ended. Of a
+// spread namespace only the episode's probe shard sends probes
+// (schema.ProbeShard): for the others they are all out. g.mu is held.
+func (g *gate) sentLocked(due *chimev1.Due, st *chimev1.BreakerStatus) uint32 {
+	key := probeKey(due)
 	if breaker.StateOf(st) != chimev1.BreakerState_BREAKER_STATE_HALF_OPEN {
-		delete(g.probes, ns)
+		delete(g.probes, key)
 		return 0
 	}
-	pc := g.probes[ns]
+	if n, shard := shardOf(due); shard != schema.ProbeShard(st.GetVersion(), n) {
+		return st.GetProbesGranted()
+	}
+	pc := g.probes[key]
 	if pc == nil || pc.version != st.GetVersion() {
 		pc = &probeCount{version: st.GetVersion()}
-		g.probes[ns] = pc
+		g.probes[key] = pc
 	}
 	return pc.sent
+}
+
+func probeKey(due *chimev1.Due) string {
+	n, shard := shardOf(due)
+	return laneKey(due.GetNamespace(), n, shard)
 }
 
 // notBefore is when a due held back by v comes back: v.retryAt plus its

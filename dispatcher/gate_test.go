@@ -38,8 +38,8 @@ func (f *fakeBreakers) Get(ns string) *chimev1.BreakerStatus {
 func TestGateWithoutBreakersAllows(t *testing.T) {
 	t.Parallel()
 	g := newGate(nil, 5*time.Second)
-	require.True(t, g.peek("acme", time.Now()).allow)
-	require.True(t, g.take("acme", time.Now()).allow)
+	require.True(t, g.peek(nsDue("acme"), time.Now()).allow)
+	require.True(t, g.take(nsDue("acme"), time.Now()).allow)
 }
 
 func TestGateCountsProbesPerEpisode(t *testing.T) {
@@ -52,32 +52,32 @@ func TestGateCountsProbesPerEpisode(t *testing.T) {
 			Version: version, ProbesGranted: 2, CoolOff: durationpb.New(time.Second)}
 	}
 	src.set(half(3))
-	require.True(t, g.peek("acme", now).probe, "peek does not take the probe")
-	require.True(t, g.peek("acme", now).probe)
-	v1, v2 := g.take("acme", now), g.take("acme", now)
+	require.True(t, g.peek(nsDue("acme"), now).probe, "peek does not take the probe")
+	require.True(t, g.peek(nsDue("acme"), now).probe)
+	v1, v2 := g.take(nsDue("acme"), now), g.take(nsDue("acme"), now)
 	require.True(t, v1.allow && v1.probe)
 	require.True(t, v2.allow && v2.probe)
-	v3 := g.take("acme", now)
+	v3 := g.take(nsDue("acme"), now)
 	require.False(t, v3.allow, "only the granted probes")
 	require.Equal(t, now.Add(time.Second), v3.retryAt)
-	require.False(t, g.peek("acme", now).allow)
+	require.False(t, g.peek(nsDue("acme"), now).allow)
 
 	// A probe that was not sent is given back to the episode.
-	g.giveBack("acme", v2)
-	require.True(t, g.take("acme", now).probe)
-	require.False(t, g.take("acme", now).allow)
+	g.giveBack(nsDue("acme"), v2)
+	require.True(t, g.take(nsDue("acme"), now).probe)
+	require.False(t, g.take(nsDue("acme"), now).allow)
 
 	// A new episode (the breaker reopened and half-opened again) grants
 	// afresh; a give-back from the old one is ignored.
 	src.set(half(5))
-	g.giveBack("acme", v1)
-	require.True(t, g.take("acme", now).probe)
-	require.True(t, g.take("acme", now).probe)
-	require.False(t, g.take("acme", now).allow)
+	g.giveBack(nsDue("acme"), v1)
+	require.True(t, g.take(nsDue("acme"), now).probe)
+	require.True(t, g.take(nsDue("acme"), now).probe)
+	require.False(t, g.take(nsDue("acme"), now).allow)
 
 	// Closed: everything goes, nothing is a probe; the count is forgotten.
 	src.set(&chimev1.BreakerStatus{Namespace: "acme", State: chimev1.BreakerState_BREAKER_STATE_CLOSED, Version: 6})
-	v := g.take("acme", now)
+	v := g.take(nsDue("acme"), now)
 	require.True(t, v.allow)
 	require.False(t, v.probe)
 	require.Empty(t, g.probes)
@@ -95,15 +95,15 @@ func TestGateHoldsBackOpenDisabledForced(t *testing.T) {
 		{Namespace: "forced", State: chimev1.BreakerState_BREAKER_STATE_FORCED_OPEN},
 	} {
 		src.set(st)
-		for _, v := range []verdict{g.peek(st.Namespace, now), g.take(st.Namespace, now)} {
+		for _, v := range []verdict{g.peek(nsDue(st.Namespace), now), g.take(nsDue(st.Namespace), now)} {
 			require.False(t, v.allow, st.Namespace)
 			require.Contains(t, v.why(st.Namespace), "deferred")
 		}
 	}
-	require.True(t, next.Equal(g.take("open", now).retryAt))
-	require.Equal(t, now.Add(breaker.HeldRecheck), g.take("disabled", now).retryAt)
+	require.True(t, next.Equal(g.take(nsDue("open"), now).retryAt))
+	require.Equal(t, now.Add(breaker.HeldRecheck), g.take(nsDue("disabled"), now).retryAt)
 	src.set(&chimev1.BreakerStatus{Namespace: "fc", State: chimev1.BreakerState_BREAKER_STATE_FORCED_CLOSED})
-	require.True(t, g.take("fc", now).allow)
+	require.True(t, g.take(nsDue("fc"), now).allow)
 }
 
 // The ramp: dues held back by one open episode come back spread over
@@ -165,3 +165,6 @@ func TestDoneMetadataRoundTrips(t *testing.T) {
 	require.False(t, skip[2])
 	require.False(t, skip[4999])
 }
+
+// nsDue is a due of namespace ns that is not spread.
+func nsDue(ns string) *chimev1.Due { return &chimev1.Due{Namespace: ns} }

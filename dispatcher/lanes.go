@@ -2,12 +2,14 @@ package dispatcher
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
 
+	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
@@ -16,7 +18,8 @@ import (
 // (and then for one of the global slots, which a namespace can hold at most
 // max_concurrency of), so a namespace whose endpoint hangs fills its own
 // lane and nobody else's. Namespaces map to one partition each, so one
-// dispatcher owns a namespace's lane at a time and the limits are exact.
+// dispatcher owns a namespace's lane at a time and the limits are exact;
+// a spread namespace has a lane per shard, each on its own partition.
 type lane struct {
 	slots chan struct{}
 	// waiting counts dues waiting for a slot; beyond maxWaiting a due is
@@ -43,20 +46,31 @@ func newLanes(maxInFlight, defConc, maxWaiting int) *lanes {
 	return &lanes{byNS: map[string]*lane{}, global: make(chan struct{}, maxInFlight), defConc: defConc, maxWaiting: int32(maxWaiting)}
 }
 
-// get returns ns's lane for its current config.
-func (l *lanes) get(ns string, cfg *chimev1.NamespaceConfig) *lane {
+// get returns the lane of due's namespace shard for the namespace's
+// current config. A namespace that is not spread has one lane with its
+// whole limits; a spread one has a lane per shard, with the shard's share
+// of them (schema/spread.go), so the lanes of all dispatchers together
+// hold the namespace's limits.
+func (l *lanes) get(due *chimev1.Due, cfg *chimev1.NamespaceConfig) *lane {
+	n, shard := shardOf(due)
 	maxConc := int(cfg.GetMaxConcurrency())
 	if maxConc <= 0 {
 		maxConc = l.defConc
 	}
-	perSec := cfg.GetRateLimit().GetPerSecond()
-	burst := int(cfg.GetRateLimit().GetBurst())
-	if perSec > 0 && burst <= 0 {
-		burst = max(1, int(perSec))
+	// At least one: the API refuses a spread above max_concurrency, so
+	// a zero share comes only from this dispatcher's own default being
+	// below the spread.
+	maxConc = max(1, int(schema.Share(uint32(maxConc), n, shard)))
+	var perSec float64
+	var burst int
+	if rl := cfg.GetRateLimit(); rl.GetPerSecond() > 0 {
+		perSec = rl.GetPerSecond() / float64(n)
+		burst = max(1, int(schema.Share(schema.Burst(rl), n, shard)))
 	}
+	key := laneKey(due.GetNamespace(), n, shard)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	ln := l.byNS[ns]
+	ln := l.byNS[key]
 	if ln != nil && ln.maxConc == maxConc && ln.perSec == perSec && ln.burst == burst {
 		return ln
 	}
@@ -64,8 +78,23 @@ func (l *lanes) get(ns string, cfg *chimev1.NamespaceConfig) *lane {
 	if perSec > 0 {
 		ln.limiter = rate.NewLimiter(rate.Limit(perSec), burst)
 	}
-	l.byNS[ns] = ln
+	l.byNS[key] = ln
 	return ln
+}
+
+// shardOf is due's spread (at least 1) and its shard in it.
+func shardOf(due *chimev1.Due) (n, shard uint32) {
+	n = max(due.GetSpread(), 1)
+	return n, due.GetShard() % n
+}
+
+// laneKey names a namespace shard's lane and probe count: the namespace
+// itself when it is not spread.
+func laneKey(ns string, n, shard uint32) string {
+	if n <= 1 {
+		return ns
+	}
+	return ns + "#" + strconv.FormatUint(uint64(shard), 10)
 }
 
 // admission is what acquire grants; release gives it back.

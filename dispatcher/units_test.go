@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
@@ -273,7 +274,7 @@ func TestDedup(t *testing.T) {
 func TestLanesIsolateNamespaces(t *testing.T) {
 	t.Parallel()
 	l := newLanes(8, 2, 100)
-	busy := l.get("busy", nil)
+	busy := l.get(nsDue("busy"), nil)
 	ctx := context.Background()
 	soon := func() time.Time { return time.Now().Add(50 * time.Millisecond) }
 	a1, _, ok := l.acquire(ctx, busy, soon())
@@ -284,7 +285,7 @@ func TestLanesIsolateNamespaces(t *testing.T) {
 	require.False(t, ok, "busy's cap of 2 is reached")
 	require.Equal(t, kindConcurrency, kind)
 	// Another namespace is not held up by busy's full lane.
-	other := l.get("other", &chimev1.NamespaceConfig{MaxConcurrency: 4})
+	other := l.get(nsDue("other"), &chimev1.NamespaceConfig{MaxConcurrency: 4})
 	for range 4 {
 		_, _, ok := l.acquire(ctx, other, soon())
 		require.True(t, ok)
@@ -293,7 +294,7 @@ func TestLanesIsolateNamespaces(t *testing.T) {
 	_, _, ok = l.acquire(ctx, busy, soon())
 	require.True(t, ok, "a released slot is reused")
 
-	limited := l.get("limited", &chimev1.NamespaceConfig{RateLimit: &chimev1.RateLimit{PerSecond: 1, Burst: 1}})
+	limited := l.get(nsDue("limited"), &chimev1.NamespaceConfig{RateLimit: &chimev1.RateLimit{PerSecond: 1, Burst: 1}})
 	a, _, ok := l.acquire(ctx, limited, soon())
 	require.True(t, ok)
 	a.release()
@@ -308,5 +309,55 @@ func TestHeaderNamesAreCanonical(t *testing.T) {
 	t.Parallel()
 	for _, h := range []string{HeaderIdempotencyKey, HeaderJobID, HeaderNamespace, HeaderAttempt, HeaderScheduledAt, HeaderDeadline, "User-Agent"} {
 		require.Equal(t, http.CanonicalHeaderKey(h), h)
+	}
+}
+
+// A spread namespace's shards get lanes of their own whose limits sum to
+// the namespace's.
+func TestLanesSplitSpreadNamespace(t *testing.T) {
+	t.Parallel()
+	l := newLanes(1024, 32, 100)
+	cfg := &chimev1.NamespaceConfig{MaxConcurrency: 10, RateLimit: &chimev1.RateLimit{PerSecond: 100, Burst: 7}}
+	var conc, burst int
+	var perSec float64
+	seen := map[*lane]bool{}
+	for shard := range uint32(4) {
+		ln := l.get(&chimev1.Due{Namespace: "hot", Shard: shard, Spread: 4}, cfg)
+		require.False(t, seen[ln], "shard %d has its own lane", shard)
+		seen[ln] = true
+		conc += ln.maxConc
+		burst += ln.burst
+		perSec += ln.perSec
+		require.Same(t, ln, l.get(&chimev1.Due{Namespace: "hot", Shard: shard, Spread: 4}, cfg), "the same lane again")
+	}
+	require.Equal(t, 10, conc)
+	require.Equal(t, 7, burst)
+	require.InDelta(t, 100, perSec, 1e-9)
+	whole := l.get(nsDue("hot"), cfg)
+	require.Equal(t, 10, whole.maxConc, "a due of the namespace before it was spread takes the whole lane")
+}
+
+// Of a spread namespace only the episode's probe shard sends probes, and
+// the next episode moves them on.
+func TestGateProbesOneShardPerEpisode(t *testing.T) {
+	t.Parallel()
+	src := &fakeBreakers{}
+	g := newGate(src, 5*time.Second)
+	now := time.Now()
+	shard := func(i uint32) *chimev1.Due { return &chimev1.Due{Namespace: "hot", Shard: i, Spread: 3} }
+	for _, version := range []uint64{7, 8, 9} {
+		src.set(&chimev1.BreakerStatus{Namespace: "hot", State: chimev1.BreakerState_BREAKER_STATE_HALF_OPEN,
+			Version: version, ProbesGranted: 2, CoolOff: durationpb.New(time.Second)})
+		probes := 0
+		for i := range uint32(3) {
+			for range 3 {
+				if v := g.take(shard(i), now); v.allow {
+					require.True(t, v.probe)
+					require.EqualValues(t, schema.ProbeShard(version, 3), i, "version %d", version)
+					probes++
+				}
+			}
+		}
+		require.Equal(t, 2, probes, "version %d: the granted probes, in sum", version)
 	}
 }

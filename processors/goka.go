@@ -65,6 +65,22 @@ func TopicManagerConfig(replication int) *goka.TopicManagerConfig {
 // component that must agree with goka refers to the same function.
 func Hasher() hash.Hash32 { return fnv.New32a() }
 
+// PartitionOf is the partition goka's producer (sarama's hash partitioner
+// with Hasher, in its default, non-reference absolute-value mode) writes
+// key to in a topic of n partitions.
+func PartitionOf(key string, n int32) int32 {
+	if n <= 0 {
+		return 0
+	}
+	h := Hasher()
+	_, _ = h.Write([]byte(key))
+	p := int32(h.Sum32()) % n
+	if p < 0 {
+		p = -p
+	}
+	return p
+}
+
 // ProcessorOptions are the goka options shared by every chime processor.
 // Each builder gets its own sarama config: goka's builders write the client
 // ID into the config they are given while clients built from it read it.

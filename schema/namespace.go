@@ -29,6 +29,7 @@ func NamespaceDefaults() *chimev1.NamespaceConfig {
 		// No rate limit unless set (per_second 0).
 		RateLimit:       &chimev1.RateLimit{},
 		MaxConcurrency:  32,
+		Spread:          1,   // one shard: the namespace's own due partition
 		RelevancyWindow: nil, // no window: a late fire still goes out
 		Breaker: &chimev1.BreakerConfig{
 			Window:                durationpb.New(30 * time.Second),
@@ -157,6 +158,9 @@ func ValidateNamespaceConfig(cfg *chimev1.NamespaceConfig) error {
 	if cfg.GetMaxConcurrency() > 10000 {
 		return invalid("max_concurrency", "must be at most 10000, got %d", cfg.GetMaxConcurrency())
 	}
+	if e := validateSpread(cfg); e != nil {
+		return e
+	}
 	if w := cfg.GetRelevancyWindow(); w != nil {
 		d, e := checkDuration("relevancy_window", w)
 		if e != nil {
@@ -269,6 +273,26 @@ func ValidateNamespaceCommand(cmd *chimev1.NamespaceCommand) error {
 		}
 	default:
 		return invalid("command", "exactly one of put, add_key, revoke_key must be set")
+	}
+	return nil
+}
+
+// validateSpread refuses a spread that would leave a shard no share of the
+// namespace's concurrency limit or rate limit burst (spread.go).
+func validateSpread(cfg *chimev1.NamespaceConfig) *ValidationError {
+	n := cfg.GetSpread()
+	if n > MaxSpread {
+		return invalid("spread", "must be at most %d, got %d", MaxSpread, n)
+	}
+	if n <= 1 {
+		return nil
+	}
+	eff := EffectiveNamespace(cfg.GetNamespace(), cfg)
+	if c := eff.GetMaxConcurrency(); n > c {
+		return invalid("spread", "%d shards cannot share max_concurrency %d: each shard needs at least one concurrent call; raise max_concurrency or lower spread", n, c)
+	}
+	if rl := eff.GetRateLimit(); rl.GetPerSecond() > 0 && n > Burst(rl) {
+		return invalid("spread", "%d shards cannot share a rate limit burst of %d: each shard needs at least one token; raise rate_limit.burst or lower spread", n, Burst(rl))
 	}
 	return nil
 }

@@ -40,7 +40,8 @@ func (t Topics) SchedulerGroup() string { return t.Prefix + "scheduler" }
 // SchedulerTable is goka's table topic for SchedulerGroup.
 func (t Topics) SchedulerTable() string { return t.SchedulerGroup() + "-table" }
 
-// Due carries fires to the dispatchers, keyed by namespace.
+// Due carries fires to the dispatchers, keyed by namespace (a spread
+// namespace's shards by "ns#k" keys: schema/spread.go).
 func (t Topics) Due() string { return t.Prefix + "due" }
 
 // Outcomes carries callback outcomes, keyed by namespace.

@@ -67,6 +67,9 @@ type input struct {
 	// nsWindow is the namespace's relevancy window (0: none set), from the
 	// namespace table the scheduler looks up.
 	nsWindow time.Duration
+	// nsSpread is the namespace's effective spread (schema.Spread; 1: not
+	// spread).
+	nsSpread uint32
 }
 
 func (in *input) eventID() string {
@@ -718,6 +721,10 @@ func (d *decider) due(in *input, st *chimev1.JobState, em *chimev1.Emission, fir
 	}
 	if w := d.window(in, st); w > 0 {
 		due.RelevancyWindow = durationpb.New(w)
+	}
+	if in.nsSpread > 1 {
+		due.Spread = in.nsSpread
+		due.Shard = schema.ShardOf(spec.GetId(), in.nsSpread)
 	}
 	return due
 }

@@ -207,6 +207,8 @@ type Scheduler struct {
 	fires   *prometheus.CounterVec
 	// swept counts the overdue rows the running sweep handled.
 	swept atomic.Int64
+	// dueKeys keys the due events (duekeys.go).
+	dueKeys dueKeys
 }
 
 // New builds a scheduler. It does not connect until Run.
@@ -316,6 +318,11 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			s.tickCl.Close()
 		}
 	}()
+	if s.tickCl != nil {
+		wctx, stopWatch := context.WithCancel(ctx)
+		defer stopWatch()
+		go s.dueKeys.watch(wctx, s.tickCl, s.cfg.Topics.Due())
+	}
 	if s.namespaces == nil {
 		v, stop, err := views.StartNamespaces(ctx, s.cfg.Brokers, s.cfg.Topics, s.cfg.ClientID+"-namespaces", s.cfg.Replication, s.cfg.Logger)
 		if err != nil {
@@ -442,26 +449,29 @@ func (s *Scheduler) Get(key string) (st *chimev1.JobState, err error) {
 func (s *Scheduler) onCommand(ctx goka.Context, msg any) {
 	in := &input{key: ctx.Key(), topic: string(ctx.Topic()), partition: ctx.Partition(), offset: ctx.Offset()}
 	in.raw, _ = msg.([]byte)
-	in.nsWindow = s.namespaceWindow(ctx)
+	s.namespaceOf(ctx, in)
 	cur, held := s.current(ctx)
 	s.apply(ctx, s.decider.onCommand(in, cur, s.cfg.Now()), held, false)
 }
 
 func (s *Scheduler) onTick(ctx goka.Context, _ any) {
 	in := &input{key: ctx.Key(), topic: string(ctx.Topic()), partition: ctx.Partition(), offset: ctx.Offset()}
-	in.nsWindow = s.namespaceWindow(ctx)
+	s.namespaceOf(ctx, in)
 	cur, held := s.current(ctx)
 	s.apply(ctx, s.decider.onTick(in, cur, s.cfg.Now()), held, true)
 }
 
-// namespaceWindow reads the relevancy window of the row's namespace.
-func (s *Scheduler) namespaceWindow(ctx goka.Context) time.Duration {
+// namespaceOf reads what decisions take from the row's namespace config:
+// its relevancy window and spread.
+func (s *Scheduler) namespaceOf(ctx goka.Context, in *input) {
+	in.nsSpread = 1
 	ns, _, ok := schema.SplitJobKey(ctx.Key())
 	if !ok {
-		return 0
+		return
 	}
 	cfg, _ := s.namespaces.Get(ns)
-	return cfg.GetRelevancyWindow().AsDuration()
+	in.nsWindow = cfg.GetRelevancyWindow().AsDuration()
+	in.nsSpread = schema.Spread(cfg)
 }
 
 // current is the row as last decided: the one held unwritten (taken out;
@@ -493,7 +503,7 @@ func (s *Scheduler) current(ctx goka.Context) (st *chimev1.JobState, held []byte
 func (s *Scheduler) apply(ctx goka.Context, d decision, held []byte, tick bool) {
 	t := s.cfg.Topics
 	for _, due := range d.dues {
-		ctx.Emit(goka.Stream(t.Due()), due.GetNamespace(), due)
+		ctx.Emit(goka.Stream(t.Due()), s.dueKeys.key(due), due)
 		s.fireLag.Observe(due.GetEmittedAt().AsTime().Sub(due.GetFireAt().AsTime()).Seconds())
 	}
 	if len(d.dues) > 0 {
@@ -609,7 +619,7 @@ func (s *Scheduler) onSweep(ctx goka.Context, meta any) {
 	}
 	id, _ := meta.(int64)
 	in := &input{key: ctx.Key(), topic: "sweep-" + strconv.FormatInt(id, 10) + "-" + ctx.Key(), partition: ctx.Partition()}
-	in.nsWindow = s.namespaceWindow(ctx)
+	s.namespaceOf(ctx, in)
 	s.swept.Add(1)
 	s.apply(ctx, s.decider.onTick(in, cur, now), held, true)
 }

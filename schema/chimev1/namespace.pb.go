@@ -207,8 +207,14 @@ type NamespaceConfig struct {
 	Breaker       *BreakerConfig         `protobuf:"bytes,8,opt,name=breaker,proto3" json:"breaker,omitempty"`
 	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	// SHA-256 hashes of the namespace's API keys.
-	KeyHashes     [][]byte `protobuf:"bytes,10,rep,name=key_hashes,json=keyHashes,proto3" json:"key_hashes,omitempty"`
-	Version       uint64   `protobuf:"varint,11,opt,name=version,proto3" json:"version,omitempty"`
+	KeyHashes [][]byte `protobuf:"bytes,10,rep,name=key_hashes,json=keyHashes,proto3" json:"key_hashes,omitempty"`
+	Version   uint64   `protobuf:"varint,11,opt,name=version,proto3" json:"version,omitempty"`
+	// How many shards the namespace's due events are spread over (0 or 1:
+	// one, keyed by the namespace). Each shard goes to its own due
+	// partition, so that many dispatchers can carry the namespace at once;
+	// max_concurrency, the rate limit and the breaker's probes are split
+	// between the shards so that they hold in sum (schema/spread.go).
+	Spread        uint32 `protobuf:"varint,12,opt,name=spread,proto3" json:"spread,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -316,6 +322,13 @@ func (x *NamespaceConfig) GetKeyHashes() [][]byte {
 func (x *NamespaceConfig) GetVersion() uint64 {
 	if x != nil {
 		return x.Version
+	}
+	return 0
+}
+
+func (x *NamespaceConfig) GetSpread() uint32 {
+	if x != nil {
+		return x.Spread
 	}
 	return 0
 }
@@ -556,7 +569,7 @@ const file_chime_v1_namespace_proto_rawDesc = "" +
 	"maxCoolOff\x12(\n" +
 	"\x10half_open_probes\x18\t \x01(\rR\x0ehalfOpenProbes\x12(\n" +
 	"\x10trips_to_disable\x18\n" +
-	" \x01(\rR\x0etripsToDisable\"\xf2\x03\n" +
+	" \x01(\rR\x0etripsToDisable\"\x8a\x04\n" +
 	"\x0fNamespaceConfig\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12+\n" +
 	"\x05retry\x18\x02 \x01(\v2\x15.chime.v1.RetryPolicyR\x05retry\x122\n" +
@@ -572,7 +585,8 @@ const file_chime_v1_namespace_proto_rawDesc = "" +
 	"\n" +
 	"key_hashes\x18\n" +
 	" \x03(\fR\tkeyHashes\x12\x18\n" +
-	"\aversion\x18\v \x01(\x04R\aversion\"\xa5\x02\n" +
+	"\aversion\x18\v \x01(\x04R\aversion\x12\x16\n" +
+	"\x06spread\x18\f \x01(\rR\x06spread\"\xa5\x02\n" +
 	"\x10NamespaceCommand\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x127\n" +

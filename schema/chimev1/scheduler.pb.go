@@ -749,7 +749,12 @@ type Due struct {
 	RelevancyWindow *durationpb.Duration `protobuf:"bytes,15,opt,name=relevancy_window,json=relevancyWindow,proto3" json:"relevancy_window,omitempty"`
 	// The earlier failed attempts of this fire, oldest first, at most
 	// MaxAttemptHistory (the most recent ones): what a dead letter lists.
-	History       []*CallbackOutcome `protobuf:"bytes,16,rep,name=history,proto3" json:"history,omitempty"`
+	History []*CallbackOutcome `protobuf:"bytes,16,rep,name=history,proto3" json:"history,omitempty"`
+	// The namespace's spread when the due was emitted, and this job's shard
+	// in it (schema.ShardOf); spread 0 or 1 means not spread. The dispatcher
+	// gives the shard its share of the namespace's limits.
+	Shard         uint32 `protobuf:"varint,17,opt,name=shard,proto3" json:"shard,omitempty"`
+	Spread        uint32 `protobuf:"varint,18,opt,name=spread,proto3" json:"spread,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -894,6 +899,20 @@ func (x *Due) GetHistory() []*CallbackOutcome {
 		return x.History
 	}
 	return nil
+}
+
+func (x *Due) GetShard() uint32 {
+	if x != nil {
+		return x.Shard
+	}
+	return 0
+}
+
+func (x *Due) GetSpread() uint32 {
+	if x != nil {
+		return x.Spread
+	}
+	return 0
 }
 
 // JobEvent is the job lifecycle stream (job-events topic, keyed by
@@ -1220,7 +1239,7 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\fredeliveries\x18\x05 \x01(\rR\fredeliveries\"r\n" +
 	"\x04Tick\x125\n" +
 	"\btimer_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\atimerAt\x123\n" +
-	"\asent_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x06sentAt\"\x82\x06\n" +
+	"\asent_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x06sentAt\"\xb0\x06\n" +
 	"\x03Due\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x19\n" +
@@ -1239,7 +1258,9 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\x0fidempotency_key\x18\r \x01(\tR\x0eidempotencyKey\x12\x1c\n" +
 	"\tdeferrals\x18\x0e \x01(\rR\tdeferrals\x12D\n" +
 	"\x10relevancy_window\x18\x0f \x01(\v2\x19.google.protobuf.DurationR\x0frelevancyWindow\x123\n" +
-	"\ahistory\x18\x10 \x03(\v2\x19.chime.v1.CallbackOutcomeR\ahistory\x1a9\n" +
+	"\ahistory\x18\x10 \x03(\v2\x19.chime.v1.CallbackOutcomeR\ahistory\x12\x14\n" +
+	"\x05shard\x18\x11 \x01(\rR\x05shard\x12\x16\n" +
+	"\x06spread\x18\x12 \x01(\rR\x06spread\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc6\x03\n" +
