@@ -89,14 +89,62 @@ func PartitionOf(key string, n int32) int32 {
 func ProcessorOptions(clientID string, replication int, m groups.Membership, logger *slog.Logger) []goka.ProcessorOption {
 	groupCfg := SaramaConfig(clientID)
 	m.Sarama(groupCfg)
+	// A processor's own sarama consumer reads its table partitions only
+	// while recovering them after an assignment, and closing it waits for
+	// the fetch in flight: with the idle wait, every takeover paid it.
+	recoverCfg := SaramaConfig(clientID)
+	recoverCfg.Consumer.MaxWaitTime = RecoveryFetchWait
 	return []goka.ProcessorOption{
 		goka.WithClientID(clientID),
-		goka.WithConsumerGroupBuilder(goka.ConsumerGroupBuilderWithConfig(groupCfg)),
-		goka.WithConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(SaramaConfig(clientID))),
+		goka.WithConsumerGroupBuilder(rejoining(goka.ConsumerGroupBuilderWithConfig(groupCfg))),
+		goka.WithConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(recoverCfg)),
 		goka.WithProducerBuilder(goka.ProducerBuilderWithConfig(SaramaConfig(clientID))),
 		goka.WithTopicManagerBuilder(goka.TopicManagerBuilderWithConfig(SaramaConfig(clientID), TopicManagerConfig(replication))),
 		goka.WithHasher(Hasher),
 		goka.WithLogger(slogLogger{logger}),
+	}
+}
+
+// RecoveryFetchWait bounds the fetch wait of the consumer a processor
+// recovers its table partitions with.
+const RecoveryFetchWait = 100 * time.Millisecond
+
+// rejoining wraps goka's consumer group so that a rebalance does not end
+// Consume: goka waits a fixed 5 s after Consume returns before it joins
+// again (processor.go, rebalanceLoop), and the group's coordinator waits
+// for that rejoin, so every takeover, even by a process that kept all its
+// partitions, took 5 s longer than the session timeout. sarama calls the
+// handler's Setup and Cleanup for each generation within one Consume, as
+// goka expects; an error (a failed join, a partition processor's error
+// returned by Cleanup) still ends Consume and so the processor.
+func rejoining(build goka.ConsumerGroupBuilder) goka.ConsumerGroupBuilder {
+	return func(brokers []string, group, clientID string) (sarama.ConsumerGroup, error) {
+		g, err := build(brokers, group, clientID)
+		if err != nil {
+			return nil, err
+		}
+		return rejoiningGroup{g}, nil
+	}
+}
+
+type rejoiningGroup struct{ sarama.ConsumerGroup }
+
+// rejoinPause keeps a Consume that ends at once from spinning.
+const rejoinPause = 250 * time.Millisecond
+
+func (g rejoiningGroup) Consume(ctx context.Context, topics []string, h sarama.ConsumerGroupHandler) error {
+	for {
+		started := time.Now()
+		if err := g.ConsumerGroup.Consume(ctx, topics, h); err != nil || ctx.Err() != nil {
+			return err
+		}
+		if time.Since(started) < rejoinPause {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(rejoinPause):
+			}
+		}
 	}
 }
 

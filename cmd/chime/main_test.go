@@ -82,8 +82,14 @@ func startDev(t *testing.T, stateDir string, port int) *devProc {
 // (e.g. the race report behind an exit status 66).
 func startChild(t *testing.T, stdout io.Writer, onLine func(string), args ...string) *devProc {
 	t.Helper()
+	return startChildEnv(t, nil, stdout, onLine, args...)
+}
+
+// startChildEnv is startChild with env added to the child's environment.
+func startChildEnv(t *testing.T, env []string, stdout io.Writer, onLine func(string), args ...string) *devProc {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "CHIME_RUN_MAIN=1")
+	cmd.Env = append(append(os.Environ(), "CHIME_RUN_MAIN=1"), env...)
 	cmd.Stdout = stdout
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
