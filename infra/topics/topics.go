@@ -257,9 +257,9 @@ func check(ctx context.Context, adm *kadm.Client, specs []schema.Spec, details k
 	for i, sp := range specs {
 		names[i] = sp.Name
 	}
-	configs, err := adm.DescribeTopicConfigs(ctx, names...)
+	configs, err := describeConfigs(ctx, adm, names)
 	if err != nil {
-		return fmt.Errorf("provision topics: describe topic configs: %w", err)
+		return err
 	}
 	policies := make(map[string]string, len(configs))
 	for _, rc := range configs {
@@ -309,6 +309,35 @@ func check(ctx context.Context, adm *kadm.Client, specs []schema.Spec, details k
 		return fmt.Errorf("provision topics: existing topics do not match what chime needs:\n%w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// describeConfigs reads the topics' configs. A broker learns of a topic
+// another process just created a moment after the broker that listed it:
+// until then it answers UNKNOWN_TOPIC_OR_PARTITION, so that answer is
+// asked again (for at most createVisibleTimeout).
+func describeConfigs(ctx context.Context, adm *kadm.Client, names []string) (kadm.ResourceConfigs, error) {
+	ctx, cancel := context.WithTimeout(ctx, createVisibleTimeout)
+	defer cancel()
+	wait := 50 * time.Millisecond
+	for {
+		configs, err := adm.DescribeTopicConfigs(ctx, names...)
+		if err != nil {
+			return nil, fmt.Errorf("provision topics: describe topic configs: %w", err)
+		}
+		unknown := false
+		for _, rc := range configs {
+			unknown = unknown || errors.Is(rc.Err, kerr.UnknownTopicOrPartition)
+		}
+		if !unknown {
+			return configs, nil
+		}
+		select {
+		case <-ctx.Done():
+			return configs, nil // check reports the topic's error
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
 }
 
 func coPartitionError(topic string, got int, want int32, coCounts map[int]bool) error {
