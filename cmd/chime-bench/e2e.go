@@ -459,11 +459,16 @@ type chimeJobSpec struct {
 	i   int
 	at  time.Time
 	url string
+	ns  string // default e2eNamespace
 }
 
 func (s *chimeJobSpec) proto() *chimev1.JobSpec {
+	ns := s.ns
+	if ns == "" {
+		ns = e2eNamespace
+	}
 	return &chimev1.JobSpec{
-		Namespace: e2eNamespace,
+		Namespace: ns,
 		Id:        "j" + strconv.Itoa(s.i),
 		Schedule:  &chimev1.Schedule{Kind: &chimev1.Schedule_At{At: timestamppb.New(s.at)}},
 		Target: &chimev1.Target{Kind: &chimev1.Target_Http{Http: &chimev1.HttpCallback{

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,7 +26,8 @@ import (
 
 // The failover phase runs chime's roles as separate processes, two of
 // each, on Apache Kafka (one KRaft node from `make kafka-jars`), under a
-// steady load of one-shot jobs, and kills one process of each role with
+// steady load of one-shot jobs (one namespace spread over all six due
+// partitions, so both dispatchers carry it), and kills one process of each role with
 // SIGKILL in turn, without restarting it: the survivors must take over.
 // Then the last dispatcher is killed and restarted at once under the same
 // state dir (so the same static member ID). It reports, per kill, how long
@@ -37,10 +39,14 @@ const (
 	failoverGap    = 15 * time.Second // between kills
 	failoverLead   = 12 * time.Second // load before the first kill
 	failoverPrefix = "fo."
+	// failoverNamespace is spread over every due partition (6), so both
+	// dispatchers carry it and a dispatcher kill always hits part of it.
+	failoverNamespace = "fo"
 )
 
 type roleProc struct {
 	role, dir string
+	apiAddr   string // api: kept across restarts
 	bin       string
 	brokers   string
 	cmd       *exec.Cmd
@@ -54,13 +60,16 @@ func (p *roleProc) start() {
 		fail("%v", err)
 	}
 	p.log = lf
+	if p.apiAddr == "" {
+		p.apiAddr = "127.0.0.1:" + strconv.Itoa(freePort())
+	}
 	cmd := exec.Command(p.bin, p.role)
 	cmd.Env = append(os.Environ(),
 		"CHIME_BROKERS="+p.brokers,
 		"CHIME_TOPIC_PREFIX="+failoverPrefix,
 		"CHIME_PARTITIONS=6",
 		"CHIME_STATE_DIR="+filepath.Join(p.dir, "state"),
-		"CHIME_API_ADDR=127.0.0.1:"+strconv.Itoa(freePort()),
+		"CHIME_API_ADDR="+p.apiAddr,
 		"CHIME_ADMIN_TOKEN="+e2eAdmin,
 		"CHIME_DISPATCHER_ALLOW_LOOPBACK=true",
 		"CHIME_CLICKHOUSE_DSN=",
@@ -177,6 +186,18 @@ func benchFailover(ctx context.Context, o e2eOptions, rcv *receiverProc) []resul
 		}
 	}
 
+	api := &chimeProc{apiAddr: procs["api"][0].apiAddr, hc: &http.Client{Timeout: 10 * time.Second}}
+	for deadline := time.Now().Add(time.Minute); ; {
+		st, _ := api.call(ctx, "PUT", "/v1/namespaces/"+failoverNamespace, []byte(`{"spread": 6}`))
+		if st == http.StatusOK || st == http.StatusCreated {
+			break
+		}
+		if time.Now().After(deadline) {
+			fail("failover: creating namespace %s: HTTP %d; logs in %s", failoverNamespace, st, root)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+
 	// The load: jobs due at failoverRate per second, from lead before the
 	// first kill until failoverGap after the last (5 kills + a restart).
 	kills := []string{"scheduler", "dispatcher", "breaker", "sink", "api", "dispatcher (restarted at once)"}
@@ -191,7 +212,7 @@ func benchFailover(ctx context.Context, o e2eOptions, rcv *receiverProc) []resul
 		fail("producer: %v", err)
 	}
 	for i := range n {
-		spec := &chimeJobSpec{i: i, at: at(i), url: rcv.url()}
+		spec := &chimeJobSpec{i: i, at: at(i), url: rcv.url(), ns: failoverNamespace}
 		p.ScheduleAsync(ctx, spec.proto(), func(_ producer.Receipt, err error) {
 			if err != nil {
 				fail("producer: %v", err)
