@@ -237,7 +237,13 @@ func checkNotBefore(field string, ts *timestamppb.Timestamp) *ValidationError {
 	if ts == nil {
 		return invalid(field, "is not set; give the earliest time the occurrence may go out again")
 	}
-	return checkTimestamp(field, ts)
+	if err := checkTimestamp(field, ts); err != nil {
+		return err
+	}
+	if err := schedule.InRange(ts.AsTime()); err != nil {
+		return invalid(field, "%v", err)
+	}
+	return nil
 }
 
 func checkTimestamp(field string, ts *timestamppb.Timestamp) *ValidationError {
