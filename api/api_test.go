@@ -447,6 +447,10 @@ func TestJobValidation(t *testing.T) {
 		{"wrong type", `{"schedule": {"in": 5}, ` + url + `}`, 400, "schedule.in", "string"},
 		{"timezone without cron", `{"schedule": {"in": "1s", "timezone": "UTC"}, ` + url + `}`, 422, "schedule.timezone", ""},
 		{"not json", `schedule=1`, 400, "", ""},
+		{"key in another case", `{"Schedule": {"in": "1s"}, ` + url + `}`, 400, "Schedule", "case-sensitive"},
+		{"nested key in another case", `{"schedule": {"in": "1s"}, "callback": {"URL": "https://example.com/h"}}`, 400, "callback.URL", "case-sensitive"},
+		{"key given twice", `{"schedule": {"in": "1s"}, ` + url + `, "callback": {"url": "https://evil.test/h"}}`, 400, "callback", "twice"},
+		{"label given twice", `{"schedule": {"in": "1s"}, ` + url + `, "labels": {"a": "1", "a": "2"}}`, 400, "labels.a", "twice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := b.do(t, "POST", "/v1/namespaces/shop/jobs", key, tc.body)
