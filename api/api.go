@@ -6,14 +6,17 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 	fiberrecover "github.com/gofiber/fiber/v2/middleware/recover"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
 
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -196,7 +199,30 @@ func New(cfg Config) (*fiber.App, error) {
 		},
 	}))
 	s.routes(app)
+	answerUnknownMethods(app)
 	return app, nil
+}
+
+// answerUnknownMethods makes a request with a method fiber does not know
+// (BREW, say) get a problem like every other error: fiber answers it with
+// a text/plain 400 before any handler or error handler runs. 501 is what
+// RFC 9110 (9.1) gives an unrecognized method.
+func answerUnknownMethods(app *fiber.App) {
+	srv := app.Server()
+	next := srv.Handler
+	srv.Handler = func(ctx *fasthttp.RequestCtx) {
+		if slices.Contains(fiber.DefaultMethods, string(ctx.Method())) {
+			next(ctx)
+			return
+		}
+		p := *problem(fiber.StatusNotImplemented, "method-not-implemented", "chime does not know the method %q; GET /openapi.json lists the routes and their methods", ctx.Method())
+		p.Instance = string(ctx.RequestURI())
+		body, _ := json.Marshal(&p)
+		ctx.Response.Reset()
+		ctx.SetStatusCode(p.Status)
+		ctx.SetContentType("application/problem+json")
+		ctx.SetBody(body)
+	}
 }
 
 func (s *server) routes(app *fiber.App) {

@@ -748,3 +748,27 @@ func TestQuickSuccessiveCommands(t *testing.T) {
 	require.Nil(t, r.body["pending"])
 	require.EqualValues(t, 1, r.body["fires"])
 }
+
+// A method fiber does not know gets a problem (501), not fiber's
+// text/plain 400.
+func TestUnknownMethodIsAProblem(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, m := range []string{"BREW", "PROPFIND"} {
+		requireProblem(t, b.do(t, m, "/v1/namespaces/shop/jobs", adminToken, nil), 501, "")
+	}
+	requireProblem(t, b.do(t, "PATCH", "/v1/namespaces/shop/jobs", adminToken, nil), 405, "")
+}
+
+// Credentials are checked before the path: a bad token gets 401 even on
+// a malformed namespace; a valid one gets the 422 that names the field.
+func TestAuthenticationBeforePathValidation(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := b.namespace(t, "shop", nil)
+	bad := "/v1/namespaces/NOT%20A%20NAMESPACE/jobs/x"
+	requireProblem(t, b.do(t, "GET", bad, "not-a-key", nil), 401, "")
+	requireProblem(t, b.do(t, "GET", bad, "", nil), 401, "")
+	requireProblem(t, b.do(t, "GET", bad, adminToken, nil), 422, "namespace")
+	requireProblem(t, b.do(t, "GET", bad, key, nil), 422, "namespace")
+}
