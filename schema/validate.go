@@ -49,15 +49,15 @@ type ValidateOptions struct {
 // rows and the due topic, and keep callbacks within what the dispatcher can
 // send.
 const (
-	MaxNamespaceLen    = 63
-	MaxJobIDLen        = 128
-	MaxURLLen          = 2048
-	MaxHeaders         = 50
-	MaxHeaderNameLen   = 256
-	MaxHeaderValueLen  = 8 << 10
+	MaxNamespaceLen   = 63
+	MaxJobIDLen       = 128
+	MaxURLLen         = 2048
+	MaxHeaders        = 50
+	MaxHeaderNameLen  = 256
+	MaxHeaderValueLen = 8 << 10
 	// MaxHeadersBytes bounds a target's header names and values together.
-	MaxHeadersBytes = 16 << 10
-	MaxKafkaKey     = 4 << 10
+	MaxHeadersBytes    = 16 << 10
+	MaxKafkaKey        = 4 << 10
 	MaxHTTPBody        = 64 << 10
 	MaxHTTPTimeout     = 5 * time.Minute
 	MaxKafkaValue      = 512 << 10
