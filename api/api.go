@@ -219,10 +219,10 @@ func New(cfg Config) (*fiber.App, error) {
 		// Bodies are streamed and read by limitBody (see there); with
 		// streaming, fasthttp reads at most 8 KiB ahead of the handler
 		// whatever the limit says.
-		StreamRequestBody:     true,
-		BodyLimit:             MaxBodyBytes,
+		StreamRequestBody: true,
+		BodyLimit:         MaxBodyBytes,
 		// Bounds the connections one server holds open.
-		Concurrency: MaxConnections,
+		Concurrency:           MaxConnections,
 		DisableStartupMessage: true,
 		// Handlers keep params and bodies (idempotency store, recent
 		// jobs); fiber's zero-copy strings would change under them.
