@@ -129,7 +129,7 @@ func devAdminToken(e *env) (string, error) {
 	var b [32]byte
 	_, _ = rand.Read(b[:]) // crypto/rand never returns an error
 	tok := hex.EncodeToString(b[:])
-	if err := os.MkdirAll(e.cfg.StateDir, 0o755); err != nil {
+	if err := os.MkdirAll(e.cfg.StateDir, 0o700); err != nil {
 		return "", err
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
