@@ -740,6 +740,41 @@ func FuzzCreateJob(f *testing.F) {
 	})
 }
 
+// FuzzBodies: no body on any route that reads one makes a handler panic
+// or answer 5xx, and every 4xx is a problem.
+func FuzzBodies(f *testing.F) {
+	f.Add(`{"retry":{"max_attempts":3},"rate_limit":{"per_second":10},"spread":2,"breaker":{"cool_off":"1s"}}`)
+	f.Add(`{"mode":"force_open","reason":"maintenance"}`)
+	f.Add(`{"Retry":{},"retry":{}}`)
+	f.Add(`{"allowed_hosts":["10.0.0.0/8","*.x.io"],"signing_secret":"whsec_AAAA"}`)
+	b := setup(f)
+	b.namespaces.rows["shop"] = &chimev1.NamespaceConfig{Namespace: "shop"}
+	f.Fuzz(func(t *testing.T, body string) {
+		for _, r := range []struct{ method, path string }{
+			{"PUT", "/v1/namespaces/shop"},
+			{"PUT", "/v1/namespaces/shop/breaker"},
+			{"POST", "/v1/namespaces/shop/breaker/reset"},
+			{"POST", "/v1/namespaces/shop/keys"},
+			{"POST", "/v1/namespaces/shop/jobs/j/pause"},
+			{"POST", "/v1/namespaces/shop/dead-letters/x/replay"},
+		} {
+			req := httptest.NewRequest(r.method, r.path, strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+adminToken)
+			res, err := b.app.Test(req, 10_000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = res.Body.Close()
+			if res.StatusCode >= 500 && res.StatusCode != 503 {
+				t.Fatalf("%s %s %q: %d", r.method, r.path, body, res.StatusCode)
+			}
+			if res.StatusCode >= 400 && res.Header.Get("Content-Type") != "application/problem+json" {
+				t.Fatalf("%s %s %q: %d is not a problem (%s)", r.method, r.path, body, res.StatusCode, res.Header.Get("Content-Type"))
+			}
+		}
+	})
+}
+
 func TestMetricsUseRoutePatterns(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
