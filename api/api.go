@@ -149,6 +149,9 @@ type Config struct {
 	// request; default 24h. IdempotencyMax bounds the keys kept; default
 	// 100000 (the oldest are forgotten first).
 	IdempotencyTTL time.Duration
+	// Quotas bound each namespace's requests and job creations on this
+	// process (quota.go).
+	Quotas Quotas
 	IdempotencyMax int
 	// PublishTimeout bounds one publish; default 10s.
 	PublishTimeout time.Duration
@@ -161,6 +164,7 @@ type server struct {
 	idem    *idempotencyStore
 	recent  *recentJobs
 	metrics *metrics
+	quotas  *quotas
 }
 
 // New builds the app. Serve it with app.Listen; stop it with
@@ -210,6 +214,7 @@ func New(cfg Config) (*fiber.App, error) {
 		idem:    newIdempotencyStore(cfg.IdempotencyTTL, cfg.IdempotencyMax),
 		recent:  newRecentJobs(cfg.RecentTTL, 100_000),
 		metrics: m,
+		quotas:  newQuotas(cfg.Quotas),
 	}
 	if err := s.registerState(cfg.Registerer); err != nil {
 		return nil, err
@@ -274,7 +279,7 @@ func (s *server) routes(app *fiber.App) {
 	app.Get("/metrics", s.metricsHandler())
 	app.Get("/openapi.json", s.openapi)
 
-	v1 := app.Group("/v1/namespaces/:ns", s.authenticate)
+	v1 := app.Group("/v1/namespaces/:ns", s.authenticate, s.limitRequests)
 	v1.Put("", s.adminOnly, s.putNamespace)
 	v1.Get("", s.getNamespace)
 	v1.Post("/keys", s.adminOnly, s.createKey)

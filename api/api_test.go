@@ -857,3 +857,37 @@ func TestAuthenticationBeforePathValidation(t *testing.T) {
 	requireProblem(t, b.do(t, "GET", bad, adminToken, nil), 422, "namespace")
 	requireProblem(t, b.do(t, "GET", bad, key, nil), 422, "namespace")
 }
+
+// A namespace key over its quota gets 429 with Retry-After; the admin
+// token is not limited, nor is another namespace.
+func TestNamespaceQuotas(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *api.Config) { c.Quotas = api.Quotas{RequestsPerSecond: 2, JobsPerSecond: 5} })
+	shop := b.namespace(t, "shop", nil)
+	other := b.namespace(t, "other", nil)
+
+	// Requests: a burst of 4 (twice the rate), then 429 until time moves
+	// (the clock is the test's, and stands still).
+	for i := range 4 {
+		require.NotEqual(t, 429, b.do(t, "GET", "/v1/namespaces/shop/jobs/x", shop, nil).status, "request %d", i+1)
+	}
+	r := b.do(t, "GET", "/v1/namespaces/shop/jobs/x", shop, nil)
+	requireProblem(t, r, 429, "")
+	require.Equal(t, "1", r.header.Get("Retry-After"))
+	require.NotEqual(t, 429, b.do(t, "GET", "/v1/namespaces/other/jobs/x", other, nil).status, "another namespace has its own quota")
+	require.NotEqual(t, 429, b.do(t, "GET", "/v1/namespaces/shop/jobs/x", adminToken, nil).status, "the admin token is not limited")
+
+	// Jobs: the burst is one full batch (1,000 jobs, more than ten
+	// seconds' worth at 5/s); the next job must wait 200 ms.
+	jobs := make([]map[string]any, api.MaxBatch)
+	for i := range jobs {
+		jobs[i] = map[string]any{"id": fmt.Sprintf("j%d", i), "schedule": map[string]any{"in": "1s"}, "callback": map[string]any{"url": "https://example.com/h"}}
+	}
+	b2 := setup(t, func(c *api.Config) { c.Quotas = api.Quotas{RequestsPerSecond: -1, JobsPerSecond: 5} })
+	key := b2.namespace(t, "shop", nil)
+	require.Equal(t, 201, b2.do(t, "POST", "/v1/namespaces/shop/jobs:batch", key, map[string]any{"jobs": jobs}, "Idempotency-Key", "a").status)
+	r = b2.do(t, "POST", "/v1/namespaces/shop/jobs", key, oneShot("2026-11-23T11:00:00Z"), "Idempotency-Key", "b")
+	requireProblem(t, r, 429, "")
+	require.Equal(t, "1", r.header.Get("Retry-After"))
+	require.Contains(t, r.body["detail"], "jobs created/s")
+}
