@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
@@ -38,7 +39,7 @@ type Store struct {
 func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	o, err := ch.ParseDSN(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("analytics: ClickHouse DSN %q: %w", dsn, err)
+		return nil, fmt.Errorf("analytics: ClickHouse DSN %q: %w", RedactDSN(dsn), err)
 	}
 	if opts.MaxOpenConns > 0 {
 		o.MaxOpenConns = opts.MaxOpenConns
@@ -55,7 +56,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	conn, err := ch.Open(o)
 	if err != nil {
-		return nil, fmt.Errorf("analytics: open %s: %w", dsn, err)
+		return nil, fmt.Errorf("analytics: open %s: %w", RedactDSN(dsn), err)
 	}
 	if err := conn.Ping(ctx); err != nil {
 		conn.Close()
@@ -66,6 +67,22 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	return &Store{conn: conn}, nil
+}
+
+// RedactDSN is dsn fit for logs and errors: the password in its user
+// info and in a password= parameter replaced by "xxxxx". A DSN that does
+// not parse as a URL is not shown at all.
+func RedactDSN(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "(a DSN that does not parse as a URL; not shown, it may hold a password)"
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
 }
 
 func createDatabase(ctx context.Context, o *ch.Options, db string) error {

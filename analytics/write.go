@@ -393,8 +393,15 @@ func appendDeadLetters(bt driver.Batch, r *rows[*chimev1.DeadLetter]) error {
 		due := d[i].GetDue()
 		if a := d[i].GetAttempts(); len(a) > len(due.GetHistory()) {
 			// The stored due carries every attempt, the last included, so
-			// the API lists the whole history from this one column.
-			due = proto.CloneOf(due)
+			// the API lists the whole history from this one column. A
+			// dead letter without a due (not chime's, but the topic is
+			// open to any writer) gets an empty one: the sink must not
+			// stop on it (FuzzRecords found this panic).
+			if due == nil {
+				due = &chimev1.Due{}
+			} else {
+				due = proto.CloneOf(due)
+			}
 			due.History = a
 		}
 		raw, err := proto.MarshalOptions{Deterministic: true}.Marshal(due)

@@ -6,14 +6,18 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 	fiberrecover "github.com/gofiber/fiber/v2/middleware/recover"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
 
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -22,16 +26,56 @@ import (
 // MaxBodyBytes bounds every request body; a larger one is a 413 problem.
 const MaxBodyBytes = 1 << 20
 
-// transportBodyLimit is the most the server reads of a body at all.
-const transportBodyLimit = 4 * MaxBodyBytes
+// drainLimit: a body over MaxBodyBytes is read and thrown away up to this
+// much before the 413 goes out, so that a client still sending it (Go's
+// net/http writes the whole body before it reads) gets the answer instead
+// of a connection reset; beyond it the connection is closed unread.
+const drainLimit = 64 << 20
 
-// limitBody refuses bodies over MaxBodyBytes.
+// limitBody reads the request body, which the server streams rather than
+// reading it whole before the handlers run: memory then grows with the
+// bytes that arrive, not with the Content-Length a client announces (200
+// connections announcing 4 MiB and sending one byte cost 800 MB when
+// fasthttp allocated the announced size). A body over MaxBodyBytes is a
+// 413 problem.
 func limitBody(c *fiber.Ctx) error {
-	if len(c.Body()) > MaxBodyBytes {
+	fc := c.Context()
+	stream := fc.RequestBodyStream()
+	if stream == nil {
+		if len(fc.Request.Body()) > MaxBodyBytes {
+			return fiber.ErrRequestEntityTooLarge
+		}
+		return c.Next()
+	}
+	if n := fc.Request.Header.ContentLength(); n > MaxBodyBytes {
+		refuseBody(c, stream, int64(n))
 		return fiber.ErrRequestEntityTooLarge
 	}
+	body, err := io.ReadAll(io.LimitReader(stream, MaxBodyBytes+1))
+	if err != nil {
+		c.Set(fiber.HeaderConnection, "close")
+		return badRequest("", "the request body could not be read: %v", err)
+	}
+	if len(body) > MaxBodyBytes {
+		refuseBody(c, stream, -1)
+		return fiber.ErrRequestEntityTooLarge
+	}
+	fc.Request.SetBodyRaw(body)
 	return c.Next()
 }
+
+// refuseBody drains what is left of an oversized body (up to drainLimit)
+// and closes the connection after the answer.
+func refuseBody(c *fiber.Ctx, stream io.Reader, announced int64) {
+	c.Set(fiber.HeaderConnection, "close")
+	if announced <= drainLimit {
+		_, _ = io.Copy(io.Discard, io.LimitReader(stream, drainLimit))
+	}
+}
+
+// MaxConnections bounds the connections the API serves at once; beyond
+// it new ones are answered 503 and closed.
+const MaxConnections = 10_000
 
 // MaxBatch is the most jobs one POST .../jobs:batch may carry.
 const MaxBatch = 1000
@@ -105,6 +149,9 @@ type Config struct {
 	// request; default 24h. IdempotencyMax bounds the keys kept; default
 	// 100000 (the oldest are forgotten first).
 	IdempotencyTTL time.Duration
+	// Quotas bound each namespace's requests and job creations on this
+	// process (quota.go).
+	Quotas Quotas
 	IdempotencyMax int
 	// PublishTimeout bounds one publish; default 10s.
 	PublishTimeout time.Duration
@@ -117,6 +164,7 @@ type server struct {
 	idem    *idempotencyStore
 	recent  *recentJobs
 	metrics *metrics
+	quotas  *quotas
 }
 
 // New builds the app. Serve it with app.Listen; stop it with
@@ -166,17 +214,20 @@ func New(cfg Config) (*fiber.App, error) {
 		idem:    newIdempotencyStore(cfg.IdempotencyTTL, cfg.IdempotencyMax),
 		recent:  newRecentJobs(cfg.RecentTTL, 100_000),
 		metrics: m,
+		quotas:  newQuotas(cfg.Quotas),
 	}
 	if err := s.registerState(cfg.Registerer); err != nil {
 		return nil, err
 	}
 	app := fiber.New(fiber.Config{
 		AppName: "chime",
-		// fasthttp refuses a body over its limit while the client is
-		// still sending and closes the connection, which can reset it
-		// before the client reads the 413. Reading somewhat more and
-		// refusing in limitBody answers those cleanly.
-		BodyLimit:             transportBodyLimit,
+		// Bodies are streamed and read by limitBody (see there); with
+		// streaming, fasthttp reads at most 8 KiB ahead of the handler
+		// whatever the limit says.
+		StreamRequestBody: true,
+		BodyLimit:         MaxBodyBytes,
+		// Bounds the connections one server holds open.
+		Concurrency:           MaxConnections,
 		DisableStartupMessage: true,
 		// Handlers keep params and bodies (idempotency store, recent
 		// jobs); fiber's zero-copy strings would change under them.
@@ -196,7 +247,30 @@ func New(cfg Config) (*fiber.App, error) {
 		},
 	}))
 	s.routes(app)
+	answerUnknownMethods(app)
 	return app, nil
+}
+
+// answerUnknownMethods makes a request with a method fiber does not know
+// (BREW, say) get a problem like every other error: fiber answers it with
+// a text/plain 400 before any handler or error handler runs. 501 is what
+// RFC 9110 (9.1) gives an unrecognized method.
+func answerUnknownMethods(app *fiber.App) {
+	srv := app.Server()
+	next := srv.Handler
+	srv.Handler = func(ctx *fasthttp.RequestCtx) {
+		if slices.Contains(fiber.DefaultMethods, string(ctx.Method())) {
+			next(ctx)
+			return
+		}
+		p := *problem(fiber.StatusNotImplemented, "method-not-implemented", "chime does not know the method %q; GET /openapi.json lists the routes and their methods", ctx.Method())
+		p.Instance = string(ctx.RequestURI())
+		body, _ := json.Marshal(&p)
+		ctx.Response.Reset()
+		ctx.SetStatusCode(p.Status)
+		ctx.SetContentType("application/problem+json")
+		ctx.SetBody(body)
+	}
 }
 
 func (s *server) routes(app *fiber.App) {
@@ -205,7 +279,7 @@ func (s *server) routes(app *fiber.App) {
 	app.Get("/metrics", s.metricsHandler())
 	app.Get("/openapi.json", s.openapi)
 
-	v1 := app.Group("/v1/namespaces/:ns", s.authenticate)
+	v1 := app.Group("/v1/namespaces/:ns", s.authenticate, s.limitRequests)
 	v1.Put("", s.adminOnly, s.putNamespace)
 	v1.Get("", s.getNamespace)
 	v1.Post("/keys", s.adminOnly, s.createKey)

@@ -60,10 +60,9 @@ func (s *server) authenticate(c *fiber.Ctx) error {
 		}
 		return c.Next()
 	}
-	if err := checkNamespaceParam(c); err != nil {
-		return err
-	}
-	ns := c.Params("ns")
+	// The key is checked before the path: whoever holds no valid
+	// credential learns nothing about the routes, not even what a
+	// namespace name may look like.
 	owner, ok := keyNamespace(token)
 	if ok {
 		var err error
@@ -75,6 +74,10 @@ func (s *server) authenticate(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="chime", error="invalid_token"`)
 		return problem(fiber.StatusUnauthorized, "unauthorized", "the bearer token is neither the admin token nor a valid namespace key (revoked, mistyped, or never created)")
 	}
+	if err := checkNamespaceParam(c); err != nil {
+		return err
+	}
+	ns := c.Params("ns")
 	if owner != ns {
 		return problem(fiber.StatusForbidden, "forbidden", "this key belongs to namespace %q and cannot act on namespace %q", owner, ns)
 	}

@@ -17,7 +17,8 @@ import (
 )
 
 // decodeJSON decodes the request body into v strictly: one JSON value,
-// no unknown fields, no trailing data. Its errors are 400 problems.
+// no unknown fields, field names spelled exactly and given once (strict.go),
+// no trailing data. Its errors are 400 problems.
 func decodeJSON(c *fiber.Ctx, v any) error {
 	body := c.Body()
 	if len(bytes.TrimSpace(body)) == 0 {
@@ -25,6 +26,9 @@ func decodeJSON(c *fiber.Ctx, v any) error {
 	}
 	// The body is read as JSON whatever Content-Type says: curl -d sends
 	// form encoding by default, and refusing that helps nobody.
+	if err := strictKeys(body, v); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

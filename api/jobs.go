@@ -360,6 +360,9 @@ func (s *server) createJob(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
+	if err := s.limitJobs(c, 1); err != nil {
+		return err
+	}
 	key, err := s.idempotencyKey(c)
 	if err != nil {
 		return err
@@ -434,6 +437,9 @@ func (s *server) createJobs(c *fiber.Ctx) error {
 		return invalidFields(FieldError{Field: "jobs", Reason: "is empty; send 1 to 1000 jobs"})
 	case n > MaxBatch:
 		return invalidFields(FieldError{Field: "jobs", Reason: fmt.Sprintf("has %d jobs; the limit is %d per request, split the batch", n, MaxBatch)})
+	}
+	if err := s.limitJobs(c, len(req.Jobs)); err != nil {
+		return err
 	}
 	key, err := s.idempotencyKey(c)
 	if err != nil {

@@ -2,12 +2,17 @@ package api_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/chime-sched/chime/api"
+	"github.com/chime-sched/chime/schema"
 )
 
 // TestOpenAPIMatchesRoutes keeps /openapi.json true: every route fiber
@@ -57,4 +62,31 @@ func openapiPath(p string) string {
 		}
 	}
 	return strings.ReplaceAll(strings.Join(segs, "/"), `\:`, ":")
+}
+
+// TestLimitsDocMatchesCode holds docs/api.md's table of limits to the
+// constants the validation uses.
+func TestLimitsDocMatchesCode(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../docs/api.md")
+	require.NoError(t, err)
+	for _, row := range []string{
+		fmt.Sprintf("| request body | %d bytes |", api.MaxBodyBytes),
+		fmt.Sprintf("| `jobs` per batch | %d |", api.MaxBatch),
+		fmt.Sprintf("| namespace | %d bytes |", schema.MaxNamespaceLen),
+		fmt.Sprintf("| job `id` | %d bytes |", schema.MaxJobIDLen),
+		fmt.Sprintf("| `callback.url` | %d bytes |", schema.MaxURLLen),
+		fmt.Sprintf("| `callback.headers` | %d entries |", schema.MaxHeaders),
+		fmt.Sprintf("| `callback.headers` name | %d bytes |", schema.MaxHeaderNameLen),
+		fmt.Sprintf("| `callback.headers` value | %d bytes |", schema.MaxHeaderValueLen),
+		fmt.Sprintf("| `callback.headers` names and values together | %d bytes |", schema.MaxHeadersBytes),
+		fmt.Sprintf("| `callback.body` | %d bytes |", schema.MaxHTTPBody),
+		fmt.Sprintf("| `labels` | %d entries |", schema.MaxLabels),
+		fmt.Sprintf("| `labels` key | %d bytes |", schema.MaxLabelKeyLen),
+		fmt.Sprintf("| `labels` value | %d characters |", schema.MaxLabelValueLen),
+		fmt.Sprintf("| Kafka target `value` | %d bytes |", schema.MaxKafkaValue),
+		fmt.Sprintf("| Kafka target `key` | %d bytes |", schema.MaxKafkaKey),
+	} {
+		require.Contains(t, string(doc), row)
+	}
 }

@@ -37,6 +37,16 @@ var blockedRanges = func() []netip.Prefix {
 		"fe80::/10",          // link-local
 		"ff00::/8",           // multicast
 		"64:ff9b::/96",       // NAT64: would reach any IPv4 address, internal ones too
+		"64:ff9b:1::/48",     // local-use NAT64 (RFC 8215), the same
+		"2002::/16",          // 6to4 (deprecated, RFC 7526): embeds any IPv4 address
+		"2001::/32",          // Teredo: embeds an IPv4 address too
+		"::/96",              // IPv4-compatible (deprecated): ::10.0.0.1 is 10.0.0.1
+		"fec0::/10",          // site-local (deprecated, still routed internally by some)
+		"192.0.0.0/24",       // IETF protocol assignments
+		"192.0.2.0/24",       // documentation (TEST-NET-1)
+		"198.51.100.0/24",    // documentation (TEST-NET-2)
+		"203.0.113.0/24",     // documentation (TEST-NET-3)
+		"198.18.0.0/15",      // benchmarking (RFC 2544), used inside labs
 		"2001:db8::/32",      // documentation
 		"fd00:ec2::254/128",  // AWS metadata over IPv6, listed for the record
 		"169.254.169.254/32", // cloud metadata, listed for the record

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -208,6 +209,18 @@ func TestGuard(t *testing.T) {
 		{"224.0.0.1", false, false},
 		{"ff02::1", false, false},
 		{"::ffff:10.0.0.1", false, false},
+		{"64:ff9b:1::a00:1", false, false},
+		{"2002:a00:1::1", false, false},
+		{"2001:0:4136:e378:8000:63bf:3fff:fdd2", false, false},
+		{"::a00:1", false, false},
+		{"fec0::1", false, false},
+		{"192.0.0.8", false, false},
+		{"192.0.2.1", false, false},
+		{"198.51.100.7", false, false},
+		{"203.0.113.9", false, false},
+		{"198.18.0.1", false, false},
+		{"198.19.255.255", false, false},
+		{"198.20.0.1", true, true},
 		{"93.184.216.34", true, true},
 		{"2606:2800:220:1:248:1893:25c8:1946", true, true},
 	} {
@@ -240,6 +253,16 @@ func TestHostAllowed(t *testing.T) {
 	require.False(t, hostAllowed(list, "acme.io"))
 	require.False(t, hostAllowed(list, "evil.com"))
 	require.False(t, hostAllowed(list, "hooks.example.com.evil.com"))
+
+	// CIDR entries match hosts that are IP addresses in the range.
+	nets := []string{"10.1.2.0/24", "2001:db8::/32", "203.0.113.5"}
+	require.True(t, hostAllowed(nets, "10.1.2.9"))
+	require.False(t, hostAllowed(nets, "10.1.3.1"))
+	require.True(t, hostAllowed(nets, "2001:db8::1"))
+	require.True(t, hostAllowed(nets, "[2001:db8::1]"))
+	require.True(t, hostAllowed(nets, "203.0.113.5"))
+	require.False(t, hostAllowed(nets, "203.0.113.6"))
+	require.False(t, hostAllowed(nets, "internal.example"), "a host name is matched by name only")
 }
 
 func TestDedup(t *testing.T) {
@@ -359,5 +382,16 @@ func TestGateProbesOneShardPerEpisode(t *testing.T) {
 			}
 		}
 		require.Equal(t, 2, probes, "version %d: the granted probes, in sum", version)
+	}
+}
+
+// TestSSRFDocListsEveryRange holds docs/dispatcher.md's list of refused
+// ranges to the code.
+func TestSSRFDocListsEveryRange(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../docs/dispatcher.md")
+	require.NoError(t, err)
+	for _, p := range blockedRanges {
+		require.Contains(t, string(doc), "`"+p.String()+"`", "docs/dispatcher.md lists %s", p)
 	}
 }

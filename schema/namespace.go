@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -91,16 +92,31 @@ func fieldOnly(m protoreflect.Message, fd protoreflect.FieldDescriptor) proto.Me
 }
 
 // HostAllowed reports whether a namespace whose config lists allowed_hosts
-// may call host. Entries are exact host names or "*.example.com" (any
-// subdomain, not the domain itself); an empty list allows every host. The
-// API checks it when a job is accepted, the dispatcher again at call time.
+// may call host. Entries are exact host names or IP addresses,
+// "*.example.com" (any subdomain, not the domain itself), or CIDRs, which
+// match a URL whose host is an IP address in the range (a host name is
+// matched by name only: what it resolves to is the SSRF guard's business);
+// an empty list allows every host. The API checks it when a job is
+// accepted, the dispatcher again at call time.
 func HostAllowed(allowed []string, host string) bool {
 	if len(allowed) == 0 {
 		return true
 	}
-	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	host = strings.ToLower(strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"), "."))
+	ip, ipErr := netip.ParseAddr(host)
 	for _, a := range allowed {
 		a = strings.ToLower(strings.TrimSuffix(strings.TrimSpace(a), "."))
+		if strings.Contains(a, "/") {
+			if p, err := netip.ParsePrefix(a); err == nil && ipErr == nil && p.Contains(ip.Unmap()) {
+				return true
+			}
+			continue
+		}
+		if ipErr == nil {
+			if b, err := netip.ParseAddr(a); err == nil && b.Unmap() == ip.Unmap() {
+				return true
+			}
+		}
 		if suffix, ok := strings.CutPrefix(a, "*."); ok {
 			if strings.HasSuffix(host, "."+suffix) {
 				return true

@@ -49,10 +49,15 @@ type ValidateOptions struct {
 // rows and the due topic, and keep callbacks within what the dispatcher can
 // send.
 const (
-	MaxNamespaceLen    = 63
-	MaxJobIDLen        = 128
-	MaxURLLen          = 2048
-	MaxHeaders         = 50
+	MaxNamespaceLen   = 63
+	MaxJobIDLen       = 128
+	MaxURLLen         = 2048
+	MaxHeaders        = 50
+	MaxHeaderNameLen  = 256
+	MaxHeaderValueLen = 8 << 10
+	// MaxHeadersBytes bounds a target's header names and values together.
+	MaxHeadersBytes    = 16 << 10
+	MaxKafkaKey        = 4 << 10
 	MaxHTTPBody        = 64 << 10
 	MaxHTTPTimeout     = 5 * time.Minute
 	MaxKafkaValue      = 512 << 10
@@ -237,7 +242,13 @@ func checkNotBefore(field string, ts *timestamppb.Timestamp) *ValidationError {
 	if ts == nil {
 		return invalid(field, "is not set; give the earliest time the occurrence may go out again")
 	}
-	return checkTimestamp(field, ts)
+	if err := checkTimestamp(field, ts); err != nil {
+		return err
+	}
+	if err := schedule.InRange(ts.AsTime()); err != nil {
+		return invalid(field, "%v", err)
+	}
+	return nil
 }
 
 func checkTimestamp(field string, ts *timestamppb.Timestamp) *ValidationError {
@@ -391,8 +402,18 @@ func validateHeaders(field string, headers map[string]string) *ValidationError {
 	if len(headers) > MaxHeaders {
 		return invalid(field, "has %d entries; the limit is %d", len(headers), MaxHeaders)
 	}
+	total := 0
 	for _, name := range sortedKeys(headers) {
 		f := fmt.Sprintf("%s[%q]", field, name)
+		if len(name) > MaxHeaderNameLen {
+			return invalid(field, "a header name is %d bytes long; the limit is %d", len(name), MaxHeaderNameLen)
+		}
+		if n := len(headers[name]); n > MaxHeaderValueLen {
+			return invalid(f, "value is %d bytes long; the limit is %d (8 KiB)", n, MaxHeaderValueLen)
+		}
+		if total += len(name) + len(headers[name]); total > MaxHeadersBytes {
+			return invalid(field, "names and values add up to more than %d bytes (16 KiB); send large data in the body", MaxHeadersBytes)
+		}
 		if !isToken(name) {
 			return invalid(f, "%q is not a valid header name; use letters, digits and !#$%%&'*+-.^_`|~", name)
 		}
@@ -451,6 +472,19 @@ func validateKafka(field string, k *chimev1.KafkaTarget) *ValidationError {
 	}
 	if n := len(k.GetValue()); n > MaxKafkaValue {
 		return invalid(field+".value", "is %d bytes; the limit is %d (512 KiB)", n, MaxKafkaValue)
+	}
+	if n := len(k.GetKey()); n > MaxKafkaKey {
+		return invalid(field+".key", "is %d bytes; the limit is %d (4 KiB)", n, MaxKafkaKey)
+	}
+	if len(k.GetHeaders()) > MaxHeaders {
+		return invalid(field+".headers", "has %d entries; the limit is %d", len(k.GetHeaders()), MaxHeaders)
+	}
+	total := 0
+	for _, name := range sortedKeys(k.GetHeaders()) {
+		total += len(name) + len(k.GetHeaders()[name])
+	}
+	if total > MaxHeadersBytes {
+		return invalid(field+".headers", "names and values add up to %d bytes; the limit is %d (16 KiB)", total, MaxHeadersBytes)
 	}
 	return nil
 }

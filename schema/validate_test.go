@@ -140,6 +140,11 @@ func TestValidateCommandRejects(t *testing.T) {
 		{"header name empty", func(c *chimev1.JobCommand) { httpT(c).Headers = map[string]string{"": "v"} }, ValidateOptions{}, `upsert.spec.target.http.headers[""]`, "not a valid header name"},
 		{"header name colon", func(c *chimev1.JobCommand) { httpT(c).Headers = map[string]string{"A:B": "v"} }, ValidateOptions{}, `upsert.spec.target.http.headers["A:B"]`, "not a valid header name"},
 		{"header value CRLF", func(c *chimev1.JobCommand) { httpT(c).Headers = map[string]string{"X-A": "a\r\nX-Evil: 1"} }, ValidateOptions{}, `upsert.spec.target.http.headers["X-A"]`, `control character '\r' at byte 1`},
+		{"header value too long", func(c *chimev1.JobCommand) { httpT(c).Headers = map[string]string{"X-A": strings.Repeat("v", 999_000)} }, ValidateOptions{}, `upsert.spec.target.http.headers["X-A"]`, "limit is 8192"},
+		{"header name too long", func(c *chimev1.JobCommand) { httpT(c).Headers = map[string]string{strings.Repeat("N", 300): "v"} }, ValidateOptions{}, `upsert.spec.target.http.headers`, "limit is 256"},
+		{"headers too large together", func(c *chimev1.JobCommand) {
+			httpT(c).Headers = map[string]string{"X-A": strings.Repeat("a", 8000), "X-B": strings.Repeat("b", 8000), "X-C": strings.Repeat("c", 8000)}
+		}, ValidateOptions{}, `upsert.spec.target.http.headers`, "16 KiB"},
 		{"header value LF", func(c *chimev1.JobCommand) { httpT(c).Headers = map[string]string{"X-A": "a\nb"} }, ValidateOptions{}, `upsert.spec.target.http.headers["X-A"]`, `'\n'`},
 		{"header value NUL", func(c *chimev1.JobCommand) { httpT(c).Headers = map[string]string{"X-A": "a\x00"} }, ValidateOptions{}, `upsert.spec.target.http.headers["X-A"]`, `'\x00'`},
 		{"header value DEL", func(c *chimev1.JobCommand) { httpT(c).Headers = map[string]string{"X-A": "\x7f"} }, ValidateOptions{}, `upsert.spec.target.http.headers["X-A"]`, "control character"},
@@ -157,6 +162,10 @@ func TestValidateCommandRejects(t *testing.T) {
 		{"timeout over 5m", func(c *chimev1.JobCommand) { httpT(c).Timeout = durationpb.New(5*time.Minute + time.Nanosecond) }, ValidateOptions{}, "upsert.spec.target.http.timeout", "must be in (0, 5m0s]"},
 		{"timeout invalid", func(c *chimev1.JobCommand) { httpT(c).Timeout = &durationpb.Duration{Seconds: 1, Nanos: -1} }, ValidateOptions{}, "upsert.spec.target.http.timeout", "invalid duration"},
 
+		{"kafka key too long", func(c *chimev1.JobCommand) { kafkaTarget(c).Key = make([]byte, 5000) }, ValidateOptions{}, "upsert.spec.target.kafka.key", "4 KiB"},
+		{"kafka headers too large", func(c *chimev1.JobCommand) {
+			kafkaTarget(c).Headers = map[string]string{"a": strings.Repeat("a", 20_000)}
+		}, ValidateOptions{}, "upsert.spec.target.kafka.headers", "16 KiB"},
 		{"kafka topic empty", func(c *chimev1.JobCommand) { kafkaTarget(c).Topic = "" }, ValidateOptions{}, "upsert.spec.target.kafka.topic", "is empty"},
 		{"kafka topic dot", func(c *chimev1.JobCommand) { kafkaTarget(c).Topic = "." }, ValidateOptions{}, "upsert.spec.target.kafka.topic", "not a valid Kafka topic name"},
 		{"kafka topic dotdot", func(c *chimev1.JobCommand) { kafkaTarget(c).Topic = ".." }, ValidateOptions{}, "upsert.spec.target.kafka.topic", "not a valid Kafka topic name"},

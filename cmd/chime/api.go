@@ -77,6 +77,7 @@ func runAPI(ctx context.Context, e *env, dev bool, src *analyticsSource, shared 
 	cfg := be.Config()
 	cfg.AdminToken = token
 	cfg.Logger = log
+	cfg.Quotas = api.Quotas{RequestsPerSecond: e.cfg.QuotaRequests, JobsPerSecond: e.cfg.QuotaJobs}
 	// /metrics serves the whole process: in chime dev that includes the
 	// scheduler, dispatcher and breaker.
 	cfg.Registerer, cfg.Gatherer = e.registry, e.registry
@@ -129,7 +130,7 @@ func devAdminToken(e *env) (string, error) {
 	var b [32]byte
 	_, _ = rand.Read(b[:]) // crypto/rand never returns an error
 	tok := hex.EncodeToString(b[:])
-	if err := os.MkdirAll(e.cfg.StateDir, 0o755); err != nil {
+	if err := os.MkdirAll(e.cfg.StateDir, 0o700); err != nil {
 		return "", err
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)

@@ -42,6 +42,11 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
+	// The state dir holds the embedded broker's log (namespace keys'
+	// hashes, signing secrets), the admin token and the scheduler's rows:
+	// whatever chime (and the ClickHouse it starts) creates is its
+	// owner's alone.
+	syscall.Umask(0o077)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 

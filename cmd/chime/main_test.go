@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -127,6 +128,7 @@ func startChildEnv(t *testing.T, env []string, stdout io.Writer, onLine func(str
 func TestDevSurvivesKill9AndStopsCleanly(t *testing.T) {
 	t.Parallel()
 	stateDir := filepath.Join(t.TempDir(), "state")
+	require.NoError(t, os.Mkdir(stateDir, 0o755)) // as an older chime left it
 	port := freePort(t)
 	brokers := []string{fmt.Sprintf("127.0.0.1:%d", port)}
 	dev := startDev(t, stateDir, port)
@@ -176,6 +178,22 @@ func TestDevSurvivesKill9AndStopsCleanly(t *testing.T) {
 		t.Fatal("chime dev did not stop within 60s of SIGTERM")
 	}
 	require.True(t, dev.stoppedCleanly(), "chime dev logs its clean stop")
+
+	// Nothing in the state dir is readable by other users: it holds the
+	// broker's log (keys, signing secrets) and the admin token.
+	require.NoError(t, filepath.WalkDir(stateDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if d.Type()&fs.ModeSymlink == 0 && fi.Mode().Perm()&0o077 != 0 {
+			return fmt.Errorf("%s is %s: readable by others", path, fi.Mode().Perm())
+		}
+		return nil
+	}))
 }
 
 func TestUsageAndBadFlags(t *testing.T) {

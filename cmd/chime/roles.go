@@ -56,6 +56,9 @@ func runRole(ctx context.Context, name string, args []string, getenv func(string
 		return fmt.Errorf("chime %s: unexpected arguments %q", name, fs.Args())
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})).With("role", name)
+	if err := securePrivateDir(cfg.StateDir, log); err != nil {
+		return err
+	}
 	tuneMemory(ctx, getenv)
 	if cfg.CPUProfile != "" {
 		stopProfile, err := startCPUProfile(cfg.CPUProfile)
@@ -311,4 +314,23 @@ func roleNamespaces(ctx context.Context, e *env) error {
 		Membership:  e.membership,
 		Logger:      e.log.With("component", "namespaces"),
 	}).Run(ctx)
+}
+
+// securePrivateDir creates dir readable by its owner only, and takes group
+// and other permissions away from one an older chime created 0755.
+func securePrivateDir(dir string, log *slog.Logger) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("state dir: %w", err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("state dir: %w", err)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("state dir %s is readable by others (%s) and cannot be made private: %w", dir, fi.Mode().Perm(), err)
+		}
+		log.Warn("state dir was readable by other users; made it private (0700)", "dir", dir, "was", fi.Mode().Perm().String())
+	}
+	return nil
 }

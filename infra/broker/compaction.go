@@ -64,7 +64,7 @@ func (b *Broker) protect(tables []string) error {
 				return err
 			}
 			dst := filepath.Join(root, filepath.Base(src))
-			if err := os.MkdirAll(dst, 0o755); err != nil {
+			if err := os.MkdirAll(dst, 0o700); err != nil {
 				return err
 			}
 			for _, e := range ents {
@@ -113,7 +113,7 @@ func recoverCompaction(dataDir string) (int, error) {
 			continue
 		}
 		live := filepath.Join(dataDir, "partitions", pd.Name())
-		if err := os.MkdirAll(live, 0o755); err != nil {
+		if err := os.MkdirAll(live, 0o700); err != nil {
 			return n, err
 		}
 		// What the compaction left, and the snapshot written at the last

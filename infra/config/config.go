@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chime-sched/chime/api"
 	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/schema"
 )
@@ -63,6 +64,9 @@ type Config struct {
 	// SessionTimeout is how long a silent process keeps its partitions:
 	// the failover time after a kill -9.
 	SessionTimeout time.Duration
+	// QuotaRequests and QuotaJobs are each namespace's request and job
+	// creation quotas per second on one API process (api.Quotas; <0: none).
+	QuotaRequests, QuotaJobs float64
 	// SchedulerStorage is StorageDisk or StorageMemory.
 	SchedulerStorage string
 	// KafkaTargetTopics are the topics, besides chime's own, that jobs with
@@ -109,6 +113,8 @@ func Default() Config {
 		ClientID:         "chime",
 		SchedulerStorage: StorageDisk,
 		SessionTimeout:   groups.DefaultSessionTimeout,
+		QuotaRequests:    api.DefaultRequestsPerSecond,
+		QuotaJobs:        api.DefaultJobsPerSecond,
 		LogLevel:         slog.LevelInfo,
 		APIAddr:          "127.0.0.1:8080",
 	}
@@ -244,6 +250,18 @@ var settings = []setting{
 			c.InstanceID = v
 			return nil
 		},
+	},
+	{
+		env: "CHIME_QUOTA_REQUESTS", flag: "quota-requests",
+		usage: "requests per `second` one namespace's keys may make to one API process (bursts of twice as many; -1: no quota; the admin token has none)",
+		def:   func(c Config) string { return strconv.FormatFloat(c.QuotaRequests, 'g', -1, 64) },
+		apply: func(c *Config, v string) error { return parseQuota(&c.QuotaRequests, v) },
+	},
+	{
+		env: "CHIME_QUOTA_JOBS", flag: "quota-jobs",
+		usage: "jobs per `second` one namespace's keys may create through one API process (bursts of ten seconds' worth, at least one full batch; -1: no quota)",
+		def:   func(c Config) string { return strconv.FormatFloat(c.QuotaJobs, 'g', -1, 64) },
+		apply: func(c *Config, v string) error { return parseQuota(&c.QuotaJobs, v) },
 	},
 	{
 		env: "CHIME_SESSION_TIMEOUT", flag: "session-timeout",
@@ -554,5 +572,14 @@ func checkTopicChars(s string, maxLen int) error {
 			return fmt.Errorf("%q contains %q; Kafka names allow only letters, digits, '.', '_' and '-'", s, r)
 		}
 	}
+	return nil
+}
+
+func parseQuota(dst *float64, v string) error {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || (f < 0 && f != -1) || f == 0 {
+		return errors.New("must be a positive number, or -1 for no quota")
+	}
+	*dst = f
 	return nil
 }

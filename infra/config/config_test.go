@@ -39,6 +39,8 @@ func TestLoadDefaults(t *testing.T) {
 		ClientID:         "chime",
 		SchedulerStorage: config.StorageDisk,
 		SessionTimeout:   6 * time.Second,
+		QuotaRequests:    200,
+		QuotaJobs:        2000,
 		LogLevel:         slog.LevelInfo,
 		APIAddr:          "127.0.0.1:8080",
 	}, cfg)
@@ -69,6 +71,8 @@ func TestLoad(t *testing.T) {
 				"CHIME_SCHEDULER_STORAGE":    "memory",
 				"CHIME_INSTANCE_ID":          "chime-eu-1",
 				"CHIME_SESSION_TIMEOUT":      "10s",
+				"CHIME_QUOTA_REQUESTS":       "50.5",
+				"CHIME_QUOTA_JOBS":           "-1",
 				"CHIME_KAFKA_TARGET_TOPICS":  "billing.events,audit,billing.events",
 				"CHIME_LOG_LEVEL":            "DEBUG",
 				"CHIME_API_ADDR":             "0.0.0.0:8081",
@@ -85,6 +89,8 @@ func TestLoad(t *testing.T) {
 					ClientID:           "chime-eu",
 					InstanceID:         "chime-eu-1",
 					SessionTimeout:     10 * time.Second,
+					QuotaRequests:      50.5,
+					QuotaJobs:          -1,
 					SchedulerStorage:   config.StorageMemory,
 					KafkaTargetTopics:  []string{"billing.events", "audit"},
 					LogLevel:           slog.LevelDebug,
@@ -183,6 +189,8 @@ func TestLoadRejectsBadValues(t *testing.T) {
 			[]string{`--kafka-target-topics="ok,..": topic ".." is not allowed by Kafka`}},
 		{"target topic too long", map[string]string{"CHIME_KAFKA_TARGET_TOPICS": strings.Repeat("a", 250)}, nil,
 			[]string{`is 250 characters long, at most 249 allowed`}},
+		{"quota", map[string]string{"CHIME_QUOTA_JOBS": "0"}, nil,
+			[]string{`CHIME_QUOTA_JOBS="0": must be a positive number, or -1 for no quota`}},
 		{"log level", map[string]string{"CHIME_LOG_LEVEL": "verbose"}, nil,
 			[]string{`CHIME_LOG_LEVEL="verbose": must be debug, info, warn or error`}},
 		{"empty state dir", nil, []string{"--state-dir="},
@@ -263,7 +271,7 @@ func TestDocsListEverySetting(t *testing.T) {
 		}
 		require.Contains(t, row, def, "default of %s", m[1])
 	})
-	require.Equal(t, 20, n, "a setting was added or removed: update this test and the docs")
+	require.Equal(t, 22, n, "a setting was added or removed: update this test and the docs")
 }
 
 func docRow(doc, cell string) string {

@@ -27,13 +27,13 @@ type Lock struct {
 // Acquire takes the lock file name in dir (creating dir), without
 // waiting. what names the dir in errors ("broker data dir").
 func Acquire(dir, name, what string) (*Lock, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("%s %q: %w", what, dir, err)
 	}
 	path := filepath.Join(dir, name)
 	// os.OpenFile sets O_CLOEXEC, so a child we exec does not inherit (and
 	// keep alive) the lock.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("%s %q: open lock file: %w", what, dir, err)
 	}

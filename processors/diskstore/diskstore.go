@@ -158,7 +158,7 @@ const indexFile = "index"
 // are removed and the database starts empty.
 func OpenDB(dir string, o Options) (*DB, error) {
 	o.defaults()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("diskstore: %w", err)
 	}
 	d := &DB{dir: dir, o: o, segs: map[uint32]*segment{}, dirs: map[string]*keydir{}, byID: map[uint16]*keydir{},
@@ -213,7 +213,7 @@ func (d *DB) load() (uint32, error) {
 func segName(id uint32) string { return fmt.Sprintf("seg-%08d.log", id) }
 
 func (d *DB) newSegment(id uint32) error {
-	f, err := os.OpenFile(filepath.Join(d.dir, segName(id)), os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(filepath.Join(d.dir, segName(id)), os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fmt.Errorf("diskstore: %w", err)
 	}

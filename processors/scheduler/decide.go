@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 	"github.com/chime-sched/chime/schema/schedule"
@@ -67,6 +68,9 @@ type input struct {
 	// nsWindow is the namespace's relevancy window (0: none set), from the
 	// namespace table the scheduler looks up.
 	nsWindow time.Duration
+	// partitions is the input topic's partition count (0: unknown), to
+	// refuse a record written to another partition than its key's.
+	partitions int32
 	// nsSpread is the namespace's effective spread (schema.Spread; 1: not
 	// spread).
 	nsSpread uint32
@@ -123,6 +127,13 @@ func (d *decider) onCommand(in *input, cur *chimev1.JobState, now time.Time) dec
 	}
 	if want := schema.JobKey(cmd.GetNamespace(), cmd.GetJobId()); want != in.key {
 		return d.reject(in, cmd, "", fmt.Sprintf("record key %q does not match the command's job %q; publish with key namespace/job_id", in.key, want), now)
+	}
+	// A job's row lives on its key's partition: a command written to
+	// another one would make a second row there, and fire the job twice.
+	if in.partitions > 0 {
+		if want := processors.PartitionOf(in.key, in.partitions); want != in.partition {
+			return d.reject(in, cmd, "", fmt.Sprintf("record on partition %d, but key %q belongs to partition %d of %d; publish with the key-hash partitioner (producer.GokaPartitioner)", in.partition, in.key, want, in.partitions), now)
+		}
 	}
 	if cur == nil && cmd.GetUpsert() == nil {
 		return d.reject(in, cmd, "job_id", fmt.Sprintf("job %q does not exist", in.key), now)

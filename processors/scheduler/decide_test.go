@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
@@ -656,4 +657,57 @@ func TestReservedJobIDs(t *testing.T) {
 	// Clients are refused before publishing.
 	require.ErrorContains(t, schema.ValidateJobID(schema.ReservedJobIDPrefix+"x"), "reserved")
 	require.ErrorContains(t, schema.ValidateCommand(ok, schema.ValidateOptions{}), "reserved")
+}
+
+// A command written to another partition than its key's would make a
+// second row for the job there; it is refused, and the right partition
+// accepts the same command.
+func TestCommandOnAnotherPartitionIsRefused(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	cmd := upsert(httpSpec(at(t0.Add(time.Minute))), t0)
+	cmd.CommandId, cmd.Namespace, cmd.JobId = "c1", "ns1", "job1"
+	raw, err := proto.Marshal(cmd)
+	require.NoError(t, err)
+	const partitions = 4
+	home := processors.PartitionOf(r.key, partitions)
+	wrong := (home + 1) % partitions
+	r.apply(r.d.onCommand(&input{key: r.key, topic: "cmds", partition: wrong, partitions: partitions, offset: 1, raw: raw}, nil, t0))
+	require.Len(t, r.rejects, 1)
+	require.Contains(t, r.rejects[0].Reason, "belongs to partition")
+	require.EqualValues(t, wrong, r.rejects[0].Partition)
+	require.Nil(t, r.st, "no row on the wrong partition")
+
+	r.apply(r.d.onCommand(&input{key: r.key, topic: "cmds", partition: home, partitions: partitions, offset: 2, raw: raw}, nil, t0))
+	require.Len(t, r.rejects, 1)
+	require.NotNil(t, r.st, "the key's own partition takes it")
+}
+
+// FuzzOnCommand: any record on job-commands (any bytes, any key, with or
+// without a row) is decided without a panic: applied, ignored or rejected.
+func FuzzOnCommand(f *testing.F) {
+	valid, err := proto.Marshal(&chimev1.JobCommand{CommandId: "c", Namespace: "ns1", JobId: "job1",
+		Command: &chimev1.JobCommand_Upsert{Upsert: &chimev1.Upsert{Spec: httpSpec(at(t0.Add(time.Minute)))}}})
+	require.NoError(f, err)
+	ack, err := proto.Marshal(&chimev1.JobCommand{CommandId: "a", Namespace: "ns1", JobId: "job1",
+		Command: &chimev1.JobCommand_Ack{Ack: &chimev1.Ack{FireSeq: 1, EmitSeq: 1, Attempt: 1}}})
+	require.NoError(f, err)
+	f.Add(valid, "ns1/job1", false)
+	f.Add(ack, "ns1/job1", true)
+	f.Add([]byte{0xff, 0x01}, "", true)
+	f.Add(valid, "ns1/other", true)
+	f.Fuzz(func(t *testing.T, raw []byte, key string, withRow bool) {
+		r := newRig(t)
+		var cur *chimev1.JobState
+		if withRow {
+			r.command(upsert(httpSpec(at(t0.Add(time.Second))), t0), t0)
+			r.tick(t0.Add(time.Second))
+			cur = r.clone()
+		}
+		in := &input{key: key, topic: "cmds", partition: 0, partitions: 1, offset: 99, raw: raw}
+		dec := r.d.onCommand(in, cur, t0.Add(2*time.Second))
+		if dec.rejection != nil && dec.state != nil {
+			t.Fatalf("a rejected command changed the row")
+		}
+	})
 }

@@ -80,17 +80,27 @@ func searchKeys(ns string, n int32) []string {
 	return keys
 }
 
-// watch keeps the due topic's partition count current: read at once,
-// then every minute (partitions can be added to a live topic).
-func (k *dueKeys) watch(ctx context.Context, cl *kgo.Client, topic string) {
+// watchPartitions keeps the partition counts of topics current: read at
+// once, then every minute (partitions can be added to a live topic).
+func watchPartitions(ctx context.Context, cl *kgo.Client, counts map[string]*atomic.Int32) {
 	adm := kadm.NewClient(cl)
+	names := make([]string, 0, len(counts))
+	for t := range counts {
+		names = append(names, t)
+	}
 	wait := 100 * time.Millisecond
 	for {
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		td, err := adm.ListTopics(rctx, topic)
+		td, err := adm.ListTopics(rctx, names...)
 		cancel()
-		if err == nil && td[topic].Err == nil && len(td[topic].Partitions) > 0 {
-			k.partitions.Store(int32(len(td[topic].Partitions)))
+		known := 0
+		for t, n := range counts {
+			if d, ok := td[t]; err == nil && ok && d.Err == nil && len(d.Partitions) > 0 {
+				n.Store(int32(len(d.Partitions)))
+				known++
+			}
+		}
+		if known == len(counts) {
 			wait = time.Minute
 		} else {
 			wait = min(2*wait, 10*time.Second)

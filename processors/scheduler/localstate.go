@@ -91,7 +91,7 @@ func openLocked(dir string, logger *slog.Logger) (*LocalState, error) {
 			}
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("scheduler state dir %q: %w", dir, err)
 	}
 	if err := os.Remove(filepath.Join(dir, cleanMarker)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -109,7 +109,7 @@ func (l *LocalState) Reset() error {
 	if err := os.RemoveAll(l.dir); err != nil {
 		return fmt.Errorf("wiping scheduler state dir %q: %w", l.dir, err)
 	}
-	return os.MkdirAll(l.dir, 0o755)
+	return os.MkdirAll(l.dir, 0o700)
 }
 
 // Builder is the disk storage in the state dir (processors/diskstore),
@@ -148,6 +148,6 @@ func (l *LocalState) Close() error {
 	if err := l.closeDB(); err != nil {
 		return errors.Join(fmt.Errorf("closing the scheduler's local database: %w", err), l.lock.Release())
 	}
-	err := os.WriteFile(filepath.Join(l.dir, cleanMarker), nil, 0o644)
+	err := os.WriteFile(filepath.Join(l.dir, cleanMarker), nil, 0o600)
 	return errors.Join(err, l.lock.Release())
 }

@@ -209,6 +209,9 @@ type Scheduler struct {
 	swept atomic.Int64
 	// dueKeys keys the due events (duekeys.go).
 	dueKeys dueKeys
+	// cmdPartitions is the job-commands topic's partition count (0 until
+	// known): a command on another partition than its key's is refused.
+	cmdPartitions atomic.Int32
 }
 
 // New builds a scheduler. It does not connect until Run.
@@ -321,7 +324,10 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	if s.tickCl != nil {
 		wctx, stopWatch := context.WithCancel(ctx)
 		defer stopWatch()
-		go s.dueKeys.watch(wctx, s.tickCl, s.cfg.Topics.Due())
+		go watchPartitions(wctx, s.tickCl, map[string]*atomic.Int32{
+			s.cfg.Topics.Due():         &s.dueKeys.partitions,
+			s.cfg.Topics.JobCommands(): &s.cmdPartitions,
+		})
 	}
 	if s.namespaces == nil {
 		v, stop, err := views.StartNamespaces(ctx, s.cfg.Brokers, s.cfg.Topics, s.cfg.ClientID+"-namespaces", s.cfg.Replication, s.cfg.Logger)
@@ -447,7 +453,7 @@ func (s *Scheduler) Get(key string) (st *chimev1.JobState, err error) {
 }
 
 func (s *Scheduler) onCommand(ctx goka.Context, msg any) {
-	in := &input{key: ctx.Key(), topic: string(ctx.Topic()), partition: ctx.Partition(), offset: ctx.Offset()}
+	in := &input{key: ctx.Key(), topic: string(ctx.Topic()), partition: ctx.Partition(), offset: ctx.Offset(), partitions: s.cmdPartitions.Load()}
 	in.raw, _ = msg.([]byte)
 	s.namespaceOf(ctx, in)
 	cur, held := s.current(ctx)

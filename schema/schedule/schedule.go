@@ -247,11 +247,37 @@ func (c *Compiled) compileJitter(j *durationpb.Duration) error {
 	return nil
 }
 
+// The instants chime schedules: from MinTime up to, not including,
+// MaxTime. The timer index, the due events' lag and Kafka timestamps keep
+// times as Unix nanoseconds, which end in April 2262 and begin in 1677; an
+// instant outside them would wrap around (a job in 2300 looked overdue and
+// was ticked every 10 s forever). A time before MinTime is in the past
+// anyway and would fire at once, so it is more likely a mistake than a
+// wish; the range is checked wherever a time enters (schedules, Retry and
+// Defer commands) and written in docs/api.md.
+var (
+	MinTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	MaxTime = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// InRange checks that t is one chime schedules; the error says the range.
+func InRange(t time.Time) error {
+	if t.Before(MinTime) || !t.Before(MaxTime) {
+		return fmt.Errorf("%s is out of range; chime schedules instants from %s up to (not including) %s",
+			t.UTC().Format(time.RFC3339Nano), MinTime.Format(time.RFC3339), MaxTime.Format(time.RFC3339))
+	}
+	return nil
+}
+
 func timestamp(field string, ts *timestamppb.Timestamp) (time.Time, error) {
 	if err := ts.CheckValid(); err != nil {
 		return time.Time{}, errorf(field, "invalid timestamp (%v); it must lie between 0001-01-01 and 9999-12-31 with nanos in [0, 1e9)", err)
 	}
-	return ts.AsTime(), nil
+	t := ts.AsTime()
+	if err := InRange(t); err != nil {
+		return time.Time{}, errorf(field, "%v", err)
+	}
+	return t, nil
 }
 
 func duration(field string, d *durationpb.Duration) (time.Duration, error) {

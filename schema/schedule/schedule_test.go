@@ -212,7 +212,7 @@ func TestNext(t *testing.T) {
 		{"every keeps its phase years later", everySched(&chimev1.Every{Interval: dur(7 * time.Second), StartAt: ts(start)}), start.Add(45051428*7*time.Second + 3*time.Second), start.Add(45051429 * 7 * time.Second)},
 		{"every end inclusive", everySched(&chimev1.Every{Interval: dur(time.Minute), StartAt: ts(start), EndAt: ts(end)}), end.Add(-time.Nanosecond), end},
 		{"every past end", everySched(&chimev1.Every{Interval: dur(time.Minute), StartAt: ts(start), EndAt: ts(end)}), end, time.Time{}},
-		{"every over 292 years", everySched(&chimev1.Every{Interval: dur(time.Hour), StartAt: ts(utc(1, 1, 1, 0, 0, 0))}), utc(9000, 6, 1, 10, 30, 0), utc(9000, 6, 1, 11, 0, 0)},
+		{"every across two centuries", everySched(&chimev1.Every{Interval: dur(time.Hour), StartAt: ts(MinTime)}), utc(2199, 6, 1, 10, 30, 0), utc(2199, 6, 1, 11, 0, 0)},
 		{"cron utc", cronSched("*/15 * * * *", ""), utc(2026, 3, 3, 10, 7, 0), utc(2026, 3, 3, 10, 15, 0)},
 		{"cron strictly after", cronSched("*/15 * * * *", ""), utc(2026, 3, 3, 10, 15, 0), utc(2026, 3, 3, 10, 30, 0)},
 		{"cron seconds", cronSched("*/10 * * * * *", ""), utc(2026, 3, 3, 10, 15, 0).Add(500 * time.Millisecond), utc(2026, 3, 3, 10, 15, 10)},
@@ -359,4 +359,40 @@ func TestJitter(t *testing.T) {
 	}
 	require.NotEqual(t, Jitter(max, "a/x", 1), Jitter(max, "a/y", 1))
 	require.Less(t, Jitter(1, "a/x", 1), time.Duration(1))
+}
+
+// Instants outside [MinTime, MaxTime) are refused where they enter: in
+// Unix nanoseconds they would wrap around (a job in 2300 looked overdue
+// forever; one in 0001 never fired).
+func TestTimesOutOfRangeAreRefused(t *testing.T) {
+	t.Parallel()
+	at := func(tm time.Time) *chimev1.Schedule { return &chimev1.Schedule{Kind: &chimev1.Schedule_At{At: ts(tm)}} }
+	cases := []struct {
+		name  string
+		s     *chimev1.Schedule
+		field string // "" accepted
+	}{
+		{"at the first instant", at(MinTime), ""},
+		{"at the last instant", at(MaxTime.Add(-time.Nanosecond)), ""},
+		{"at MaxTime", at(MaxTime), "at"},
+		{"at after 2262", at(utc(2300, 1, 1, 0, 0, 0)), "at"},
+		{"at year 1", at(utc(1, 1, 1, 0, 0, 0)), "at"},
+		{"at before 1678", at(utc(1677, 1, 1, 0, 0, 0)), "at"},
+		{"every start before MinTime", everySched(&chimev1.Every{Interval: dur(time.Hour), StartAt: ts(utc(1969, 1, 1, 0, 0, 0))}), "every.start_at"},
+		{"cron end in 9999", &chimev1.Schedule{Kind: &chimev1.Schedule_Cron{Cron: &chimev1.Cron{Expr: "0 * * * *", EndAt: ts(utc(9999, 1, 1, 0, 0, 0))}}}, "cron.end_at"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Compile(c.s)
+			if c.field == "" {
+				require.NoError(t, err)
+				return
+			}
+			var se *Error
+			require.ErrorAs(t, err, &se)
+			require.Equal(t, c.field, se.Field)
+			require.Contains(t, se.Reason, "out of range")
+		})
+	}
 }
