@@ -149,10 +149,10 @@ type Config struct {
 	// request; default 24h. IdempotencyMax bounds the keys kept; default
 	// 100000 (the oldest are forgotten first).
 	IdempotencyTTL time.Duration
+	IdempotencyMax int
 	// Quotas bound each namespace's requests and job creations on this
 	// process (quota.go).
 	Quotas Quotas
-	IdempotencyMax int
 	// PublishTimeout bounds one publish; default 10s.
 	PublishTimeout time.Duration
 }
