@@ -87,6 +87,26 @@ $(CHDB_HOST): infra/clickhouse/host/chimech.c
 clickhouse: $(CHDB_STAMP) $(CHDB_HOST) ## install the local ClickHouse (npm @chdb/lib-linux-x64-gnu + host) into .tools/chdb
 
 # ---------------------------------------------------------------------------
+# schemathesis (PyPI), pinned, in a virtualenv under .tools/; .ci/schemathesis
+# runs it against a whole chime dev.
+# ---------------------------------------------------------------------------
+SCHEMATHESIS_VERSION := 4.32.5
+ST_VENV              := $(TOOLS_DIR)/schemathesis-$(SCHEMATHESIS_VERSION)
+ST_STAMP             := $(STAMP_DIR)/schemathesis-$(SCHEMATHESIS_VERSION)
+SCHEMATHESIS_EXAMPLES ?= 50
+
+$(ST_STAMP): $(if $(wildcard $(ST_VENV)/bin/st),,FORCE)
+	@echo "installing schemathesis $(SCHEMATHESIS_VERSION) into .tools/"
+	@mkdir -p $(STAMP_DIR)
+	python3 -m venv $(ST_VENV)
+	$(ST_VENV)/bin/pip install --quiet --disable-pip-version-check schemathesis==$(SCHEMATHESIS_VERSION)
+	@touch $@
+
+.PHONY: schemathesis
+schemathesis: build clickhouse $(ST_STAMP) ## schemathesis against chime dev (SCHEMATHESIS_EXAMPLES per operation): no 5xx, nothing outside /openapi.json
+	.ci/schemathesis $(ST_VENV)/bin/st $(BIN_DIR)/chime $(SCHEMATHESIS_EXAMPLES)
+
+# ---------------------------------------------------------------------------
 # Apache Kafka for tests on a real broker: its jars from Maven Central (pinned
 # in infra/kafkacluster/pom.xml, the one place the version is written), copied
 # into .tools/kafka-<version>/libs; needs Java 17+ and Maven. chime-kafka

@@ -165,6 +165,7 @@ type server struct {
 	recent  *recentJobs
 	metrics *metrics
 	quotas  *quotas
+	allow   *allowTable
 }
 
 // New builds the app. Serve it with app.Listen; stop it with
@@ -247,15 +248,18 @@ func New(cfg Config) (*fiber.App, error) {
 		},
 	}))
 	s.routes(app)
-	answerUnknownMethods(app)
+	s.allow = newAllowTable(app)
+	answerUnknownMethods(app, s.allow)
 	return app, nil
 }
 
 // answerUnknownMethods makes a request with a method fiber does not know
-// (BREW, say) get a problem like every other error: fiber answers it with
-// a text/plain 400 before any handler or error handler runs. 501 is what
-// RFC 9110 (9.1) gives an unrecognized method.
-func answerUnknownMethods(app *fiber.App) {
+// (BREW, QUERY) get a problem like every other error: fiber answers it with
+// a text/plain 400 before any handler or error handler runs. The answer is
+// the 405 a known method gets on a path that does not take it (RFC 9110
+// also allows 501; clients and API checkers expect 405 for any method a
+// path does not declare).
+func answerUnknownMethods(app *fiber.App, allow *allowTable) {
 	srv := app.Server()
 	next := srv.Handler
 	srv.Handler = func(ctx *fasthttp.RequestCtx) {
@@ -263,10 +267,12 @@ func answerUnknownMethods(app *fiber.App) {
 			next(ctx)
 			return
 		}
-		p := *problem(fiber.StatusNotImplemented, "method-not-implemented", "chime does not know the method %q; GET /openapi.json lists the routes and their methods", ctx.Method())
+		if methods := allow.of(string(ctx.Path())); methods != "" {
+			ctx.Response.Header.Set(fiber.HeaderAllow, methods)
+		}
+		p := *problem(fiber.StatusMethodNotAllowed, "method-not-allowed", "chime does not know the method %q; GET /openapi.json lists the routes and their methods", ctx.Method())
 		p.Instance = string(ctx.RequestURI())
 		body, _ := json.Marshal(&p)
-		ctx.Response.Reset()
 		ctx.SetStatusCode(p.Status)
 		ctx.SetContentType("application/problem+json")
 		ctx.SetBody(body)

@@ -834,14 +834,18 @@ func TestQuickSuccessiveCommands(t *testing.T) {
 	require.EqualValues(t, 1, r.body["fires"])
 }
 
-// A method fiber does not know gets a problem (501), not fiber's
-// text/plain 400.
+// A method fiber does not know gets a problem (405, as a known method a
+// path does not take), not fiber's text/plain 400.
 func TestUnknownMethodIsAProblem(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	for _, m := range []string{"BREW", "PROPFIND"} {
-		requireProblem(t, b.do(t, m, "/v1/namespaces/shop/jobs", adminToken, nil), 501, "")
+	for _, m := range []string{"BREW", "PROPFIND", "QUERY"} {
+		r := b.do(t, m, "/v1/namespaces/shop/jobs", adminToken, nil)
+		requireProblem(t, r, 405, "")
+		require.Equal(t, "POST", r.header.Get("Allow"))
 	}
+	require.Equal(t, "DELETE, GET, HEAD", b.do(t, "QUERY", "/v1/namespaces/shop/jobs/j1", adminToken, nil).header.Get("Allow"))
+	require.Equal(t, "POST", b.do(t, "QUERY", "/v1/namespaces/shop/jobs:batch", adminToken, nil).header.Get("Allow"))
 	requireProblem(t, b.do(t, "PATCH", "/v1/namespaces/shop/jobs", adminToken, nil), 405, "")
 }
 
