@@ -203,12 +203,16 @@ func TestRebalanceHandsOverCleanly(t *testing.T) {
 		first.Stats().Completed, second.Stats().Completed, second.Stats().Duplicates, calls, n)
 	// Repeats: the second skips what the first committed as done beyond
 	// its prefix (commit metadata), so what is repeated is what was still
-	// running, or finished after the last commit, when the first let its
-	// partitions go (RevokeWait is short here on purpose). Measured 30-62
-	// on a 2-core machine; before the metadata, 700-1200 (every
+	// running, or finished after the last commit that took, when the first
+	// let its partitions go (RevokeWait is short here on purpose). At most
+	// the calls in flight (16 namespaces x 2) plus what completes in one
+	// commit interval and one revoke wait at ~1,600 calls/s, about 500: on
+	// a real cluster a commit sent while the group rebalances can be
+	// refused, and then the interval before it counts too (249 seen on
+	// Apache Kafka; 30-62 on kfake). Before the metadata, 700-1200 (every
 	// completion beyond a partition's stuck prefix).
 	require.GreaterOrEqual(t, calls, n)
-	require.LessOrEqual(t, calls-n, 150, "repeated calls")
+	require.LessOrEqual(t, calls-n, 500, "repeated calls")
 	require.Zero(t, b.outcomes.count(func(o *chimev1.CallbackOutcome) bool {
 		return o.Class != chimev1.OutcomeClass_OUTCOME_CLASS_SUCCESS
 	}))
