@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/chime-sched/chime/infra/kafkaauth"
 	"github.com/chime-sched/chime/schema"
 )
 
@@ -137,7 +138,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		kgo.ClientID(d.cfg.ClientID + "-consumer"),
 		kgo.FetchMaxWait(schema.IdleFetchWait),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-	}, append(d.cfg.Membership.Kgo(), d.cfg.KgoOptions...)...),
+	}, append(append(d.cfg.Membership.Kgo(), kafkaauth.Current().Kgo()...), d.cfg.KgoOptions...)...),
 		kgo.ConsumerGroup(GroupName(d.cfg.Topics)),
 		kgo.ConsumeTopics(c.topic),
 		kgo.DisableAutoCommit(),

@@ -14,6 +14,7 @@ import (
 	"github.com/rcrowley/go-metrics"
 
 	"github.com/chime-sched/chime/infra/groups"
+	"github.com/chime-sched/chime/infra/kafkaauth"
 	"github.com/chime-sched/chime/schema"
 )
 
@@ -40,6 +41,7 @@ func SaramaConfig(clientID string) *sarama.Config {
 	cfg.Producer.Compression = sarama.CompressionNone
 	cfg.Producer.Idempotent = false
 	cfg.Metadata.RefreshFrequency = 30 * time.Second
+	kafkaauth.Current().Sarama(cfg)
 	return cfg
 }
 

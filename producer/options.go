@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chime-sched/chime/infra/kafkaauth"
 )
 
 // Option configures a Producer in New.
@@ -97,6 +99,9 @@ func (c config) clientOpts() []kgo.Opt {
 		kgo.ProducerLinger(defaultLinger),
 		kgo.MaxBufferedRecords(defaultMaxBuffered),
 	}
+	// The chime binary's credential (none in other programs, which pass
+	// their own SASL in KgoOptions).
+	opts = append(opts, kafkaauth.Current().Kgo()...)
 	opts = append(opts, c.kgoOpts...)
 	return append(opts,
 		// Every replica in sync must have the command before it counts as

@@ -73,6 +73,7 @@ import (
 
 	"github.com/chime-sched/chime/analytics"
 	"github.com/chime-sched/chime/infra/groups"
+	"github.com/chime-sched/chime/infra/kafkaauth"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
@@ -221,7 +222,7 @@ func (s *Sink) Run(ctx context.Context) error {
 		kgo.ClientID(s.cfg.ClientID + "-sink"),
 		kgo.FetchMaxWait(schema.IdleFetchWait),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-	}, append(s.cfg.Membership.Kgo(), s.cfg.KgoOptions...)...),
+	}, append(append(s.cfg.Membership.Kgo(), kafkaauth.Current().Kgo()...), s.cfg.KgoOptions...)...),
 		kgo.ConsumerGroup(GroupName(s.cfg.Topics)),
 		kgo.ConsumeTopics(topics...),
 		kgo.DisableAutoCommit(),

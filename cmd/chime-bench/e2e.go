@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/chime-sched/chime/infra/kafkaauth"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -305,8 +306,18 @@ func (c *chimeProc) kill9() {
 	c.logFile.Close()
 }
 
+// credential is the embedded broker's SASL credential, which chime dev
+// keeps in its state dir.
+func (c *chimeProc) credential() kafkaauth.Credential {
+	cred, err := kafkaauth.Load(filepath.Join(c.dir, "state", "kafka-credential"))
+	if err != nil {
+		fail("chime dev's Kafka credential: %v", err)
+	}
+	return cred
+}
+
 func (c *chimeProc) admin() *kadm.Client {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.broker))
+	cl, err := kgo.NewClient(append(c.credential().Kgo(), kgo.SeedBrokers(c.broker))...)
 	if err != nil {
 		fail("%v", err)
 	}
@@ -427,7 +438,7 @@ func (c *chimeProc) ingestBatch(ctx context.Context, url string, from, to int, a
 // ingestProducer publishes jobs [from, to) with the producer SDK, straight
 // into Kafka.
 func (c *chimeProc) ingestProducer(ctx context.Context, url string, from, to int, at func(int) time.Time) {
-	p, err := producer.New(producer.Brokers([]string{c.broker}), producer.TopicPrefix(e2ePrefix))
+	p, err := producer.New(producer.Brokers([]string{c.broker}), producer.TopicPrefix(e2ePrefix), producer.KgoOptions(c.credential().Kgo()...))
 	if err != nil {
 		fail("producer: %v", err)
 	}

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/chime-sched/chime/infra/kafkaauth"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -133,10 +134,23 @@ func TestDevSurvivesKill9AndStopsCleanly(t *testing.T) {
 	brokers := []string{fmt.Sprintf("127.0.0.1:%d", port)}
 	dev := startDev(t, stateDir, port)
 
-	p, err := producer.New(producer.Brokers(brokers))
-	require.NoError(t, err)
+	// The embedded broker requires SASL: a client without the credential
+	// from the state dir cannot publish a command (a local user could
+	// otherwise add a namespace key).
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	anon, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RequestRetries(1), kgo.RetryTimeout(3*time.Second))
+	require.NoError(t, err)
+	actx, acancel := context.WithTimeout(ctx, 10*time.Second)
+	err = anon.ProduceSync(actx, &kgo.Record{Topic: schema.NewTopics("").NamespaceCommands(), Key: []byte("acme"), Value: []byte("x")}).FirstErr()
+	acancel()
+	anon.Close()
+	require.Error(t, err, "a client without the credential may not produce")
+	cred, err := kafkaauth.Load(filepath.Join(stateDir, KafkaCredentialFile))
+	require.NoError(t, err)
+
+	p, err := producer.New(producer.Brokers(brokers), producer.KgoOptions(cred.Kgo()...))
+	require.NoError(t, err)
 	fireAt := time.Now().Add(3 * time.Second)
 	const jobs = 20
 	for i := range jobs {
@@ -154,8 +168,8 @@ func TestDevSurvivesKill9AndStopsCleanly(t *testing.T) {
 	<-dev.exited
 
 	dev = startDev(t, stateDir, port)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(schema.NewTopics("").Due()),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl, err := kgo.NewClient(append(cred.Kgo(), kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(schema.NewTopics("").Due()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
 	require.NoError(t, err)
 	defer cl.Close()
 	seen := map[string]bool{}

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chime-sched/chime/dispatcher"
+	"github.com/chime-sched/chime/infra/kafkaauth"
 	"github.com/chime-sched/chime/schema"
 )
 
@@ -129,7 +130,7 @@ func newLagCollector(brokers []string, groups ...string) *lagCollector {
 func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.brokers...))
+	cl, err := kgo.NewClient(append(kafkaauth.Current().Kgo(), kgo.SeedBrokers(c.brokers...))...)
 	if err != nil {
 		return
 	}

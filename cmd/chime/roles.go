@@ -22,6 +22,7 @@ import (
 	"github.com/chime-sched/chime/infra/broker"
 	"github.com/chime-sched/chime/infra/config"
 	"github.com/chime-sched/chime/infra/groups"
+	"github.com/chime-sched/chime/infra/kafkaauth"
 	"github.com/chime-sched/chime/infra/topics"
 	"github.com/chime-sched/chime/processors/memstore"
 	"github.com/chime-sched/chime/processors/namespaces"
@@ -117,6 +118,10 @@ func startCPUProfile(path string) (func(), error) {
 	}, nil
 }
 
+// KafkaCredentialFile, in the state dir, holds the embedded broker's
+// generated SASL credential ("user:password", 0600).
+const KafkaCredentialFile = "kafka-credential"
+
 // errRoleDone ends a role's errgroup when the role itself returned.
 var errRoleDone = errors.New("role done")
 
@@ -124,13 +129,21 @@ var errRoleDone = errors.New("role done")
 // makes sure every topic exists as chime needs it.
 func (e *env) connect(ctx context.Context) error {
 	e.brokers = e.cfg.Brokers
+	cred := kafkaauth.Credential{User: e.cfg.KafkaSASLUser, Password: e.cfg.KafkaSASLPassword}
 	if e.cfg.Embedded() {
+		if !cred.Enabled() {
+			var err error
+			if cred, err = kafkaauth.LoadOrCreate(filepath.Join(e.cfg.StateDir, KafkaCredentialFile)); err != nil {
+				return err
+			}
+		}
 		t := e.cfg.Topics()
 		b, err := broker.Start(broker.Options{
 			DataDir: e.cfg.BrokerDataDir(),
 			Port:    e.cfg.EmbeddedBrokerPort,
 			Tables:  []string{t.SchedulerTable(), t.BreakerTable(), t.NamespaceTable()},
 			Logf:    func(f string, a ...any) { e.log.Warn(fmt.Sprintf(f, a...), "component", "broker") },
+			SASL:    cred,
 		})
 		if err != nil {
 			return fmt.Errorf("embedded broker: %w", err)
@@ -138,9 +151,12 @@ func (e *env) connect(ctx context.Context) error {
 		e.embedded = b
 		e.brokers = b.Addrs()
 		e.log.Info("embedded broker started", "addr", strings.Join(e.brokers, ","), "data_dir", b.DataDir(),
-			"hint", "other chime processes can share it with CHIME_BROKERS="+strings.Join(e.brokers, ","))
+			"hint", "other chime processes can share it with CHIME_BROKERS="+strings.Join(e.brokers, ",")+
+				" CHIME_KAFKA_SASL_USER="+cred.User+" and CHIME_KAFKA_SASL_PASSWORD from "+filepath.Join(e.cfg.StateDir, KafkaCredentialFile))
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.brokers...), kgo.ClientID(e.cfg.ClientID+"-admin"))
+	// Before any client is made: every one of them authenticates with it.
+	kafkaauth.Use(cred)
+	cl, err := kgo.NewClient(append(kafkaauth.Current().Kgo(), kgo.SeedBrokers(e.brokers...), kgo.ClientID(e.cfg.ClientID+"-admin"))...)
 	if err != nil {
 		return fmt.Errorf("kafka client: %w", err)
 	}

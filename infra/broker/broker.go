@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/chime-sched/chime/infra/dirlock"
+	"github.com/chime-sched/chime/infra/kafkaauth"
 )
 
 // DefaultCleanerBackoff is how often the broker considers compaction and
@@ -60,6 +61,9 @@ type Options struct {
 	// loses nothing (writes are in the page cache), but a machine crash
 	// can lose the last writes, as with Kafka's defaults.
 	SyncWrites bool
+	// SASL, when set, makes the broker require SASL/PLAIN with this
+	// superuser from every client.
+	SASL kafkaauth.Credential
 	// Logf, if set, receives the broker's warnings and errors.
 	Logf func(format string, args ...any)
 }
@@ -132,6 +136,12 @@ func Start(opts Options) (*Broker, error) {
 	}
 	if opts.SyncWrites {
 		kopts = append(kopts, kfake.SyncWrites())
+	}
+	if opts.SASL.Enabled() {
+		// Every client must authenticate: anyone on the host reaches
+		// 127.0.0.1, and the log holds namespace keys' hashes and
+		// signing secrets.
+		kopts = append(kopts, kfake.EnableSASL(), kfake.Superuser("PLAIN", opts.SASL.User, opts.SASL.Password))
 	}
 	if opts.Logf != nil {
 		kopts = append(kopts, kfake.WithLogger(logger{opts.Logf}))

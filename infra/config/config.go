@@ -64,6 +64,10 @@ type Config struct {
 	// SessionTimeout is how long a silent process keeps its partitions:
 	// the failover time after a kill -9.
 	SessionTimeout time.Duration
+	// KafkaSASLUser and KafkaSASLPassword authenticate chime's Kafka
+	// clients (SASL/PLAIN). With the embedded broker and no user set, a
+	// generated credential kept in the state dir is used (kafkaauth).
+	KafkaSASLUser, KafkaSASLPassword string
 	// QuotaRequests and QuotaJobs are each namespace's request and job
 	// creation quotas per second on one API process (api.Quotas; <0: none).
 	QuotaRequests, QuotaJobs float64
@@ -250,6 +254,18 @@ var settings = []setting{
 			c.InstanceID = v
 			return nil
 		},
+	},
+	{
+		env: "CHIME_KAFKA_SASL_USER", flag: "kafka-sasl-user",
+		usage: "`user` chime's Kafka clients authenticate as (SASL/PLAIN); empty: no SASL, except on the embedded broker, which always requires it (its generated credential is in <state dir>/kafka-credential)",
+		def:   func(c Config) string { return c.KafkaSASLUser },
+		apply: func(c *Config, v string) error { c.KafkaSASLUser = v; return nil },
+	},
+	{
+		env: "CHIME_KAFKA_SASL_PASSWORD", flag: "kafka-sasl-password",
+		usage: "`password` for CHIME_KAFKA_SASL_USER (prefer the variable to the flag: flags show in ps)",
+		def:   func(Config) string { return "" },
+		apply: func(c *Config, v string) error { c.KafkaSASLPassword = v; return nil },
 	},
 	{
 		env: "CHIME_QUOTA_REQUESTS", flag: "quota-requests",

@@ -271,7 +271,7 @@ func TestDocsListEverySetting(t *testing.T) {
 		}
 		require.Contains(t, row, def, "default of %s", m[1])
 	})
-	require.Equal(t, 22, n, "a setting was added or removed: update this test and the docs")
+	require.Equal(t, 24, n, "a setting was added or removed: update this test and the docs")
 }
 
 func docRow(doc, cell string) string {

@@ -31,6 +31,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chime-sched/chime/infra/groups"
+	"github.com/chime-sched/chime/infra/kafkaauth"
 	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/memstore"
 	"github.com/chime-sched/chime/schema"
@@ -231,13 +232,13 @@ func New(cfg Config) (*Scheduler, error) {
 	s.decider = &decider{cfg: cfg, allowed: allowed}
 	sender := cfg.tickSender
 	if sender == nil {
-		cl, err := kgo.NewClient(
+		cl, err := kgo.NewClient(append(kafkaauth.Current().Kgo(),
 			kgo.SeedBrokers(cfg.Brokers...),
 			kgo.ClientID(cfg.ClientID+"-ticks"),
 			kgo.RecordPartitioner(kgo.ManualPartitioner()),
 			kgo.ProducerLinger(time.Millisecond),
 			kgo.MaxBufferedRecords(1<<16),
-		)
+		)...)
 		if err != nil {
 			return nil, fmt.Errorf("scheduler: tick producer: %w", err)
 		}

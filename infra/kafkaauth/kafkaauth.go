@@ -1,0 +1,113 @@
+// Package kafkaauth owns the credential chime's Kafka clients authenticate
+// with (SASL/PLAIN), franz-go and sarama alike.
+//
+// The embedded broker trusts nobody: `chime dev` starts it with SASL on and
+// one superuser whose password is generated at first start and kept in the
+// state dir (0600), so another local user cannot publish commands to it
+// (add a namespace key, say). Against a real cluster the credential comes
+// from CHIME_KAFKA_SASL_USER and CHIME_KAFKA_SASL_PASSWORD.
+//
+// The process's credential is set once, by the chime binary at start and
+// before it makes any client (Use), and read by every place that builds a
+// Kafka client (Current): the credential belongs to the process, as the
+// broker addresses do, and carrying it through each component's config
+// would add a field to a dozen of them that they only pass on. Programs that
+// never call Use (tests, the benchmark harness) connect without SASL.
+package kafkaauth
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+
+	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+)
+
+// Credential is a SASL/PLAIN user and password; the zero value is none.
+type Credential struct {
+	User, Password string
+}
+
+// Enabled reports whether the credential is set.
+func (c Credential) Enabled() bool { return c.User != "" }
+
+// Kgo returns the franz-go options that authenticate with c.
+func (c Credential) Kgo() []kgo.Opt {
+	if !c.Enabled() {
+		return nil
+	}
+	return []kgo.Opt{kgo.SASL(plain.Auth{User: c.User, Pass: c.Password}.AsMechanism())}
+}
+
+// Sarama makes cfg authenticate with c.
+func (c Credential) Sarama(cfg *sarama.Config) {
+	if !c.Enabled() {
+		return
+	}
+	cfg.Net.SASL.Enable = true
+	cfg.Net.SASL.Mechanism = sarama.SASLTypePlaintext
+	cfg.Net.SASL.Handshake = true
+	cfg.Net.SASL.User = c.User
+	cfg.Net.SASL.Password = c.Password
+}
+
+var current atomic.Pointer[Credential]
+
+// Use sets the process's credential; call it before making clients.
+func Use(c Credential) { current.Store(&c) }
+
+// Current is the process's credential (none until Use).
+func Current() Credential {
+	if c := current.Load(); c != nil {
+		return *c
+	}
+	return Credential{}
+}
+
+// EmbeddedUser is the embedded broker's superuser.
+const EmbeddedUser = "chime"
+
+// Load reads the credential kept in path ("user:password").
+func Load(path string) (Credential, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return Credential{}, fmt.Errorf("kafka credential: %w", err)
+	}
+	user, pass, ok := strings.Cut(strings.TrimSpace(string(raw)), ":")
+	if !ok || user == "" || pass == "" {
+		return Credential{}, fmt.Errorf("kafka credential %s: want user:password on one line", path)
+	}
+	return Credential{User: user, Password: pass}, nil
+}
+
+// LoadOrCreate reads the credential kept in path, or creates one with a
+// random password, readable by its owner only.
+func LoadOrCreate(path string) (Credential, error) {
+	c, err := Load(path)
+	if err == nil || !errors.Is(err, os.ErrNotExist) {
+		return c, err
+	}
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return Credential{}, err
+	}
+	c = Credential{User: EmbeddedUser, Password: hex.EncodeToString(b)}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return LoadOrCreate(path) // another process wrote it first
+		}
+		return Credential{}, fmt.Errorf("kafka credential: %w", err)
+	}
+	if _, err := fmt.Fprintf(f, "%s:%s\n", c.User, c.Password); err != nil {
+		f.Close()
+		return Credential{}, fmt.Errorf("kafka credential: %w", err)
+	}
+	return c, f.Close()
+}
