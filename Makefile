@@ -230,6 +230,11 @@ lint: $(STATICCHECK_STAMP) vet ## staticcheck ./... and go vet ./...
 bench: build clickhouse $(KAFKA_STAMP) ## run the benchmark harness (chime dev end to end, failover on Apache Kafka, then each role alone): go run ./cmd/chime-bench $(BENCH_FLAGS)
 	$(GO) run ./cmd/chime-bench -chime $(BIN_DIR)/chime $(BENCH_FLAGS)
 
+SOAK ?= 30m
+.PHONY: soak
+soak: build clickhouse ## soak: chime dev at 1,000 fires/s (5% failing, a breaker trip a minute) for SOAK (30m), sampled every minute
+	$(GO) run ./cmd/chime-bench -chime $(BIN_DIR)/chime -soak $(SOAK)
+
 # `go test -list` prints a package's matching names, then its "ok <pkg>" line:
 # turn that into one "<pkg> <FuzzName>" line per target.
 FUZZ_LIST_AWK := /^Fuzz/ { names = names " " $$1; next } /^ok/ { n = split(names, a, " "); for (i = 1; i <= n; i++) print $$2, a[i]; names = "" }

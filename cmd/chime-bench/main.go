@@ -76,6 +76,7 @@ func main() {
 	flag.DurationVar(&e2e.profileFor, "e2e-profile-for", 10*time.Second, "end to end: length of each burst's CPU profile, from 1 s before the instant")
 	flag.BoolVar(&e2e.keepLogs, "e2e-keep", false, "end to end: keep chime's state dir and log of each run")
 	e2eOnly := flag.Bool("e2e-only", false, "run only the end-to-end phases (the role-by-role rows are diagnosis)")
+	soak := flag.Duration("soak", 0, "run only the soak: chime dev at 1,000 fires/s for this long, sampled every minute (make soak: 30m)")
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -100,6 +101,10 @@ func main() {
 	add := func(r ...result) { results = append(results, r...) }
 	fmt.Fprintf(os.Stderr, "chime-bench: %d cores, %s\n", runtime.NumCPU(), runtime.Version())
 
+	if *soak > 0 {
+		printResults(benchSoak(ctx, e2e.chime, *soak))
+		return
+	}
 	add(benchE2E(ctx, e2e)...)
 	if *e2eOnly {
 		printResults(results)

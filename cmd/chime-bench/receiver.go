@@ -93,6 +93,13 @@ func (r *recorder) hook(w http.ResponseWriter, req *http.Request) {
 		r.stray.Add(1)
 	}
 	r.mu.RUnlock()
+	// The soak's failing callbacks: ?fail=1 always, ?trip=1 during the
+	// first 10 s of every minute (so a breaker trips once a minute).
+	q := req.URL.RawQuery
+	if q == "fail=1" || q == "trip=1" && time.Now().Second() < 10 {
+		w.WriteHeader(http.StatusInternalServerError)
+		return
+	}
 	w.WriteHeader(http.StatusOK)
 }
 

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bufio"
+	"cmp"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The soak runs `chime dev` for a long time at a steady load and samples
+// it every soakSample: does it stay flat? The load: soakJobs interval jobs
+// every 2 s (1,000 fires/s), 5 % of them answered 500 (retried once), and
+// a namespace whose 20 jobs a second fail for the first 10 s of every
+// minute, so its breaker trips about once a minute. Each sample reads
+// chime's own /metrics: RSS, Go heap in use, goroutines, open files, fire
+// lag p99 over the sample, the consumer groups' lag, breaker transitions.
+// The verdict compares the last sample with the one at minute 5 (or at a
+// third of a shorter run).
+
+const (
+	soakJobs     = 2000 // every 2 s: 1,000 fires/s
+	soakFailing  = soakJobs / 20
+	soakTripJobs = 20 // every 1 s
+)
+
+type soakSample struct {
+	at                        time.Duration
+	rss, heap                 float64
+	goroutines, fds           float64
+	lagP99                    float64
+	consumerLag               float64
+	calls, transitions, fires float64
+}
+
+func benchSoak(ctx context.Context, bin string, d time.Duration) []result {
+	rcv := startReceiverProc()
+	defer rcv.close()
+	rcv.reset(0)
+	c := startChime(ctx, bin)
+	defer c.stop(false)
+	c.createNamespace(ctx)
+	if st, out := c.call(ctx, "PUT", "/v1/namespaces/trip", []byte(`{"breaker": {"window": "10s", "min_requests": 5, "cool_off": "5s", "max_cool_off": "10s"}}`)); st != 200 && st != 201 {
+		fail("soak: namespace trip: %d %s", st, out)
+	}
+	post := func(ns string, jobs []map[string]any) {
+		for i := 0; i < len(jobs); i += 1000 {
+			body, _ := json.Marshal(map[string]any{"jobs": jobs[i:min(i+1000, len(jobs))]})
+			if st, out := c.call(ctx, "POST", "/v1/namespaces/"+ns+"/jobs:batch", body); st != http.StatusCreated {
+				fail("soak: jobs: %d %s", st, out)
+			}
+		}
+	}
+	var jobs []map[string]any
+	for i := range soakJobs {
+		url, retry := rcv.url(), map[string]any{"max_attempts": 5}
+		if i < soakFailing {
+			url, retry = rcv.url()+"?fail=1", map[string]any{"max_attempts": 2, "initial_interval": "1s"}
+		}
+		jobs = append(jobs, map[string]any{"id": "s" + strconv.Itoa(i), "schedule": map[string]any{"every": "2s"},
+			"callback": map[string]any{"url": url, "body": jobBody(i, time.Now())}, "retry": retry})
+	}
+	post(e2eNamespace, jobs)
+	jobs = jobs[:0]
+	for i := range soakTripJobs {
+		jobs = append(jobs, map[string]any{"id": "t" + strconv.Itoa(i), "schedule": map[string]any{"every": "1s"},
+			"callback": map[string]any{"url": rcv.url() + "?trip=1"}, "retry": map[string]any{"max_attempts": 1}})
+	}
+	post("trip", jobs)
+
+	sample := min(time.Minute, max(d/10, 10*time.Second))
+	fmt.Fprintf(os.Stderr, "soak: %s at %d fires/s, a sample every %s\n", d, soakJobs/2+soakTripJobs, sample)
+	var samples []soakSample
+	prev := c.scrape(ctx)
+	start := time.Now()
+	for time.Since(start) < d && ctx.Err() == nil {
+		time.Sleep(sample)
+		cur := c.scrape(ctx)
+		s := soakSample{
+			at: time.Since(start).Round(time.Second), rss: cur.sum("process_resident_memory_bytes"), heap: cur.sum("go_memstats_heap_inuse_bytes"),
+			goroutines: cur.sum("go_goroutines"), fds: cur.sum("process_open_fds"),
+			lagP99:      cur.quantileSince(prev, "chime_scheduler_fire_lag_seconds", 0.99),
+			consumerLag: cur.sum("chime_consumer_lag_records"),
+			calls:       float64(rcv.calls()),
+			transitions: cur.sum("chime_breaker_transitions_total") - prev.sum("chime_breaker_transitions_total"),
+			fires:       cur.sum("chime_scheduler_fires_total") - prev.sum("chime_scheduler_fires_total"),
+		}
+		fmt.Fprintf(os.Stderr, "soak %7s: RSS %4.0f MB, heap %4.0f MB, goroutines %5.0f, fds %4.0f, fire lag p99 %5.2f s, consumer lag %6.0f, fires %6.0f/s, breaker transitions %2.0f\n",
+			s.at, s.rss/1e6, s.heap/1e6, s.goroutines, s.fds, s.lagP99, s.consumerLag, s.fires/sample.Seconds(), s.transitions)
+		samples = append(samples, s)
+		prev = cur
+	}
+	if len(samples) < 3 {
+		return []result{{"soak", "too short to judge", "—", "—"}}
+	}
+	// The baseline: the sample at minute 5, or a third into a shorter run.
+	base := samples[len(samples)/3]
+	for _, s := range samples {
+		if s.at >= 5*time.Minute {
+			base = s
+			break
+		}
+	}
+	last := samples[len(samples)-1]
+	worstLag, transitions := 0.0, 0.0
+	for _, s := range samples {
+		if s.at >= base.at {
+			worstLag = max(worstLag, s.lagP99)
+		}
+		transitions += s.transitions
+	}
+	grow := func(a, b float64) float64 { return (b - a) / a * 100 }
+	name := fmt.Sprintf("soak %s, %d fires/s, 5%% failing, a breaker trip a minute", d, soakJobs/2+soakTripJobs)
+	return []result{
+		{name + ": RSS at " + base.at.String() + " → end", fmt.Sprintf("%.0f → %.0f MB (%+.1f%%)", base.rss/1e6, last.rss/1e6, grow(base.rss, last.rss)), "< +10%", verdict(grow(base.rss, last.rss) < 10)},
+		{name + ": goroutines at " + base.at.String() + " → end", fmt.Sprintf("%.0f → %.0f (%+.1f%%)", base.goroutines, last.goroutines, grow(base.goroutines, last.goroutines)), "< +10%", verdict(grow(base.goroutines, last.goroutines) < 10)},
+		{name + ": heap in use, open files at end", fmt.Sprintf("%.0f MB, %.0f", last.heap/1e6, last.fds), "—", "—"},
+		{name + ": worst fire lag p99 of a sample after " + base.at.String(), fmt.Sprintf("%.2f s", worstLag), "< 1 s", verdict(worstLag < 1)},
+		{name + ": breaker transitions", fmt.Sprintf("%.0f", transitions), "—", "—"},
+	}
+}
+
+// scrape is one read of chime's /metrics.
+type scrape map[string][]metricLine
+
+type metricLine struct {
+	labels string
+	value  float64
+}
+
+func (c *chimeProc) scrape(ctx context.Context) scrape {
+	st, body := c.call(ctx, "GET", "/metrics", nil)
+	out := scrape{}
+	if st != http.StatusOK {
+		return out
+	}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		name, labels := line[:i], ""
+		if j := strings.IndexByte(name, '{'); j >= 0 {
+			name, labels = name[:j], name[j:]
+		}
+		out[name] = append(out[name], metricLine{labels, v})
+	}
+	return out
+}
+
+// sum adds every series of name.
+func (s scrape) sum(name string) float64 {
+	t := 0.0
+	for _, l := range s[name] {
+		t += l.value
+	}
+	return t
+}
+
+// quantileSince is the q quantile of histogram name over what it counted
+// since prev (bucket upper bounds; -1 when nothing was counted).
+func (s scrape) quantileSince(prev scrape, name string, q float64) float64 {
+	counts := func(sc scrape) map[string]float64 {
+		m := map[string]float64{}
+		for _, l := range sc[name+"_bucket"] {
+			m[l.labels] += l.value
+		}
+		return m
+	}
+	now, before := counts(s), counts(prev)
+	type bucket struct{ le, n float64 }
+	var bs []bucket
+	for labels, n := range now {
+		_, le, ok := strings.Cut(labels, `le="`)
+		if !ok {
+			continue
+		}
+		le, _, _ = strings.Cut(le, `"`)
+		l, err := strconv.ParseFloat(le, 64)
+		if err != nil {
+			continue
+		}
+		bs = append(bs, bucket{l, n - before[labels]})
+	}
+	if len(bs) == 0 {
+		return -1
+	}
+	// By bound: the +Inf bucket holds the total.
+	slices.SortFunc(bs, func(a, b bucket) int { return cmp.Compare(a.le, b.le) })
+	total := bs[len(bs)-1].n
+	if total <= 0 {
+		return -1
+	}
+	for _, b := range bs {
+		if b.n >= q*total {
+			return b.le
+		}
+	}
+	return -1
+}
