@@ -100,15 +100,16 @@ func benchSoak(ctx context.Context, bin string, d time.Duration) []result {
 	if len(samples) < 3 {
 		return []result{{"soak", "too short to judge", "—", "—"}}
 	}
-	// The baseline: the sample at minute 5, or a third into a shorter run.
+	// The baseline: the sample at minute 5, or a third into a run too
+	// short to have one before its end.
 	base := samples[len(samples)/3]
-	for _, s := range samples {
+	for _, s := range samples[:len(samples)-2] {
 		if s.at >= 5*time.Minute {
 			base = s
 			break
 		}
 	}
-	last := samples[len(samples)-1]
+	first, last := samples[0], samples[len(samples)-1]
 	worstLag, transitions := 0.0, 0.0
 	for _, s := range samples {
 		if s.at >= base.at {
@@ -121,7 +122,8 @@ func benchSoak(ctx context.Context, bin string, d time.Duration) []result {
 	return []result{
 		{name + ": RSS at " + base.at.String() + " → end", fmt.Sprintf("%.0f → %.0f MB (%+.1f%%)", base.rss/1e6, last.rss/1e6, grow(base.rss, last.rss)), "< +10%", verdict(grow(base.rss, last.rss) < 10)},
 		{name + ": goroutines at " + base.at.String() + " → end", fmt.Sprintf("%.0f → %.0f (%+.1f%%)", base.goroutines, last.goroutines, grow(base.goroutines, last.goroutines)), "< +10%", verdict(grow(base.goroutines, last.goroutines) < 10)},
-		{name + ": heap in use, open files at end", fmt.Sprintf("%.0f MB, %.0f", last.heap/1e6, last.fds), "—", "—"},
+		{name + ": RSS, heap in use at " + first.at.String() + " → end", fmt.Sprintf("%.0f → %.0f MB, %.0f → %.0f MB", first.rss/1e6, last.rss/1e6, first.heap/1e6, last.heap/1e6), "—", "—"},
+		{name + ": open files at end", fmt.Sprintf("%.0f", last.fds), "—", "—"},
 		{name + ": worst fire lag p99 of a sample after " + base.at.String(), fmt.Sprintf("%.2f s", worstLag), "< 1 s", verdict(worstLag < 1)},
 		{name + ": breaker transitions", fmt.Sprintf("%.0f", transitions), "—", "—"},
 	}
