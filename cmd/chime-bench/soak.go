@@ -2,8 +2,8 @@ package main
 
 import (
 	"bufio"
-	"cmp"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
