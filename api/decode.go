@@ -26,9 +26,6 @@ func decodeJSON(c *fiber.Ctx, v any) error {
 	}
 	// The body is read as JSON whatever Content-Type says: curl -d sends
 	// form encoding by default, and refusing that helps nobody.
-	if err := strictKeys(body, v); err != nil {
-		return err
-	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -37,7 +34,7 @@ func decodeJSON(c *fiber.Ctx, v any) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return badRequest("", "the body has data after its JSON value; send exactly one JSON object")
 	}
-	return nil
+	return strictKeys(body, v)
 }
 
 func jsonProblem(err error) *Problem {

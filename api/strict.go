@@ -3,9 +3,9 @@ package api
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -14,100 +14,174 @@ import (
 // lets a later duplicate key win, so {"Callback": …, "callback": …}
 // decodes, and a proxy that validates the first (or an exactly spelled)
 // key sees another request than chime. strictKeys walks the body beside
-// the Go type it decodes into, before the decode, and refuses both: every
+// the Go type it was decoded into, after the decode, and refuses both: every
 // key must be a field's exact name (or a map key), once per object.
 // Values of type json.RawMessage or interface (a callback's body) are the
 // client's own JSON and are not looked into.
 
 var rawMessageType = reflect.TypeFor[json.RawMessage]()
 
-// strictKeys checks body against the type of v (a pointer).
+// strictKeys checks body, which encoding/json has just decoded into v (a
+// pointer) and so is valid JSON, against v's type. It scans the bytes
+// once, without a tokenizer: encoding/json's Token cost two and a half
+// times the decode itself on a 1,000-job batch.
 func strictKeys(body []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	err := walkStrict(dec, reflect.TypeOf(v), "")
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return nil // the decode reports the truncated body
-	}
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return nil // and the syntax error
-	}
-	return err
+	sc := &keyScanner{b: body}
+	return sc.value(reflect.TypeOf(v))
 }
 
-func walkStrict(dec *json.Decoder, t reflect.Type, path string) error {
+// keyScanner walks valid JSON, keeping the keys that lead to where it is
+// (for the error's field path).
+type keyScanner struct {
+	b    []byte
+	i    int
+	path []string
+}
+
+func (s *keyScanner) ws() {
+	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\n' || s.b[s.i] == '\r') {
+		s.i++
+	}
+}
+
+// str skips the string at s.i and returns its contents (raw, escapes kept).
+func (s *keyScanner) str() []byte {
+	s.i++ // the opening quote
+	start := s.i
+	for s.i < len(s.b) && s.b[s.i] != '"' {
+		if s.b[s.i] == '\\' {
+			s.i++
+		}
+		s.i++
+	}
+	out := s.b[start:min(s.i, len(s.b))]
+	s.i++ // the closing quote
+	return out
+}
+
+func (s *keyScanner) value(t reflect.Type) error {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	d, ok := tok.(json.Delim)
-	if !ok {
-		return nil // a scalar
+	s.ws()
+	if s.i >= len(s.b) {
+		return nil
 	}
 	opaque := t == nil || t == rawMessageType || t.Kind() == reflect.Interface
-	switch d {
-	case '[':
-		var elem reflect.Type
-		if !opaque && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
-			elem = t.Elem()
-		}
-		for i := 0; dec.More(); i++ {
-			if err := walkStrict(dec, elem, path); err != nil {
-				return err
-			}
-		}
+	switch s.b[s.i] {
 	case '{':
-		var fields map[string]reflect.Type
-		if !opaque && t.Kind() == reflect.Struct {
-			fields = jsonFields(t)
+		if opaque {
+			return s.skipComposite()
 		}
-		seen := map[string]bool{}
-		for dec.More() {
-			kt, err := dec.Token()
-			if err != nil {
+		return s.object(t)
+	case '[':
+		if opaque || (t.Kind() != reflect.Slice && t.Kind() != reflect.Array) {
+			return s.skipComposite()
+		}
+		s.i++
+		for {
+			s.ws()
+			if s.i >= len(s.b) || s.b[s.i] == ']' {
+				s.i++
+				return nil
+			}
+			if err := s.value(t.Elem()); err != nil {
 				return err
 			}
-			key, _ := kt.(string)
-			at := joinPath(path, key)
-			var next reflect.Type
-			switch {
-			case opaque:
-			case t.Kind() == reflect.Map:
-				next = t.Elem()
-			case fields != nil:
-				ft, ok := fields[key]
-				if !ok {
-					if name, ci := caseMatch(fields, key); ci {
-						return badRequest(at, "unknown field %q; field names are case-sensitive, did you mean %q?", key, name)
-					}
-					return nil // the decode names the unknown field
-				}
-				next = ft
+			s.ws()
+			if s.i < len(s.b) && s.b[s.i] == ',' {
+				s.i++
 			}
-			if !opaque {
-				if seen[key] {
-					return badRequest(at, "%q appears twice in one object; give each field once", key)
-				}
-				seen[key] = true
-			}
-			if err := walkStrict(dec, next, at); err != nil {
-				return err
-			}
+		}
+	case '"':
+		s.str()
+	default: // number, true, false, null
+		for s.i < len(s.b) && !strings.ContainsRune(",]} \t\n\r", rune(s.b[s.i])) {
+			s.i++
 		}
 	}
-	_, err = dec.Token() // the closing delimiter
-	return err
+	return nil
 }
 
-func joinPath(path, key string) string {
-	if path == "" {
-		return key
+func (s *keyScanner) object(t reflect.Type) error {
+	var fields map[string]reflect.Type
+	if t.Kind() == reflect.Struct {
+		fields = jsonFields(t)
 	}
-	return path + "." + key
+	var seenBuf [16][]byte
+	seen := seenBuf[:0]
+	s.i++ // {
+	for {
+		s.ws()
+		if s.i >= len(s.b) || s.b[s.i] == '}' {
+			s.i++
+			return nil
+		}
+		raw := s.str()
+		key := string(raw)
+		if bytes.IndexByte(raw, '\\') >= 0 {
+			if k, err := strconv.Unquote(`"` + key + `"`); err == nil {
+				key, raw = k, []byte(k)
+			}
+		}
+		for _, k := range seen {
+			if bytes.Equal(k, raw) {
+				return badRequest(s.at(key), "%q appears twice in one object; give each field once", key)
+			}
+		}
+		seen = append(seen, raw)
+		var next reflect.Type
+		switch {
+		case t.Kind() == reflect.Map:
+			next = t.Elem()
+		case fields != nil:
+			ft, ok := fields[key]
+			if !ok {
+				if name, ci := caseMatch(fields, key); ci {
+					return badRequest(s.at(key), "unknown field %q; field names are case-sensitive, did you mean %q?", key, name)
+				}
+			}
+			next = ft
+		}
+		s.ws()
+		s.i++ // :
+		s.path = append(s.path, key)
+		if err := s.value(next); err != nil {
+			return err
+		}
+		s.path = s.path[:len(s.path)-1]
+		s.ws()
+		if s.i < len(s.b) && s.b[s.i] == ',' {
+			s.i++
+		}
+	}
+}
+
+// skipComposite skips the object or array at s.i: the client's own JSON.
+func (s *keyScanner) skipComposite() error {
+	depth := 0
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case '"':
+			s.str()
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				s.i++
+				return nil
+			}
+		}
+		s.i++
+	}
+	return nil
+}
+
+// at is the field path of key in the current object.
+func (s *keyScanner) at(key string) string {
+	return strings.Join(append(slices.Clone(s.path), key), ".")
 }
 
 func caseMatch(fields map[string]reflect.Type, key string) (string, bool) {

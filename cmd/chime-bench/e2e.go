@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -185,19 +184,12 @@ func (c *chimeProc) call(ctx context.Context, method, path string, body []byte) 
 	return res.StatusCode, out
 }
 
-// metric reads one unlabelled gauge or counter from /metrics.
+// metric reads one unlabelled gauge or counter from /metrics (-1 when
+// it is not there).
 func (c *chimeProc) metric(ctx context.Context, name string) float64 {
-	st, body := c.call(ctx, "GET", "/metrics", nil)
-	if st != http.StatusOK {
-		return -1
-	}
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if rest, ok := strings.CutPrefix(line, name+" "); ok {
-			v, _ := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-			return v
+	for _, l := range c.scrape(ctx)[name] {
+		if l.labels == "" {
+			return l.value
 		}
 	}
 	return -1
@@ -248,37 +240,7 @@ func (c *chimeProc) snapshot(name, path string) {
 // histogramQuantile estimates quantile q of an unlabelled Prometheus
 // histogram from /metrics (the upper bound of the bucket it falls in).
 func (c *chimeProc) histogramQuantile(ctx context.Context, name string, q float64) float64 {
-	st, body := c.call(ctx, "GET", "/metrics", nil)
-	if st != http.StatusOK {
-		return -1
-	}
-	type bucket struct{ le, n float64 }
-	var bs []bucket
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), name+`_bucket{le="`)
-		if !ok {
-			continue
-		}
-		le, n, ok := strings.Cut(rest, `"} `)
-		if !ok {
-			continue
-		}
-		l, _ := strconv.ParseFloat(le, 64)
-		v, _ := strconv.ParseFloat(n, 64)
-		bs = append(bs, bucket{l, v})
-	}
-	if len(bs) == 0 || bs[len(bs)-1].n == 0 {
-		return -1
-	}
-	total := bs[len(bs)-1].n
-	for _, b := range bs {
-		if b.n >= q*total {
-			return b.le
-		}
-	}
-	return -1
+	return c.scrape(ctx).quantileSince(scrape{}, name, q)
 }
 
 // stop ends chime with SIGTERM (so a CPU profile is written) and removes its

@@ -42,16 +42,8 @@ func TestKillEachRoleProcessLosesNothing(t *testing.T) {
 	tt := c.Topics()
 	c.Provision(t, tt, 4)
 	rs := newRoles(t, c.Brokers(), tt)
-	for _, role := range []string{"scheduler", "dispatcher", "breaker", "api"} {
-		rs.start(role)
-		rs.start(role)
-	}
-	for _, g := range rs.groups() {
-		waitUntil(t, 3*time.Minute, g+" stable with two members", func() bool { return rs.stableMembers(g) == 2 })
-	}
-	rs.createNamespace("roles")
+	rs.startEach(2)
 	load := rs.startLoad("roles")
-	waitUntil(t, time.Minute, "callbacks flowing", func() bool { return rs.called() >= 50 })
 
 	for _, role := range []string{"scheduler", "dispatcher", "breaker", "api"} {
 		killed := rs.kill9(role)
@@ -87,15 +79,8 @@ func TestBrokerKillLosesNothing(t *testing.T) {
 
 	tt := schema.NewTopics(kafkatest.UniquePrefix(t))
 	rs := newRoles(t, kc.Addrs(), tt, "CHIME_REPLICATION=3")
-	for _, role := range []string{"scheduler", "dispatcher", "breaker", "api"} {
-		rs.start(role)
-	}
-	for _, g := range rs.groups() {
-		waitUntil(t, 3*time.Minute, g+" stable", func() bool { return rs.stableMembers(g) == 1 })
-	}
-	rs.createNamespace("brokers")
+	rs.startEach(1)
 	load := rs.startLoad("brokers")
-	waitUntil(t, time.Minute, "callbacks flowing", func() bool { return rs.called() >= 50 })
 
 	victim := rs.coordinator(dispatcher.GroupName(tt)) - 1 // node IDs are 1-based
 	require.GreaterOrEqual(t, victim, 0)
@@ -206,6 +191,19 @@ func (rs *roles) start(role string) {
 		t.Fatalf("chime api exited before it was ready: %v", err)
 	case <-time.After(90 * time.Second):
 		t.Fatal("chime api not ready within 90s")
+	}
+}
+
+// startEach starts n processes of every role and waits until each role's
+// group is stable with n members.
+func (rs *roles) startEach(n int) {
+	for _, role := range []string{"scheduler", "dispatcher", "breaker", "api"} {
+		for range n {
+			rs.start(role)
+		}
+	}
+	for _, g := range rs.groups() {
+		waitUntil(rs.t, 3*time.Minute, fmt.Sprintf("%s stable with %d members", g, n), func() bool { return rs.stableMembers(g) == n })
 	}
 }
 
@@ -346,10 +344,12 @@ type load struct {
 	batches  atomic.Int64
 }
 
-// startLoad posts a batch of 10 jobs due in 2 s every 200 ms, through the
-// APIs in turn; a batch whose API is gone (or that failed) is posted again,
-// same job ids and Idempotency-Key, to the next one.
+// startLoad creates namespace ns and posts a batch of 10 jobs due in 2 s
+// every 200 ms, through the APIs in turn; a batch whose API is gone (or
+// that failed) is posted again, same job ids and Idempotency-Key, to the
+// next one. It returns once callbacks flow.
 func (rs *roles) startLoad(ns string) *load {
+	rs.createNamespace(ns)
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &load{cancel: cancel, done: make(chan struct{})}
 	go func() {
@@ -383,6 +383,7 @@ func (rs *roles) startLoad(ns string) *load {
 			}
 		}
 	}()
+	waitUntil(rs.t, time.Minute, "callbacks flowing", func() bool { return rs.called() >= 50 })
 	return l
 }
 

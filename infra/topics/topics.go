@@ -224,31 +224,48 @@ func create(ctx context.Context, adm *kadm.Client, missing []schema.Spec, partit
 // waits here (for at most 30 s).
 func WaitVisible(ctx context.Context, adm *kadm.Client, names ...string) (kadm.TopicDetails, error) {
 	ctx = kadm.WithAuthorizedOps(ctx) // uncached, see Ensure
+	var (
+		details kadm.TopicDetails
+		err     error
+		pending []string
+	)
+	if werr := pollVisible(ctx, func(ctx context.Context) bool {
+		details, err = adm.ListTopics(ctx, names...)
+		pending = pending[:0]
+		if err != nil {
+			return false
+		}
+		for _, n := range names {
+			if d, ok := details[n]; !ok || d.Err != nil || len(d.Partitions) == 0 {
+				pending = append(pending, n)
+			}
+		}
+		return len(pending) == 0
+	}); werr != nil {
+		if err == nil {
+			err = fmt.Errorf("not yet in metadata: %s", strings.Join(pending, ", "))
+		}
+		return nil, fmt.Errorf("provision topics: waiting for created topics: %w (%w)", err, werr)
+	}
+	return details, nil
+}
+
+// pollVisible calls try, pausing between calls (50 ms, doubling up to 1 s),
+// until it reports done or createVisibleTimeout passes: how long a real
+// cluster may take to make a topic known to every broker. The error is the
+// context's when it gave up.
+func pollVisible(ctx context.Context, try func(context.Context) bool) error {
 	ctx, cancel := context.WithTimeout(ctx, createVisibleTimeout)
 	defer cancel()
-	wait := 50 * time.Millisecond
-	for {
-		details, err := adm.ListTopics(ctx, names...)
-		var pending []string
-		if err == nil {
-			for _, n := range names {
-				if d, ok := details[n]; !ok || d.Err != nil || len(d.Partitions) == 0 {
-					pending = append(pending, n)
-				}
-			}
-			if len(pending) == 0 {
-				return details, nil
-			}
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		if try(ctx) {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			if err == nil {
-				err = fmt.Errorf("not yet in metadata: %s", strings.Join(pending, ", "))
-			}
-			return nil, fmt.Errorf("provision topics: waiting for created topics: %w (%w)", err, ctx.Err())
+			return ctx.Err()
 		case <-time.After(wait):
 		}
-		wait = min(2*wait, time.Second)
 	}
 }
 
@@ -316,28 +333,26 @@ func check(ctx context.Context, adm *kadm.Client, specs []schema.Spec, details k
 // until then it answers UNKNOWN_TOPIC_OR_PARTITION, so that answer is
 // asked again (for at most createVisibleTimeout).
 func describeConfigs(ctx context.Context, adm *kadm.Client, names []string) (kadm.ResourceConfigs, error) {
-	ctx, cancel := context.WithTimeout(ctx, createVisibleTimeout)
-	defer cancel()
-	wait := 50 * time.Millisecond
-	for {
-		configs, err := adm.DescribeTopicConfigs(ctx, names...)
-		if err != nil {
-			return nil, fmt.Errorf("provision topics: describe topic configs: %w", err)
+	var (
+		configs kadm.ResourceConfigs
+		err     error
+	)
+	// Giving up is not an error here: check reports the topic's own.
+	_ = pollVisible(ctx, func(ctx context.Context) bool {
+		if configs, err = adm.DescribeTopicConfigs(ctx, names...); err != nil {
+			return true
 		}
-		unknown := false
 		for _, rc := range configs {
-			unknown = unknown || errors.Is(rc.Err, kerr.UnknownTopicOrPartition)
+			if errors.Is(rc.Err, kerr.UnknownTopicOrPartition) {
+				return false
+			}
 		}
-		if !unknown {
-			return configs, nil
-		}
-		select {
-		case <-ctx.Done():
-			return configs, nil // check reports the topic's error
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, time.Second)
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("provision topics: describe topic configs: %w", err)
 	}
+	return configs, nil
 }
 
 func coPartitionError(topic string, got int, want int32, coCounts map[int]bool) error {
