@@ -97,6 +97,8 @@ type ControlPublisher interface {
 type NamespaceView interface {
 	// Get returns the stored configuration, nil for an unknown namespace.
 	Get(ns string) (*chimev1.NamespaceConfig, error)
+	// Names lists the namespaces with a stored configuration, sorted.
+	Names() ([]string, error)
 }
 
 // BreakerView reads the breaker table; *views.Breakers is one.
@@ -108,6 +110,9 @@ type BreakerView interface {
 type JobView interface {
 	// Get returns the job's row, nil if there is none.
 	Get(ns, id string) (*chimev1.JobState, error)
+	// LiveJobs counts the namespace's jobs that have not ended
+	// (scheduled, paused or firing), for the pending-jobs quota.
+	LiveJobs(ns string) int64
 }
 
 // Config is what New needs. Jobs, Control, Namespaces, Breakers and JobStates

@@ -181,6 +181,7 @@ func TestReadyzNotReady(t *testing.T) {
 type brokenJobs struct{}
 
 func (brokenJobs) Get(string, string) (*chimev1.JobState, error) { return nil, io.ErrClosedPipe }
+func (brokenJobs) LiveJobs(string) int64                         { return 0 }
 
 func TestViewFailureIs503(t *testing.T) {
 	t.Parallel()
@@ -894,4 +895,39 @@ func TestNamespaceQuotas(t *testing.T) {
 	requireProblem(t, r, 429, "")
 	require.Equal(t, "1", r.header.Get("Retry-After"))
 	require.Contains(t, r.body["detail"], "jobs created/s")
+}
+
+// TestPendingJobsQuota: a namespace at its quota of jobs that have not
+// ended gets 429 for more, whatever their rate; ended jobs do not count.
+func TestPendingJobsQuota(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *api.Config) { c.Quotas = api.Quotas{RequestsPerSecond: -1, JobsPerSecond: -1, PendingJobs: 3} })
+	shop := b.namespace(t, "shop", nil)
+	other := b.namespace(t, "other", nil)
+	for i, st := range []chimev1.JobStatus{chimev1.JobStatus_JOB_STATUS_SCHEDULED, chimev1.JobStatus_JOB_STATUS_PAUSED, chimev1.JobStatus_JOB_STATUS_COMPLETED, chimev1.JobStatus_JOB_STATUS_DEAD} {
+		b.states.put("shop", fmt.Sprintf("old%d", i), &chimev1.JobState{Status: st})
+	}
+	require.Equal(t, 201, b.do(t, "POST", "/v1/namespaces/shop/jobs", shop, oneShot("2026-11-23T11:00:00Z"), "Idempotency-Key", "a").status, "2 live jobs, quota 3")
+	b.states.put("shop", "new", &chimev1.JobState{Status: chimev1.JobStatus_JOB_STATUS_SCHEDULED})
+	r := b.do(t, "POST", "/v1/namespaces/shop/jobs", shop, oneShot("2026-11-23T11:00:00Z"), "Idempotency-Key", "b")
+	requireProblem(t, r, 429, "")
+	require.Equal(t, "60", r.header.Get("Retry-After"))
+	require.Contains(t, r.body["detail"], "3 jobs that have not ended")
+	batch := map[string]any{"jobs": []map[string]any{{"id": "x", "schedule": map[string]any{"in": "1s"}, "callback": map[string]any{"url": "https://example.com/h"}}}}
+	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs:batch", shop, batch, "Idempotency-Key", "c"), 429, "")
+	require.Equal(t, 201, b.do(t, "POST", "/v1/namespaces/other/jobs", other, oneShot("2026-11-23T11:00:00Z"), "Idempotency-Key", "d").status, "another namespace has its own count")
+	require.Equal(t, 201, b.do(t, "POST", "/v1/namespaces/shop/jobs", adminToken, oneShot("2026-11-23T11:00:00Z"), "Idempotency-Key", "e").status, "the admin token is not limited")
+	b.states.put("shop", "new", &chimev1.JobState{Status: chimev1.JobStatus_JOB_STATUS_CANCELLED})
+	require.Equal(t, 201, b.do(t, "POST", "/v1/namespaces/shop/jobs", shop, oneShot("2026-11-23T11:00:00Z"), "Idempotency-Key", "f").status, "a job ended: room again")
+}
+
+// TestNamespaceCap: past CHIME_MAX_NAMESPACES a new namespace is refused;
+// existing ones can still be updated.
+func TestNamespaceCap(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *api.Config) { c.Quotas = api.Quotas{Namespaces: 2} })
+	b.namespace(t, "a", nil)
+	b.namespace(t, "b", nil)
+	requireProblem(t, b.do(t, "PUT", "/v1/namespaces/c", adminToken, map[string]any{}), 403, "")
+	require.Equal(t, 200, b.do(t, "PUT", "/v1/namespaces/a", adminToken, map[string]any{"max_concurrency": 5}).status)
 }

@@ -3,6 +3,8 @@ package api_test
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -47,6 +49,12 @@ func (f *fakeJobs) commands() []*chimev1.JobCommand {
 type fakeNamespaces struct {
 	mu   sync.Mutex
 	rows map[string]*chimev1.NamespaceConfig
+}
+
+func (f *fakeNamespaces) Names() ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Sorted(maps.Keys(f.rows)), nil
 }
 
 func (f *fakeNamespaces) Get(ns string) (*chimev1.NamespaceConfig, error) {
@@ -111,6 +119,18 @@ func (f *fakeJobStates) Get(ns, id string) (*chimev1.JobState, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.rows[schema.JobKey(ns, id)], nil
+}
+
+func (f *fakeJobStates) LiveJobs(ns string) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var n int64
+	for k, st := range f.rows {
+		if rns, _, _ := schema.SplitJobKey(k); rns == ns && !schema.JobEnded(st.GetStatus()) {
+			n++
+		}
+	}
+	return n
 }
 
 func (f *fakeJobStates) put(ns, id string, st *chimev1.JobState) {

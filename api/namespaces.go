@@ -233,6 +233,11 @@ func (s *server) putNamespace(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if prev == nil {
+		if err := s.limitNamespaces(); err != nil {
+			return err
+		}
+	}
 	cmd := &chimev1.NamespaceCommand{
 		CommandId: newID(),
 		IssuedAt:  timestamppb.New(s.now()),

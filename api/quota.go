@@ -23,13 +23,26 @@ type Quotas struct {
 	// bursts of ten seconds' worth, at least one full batch. Default
 	// DefaultJobsPerSecond; negative: no limit.
 	JobsPerSecond float64
+	// PendingJobs a namespace may have that have not ended (scheduled,
+	// paused or firing), counted in the jobs table. Default
+	// DefaultPendingJobs; negative: no limit.
+	PendingJobs float64
+	// Namespaces that may exist; creating one more answers 403. Default
+	// DefaultMaxNamespaces; negative: no limit.
+	Namespaces float64
 }
 
 // The quota defaults; docs/api.md ("Quotas") says them.
 const (
 	DefaultRequestsPerSecond = 200
 	DefaultJobsPerSecond     = 2000
+	DefaultPendingJobs       = 100_000
+	DefaultMaxNamespaces     = 10_000
 )
+
+// pendingRetryAfter is the Retry-After of a namespace at its pending-jobs
+// quota: jobs end as they fire or are cancelled, not at a known time.
+const pendingRetryAfter = time.Minute
 
 func (q *Quotas) defaults() {
 	if q.RequestsPerSecond == 0 {
@@ -37,6 +50,12 @@ func (q *Quotas) defaults() {
 	}
 	if q.JobsPerSecond == 0 {
 		q.JobsPerSecond = DefaultJobsPerSecond
+	}
+	if q.PendingJobs == 0 {
+		q.PendingJobs = DefaultPendingJobs
+	}
+	if q.Namespaces == 0 {
+		q.Namespaces = DefaultMaxNamespaces
 	}
 }
 
@@ -100,14 +119,47 @@ func (s *server) limitRequests(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-// limitJobs is the per-namespace quota of jobs created, for n jobs.
+// limitJobs is the per-namespace quota of jobs created, for n jobs: the
+// namespace's pending jobs first (a refused request takes no rate), then
+// the rate.
+//
+// The pending count is the jobs table as this process reads it, so it
+// trails the commands in flight by the scheduler's lag: a namespace can
+// overshoot by what it creates in that time (at most a few seconds of
+// its jobs-per-second quota). A job created again under an id it already
+// has counts as a new one here, so a namespace at its quota can update a
+// job by cancelling it first.
 func (s *server) limitJobs(c *fiber.Ctx, n int) error {
 	p, _ := c.Locals(principalKey).(principal)
 	if p.admin {
 		return nil
 	}
+	if limit := s.quotas.cfg.PendingJobs; limit > 0 {
+		if live := s.cfg.JobStates.LiveJobs(p.namespace); float64(live+int64(n)) > limit {
+			return tooMany(c, pendingRetryAfter, "namespace %s has %d jobs that have not ended, and its quota is %g (%d asked); cancel jobs or wait for them to fire",
+				p.namespace, live, limit, n)
+		}
+	}
 	if wait, ok := take(s.quotas.of(p.namespace).jobs, n, s.now()); !ok {
 		return tooMany(c, wait, "namespace %s is over its quota of %g jobs created/s on this API process (%d asked)", p.namespace, s.quotas.cfg.JobsPerSecond, n)
+	}
+	return nil
+}
+
+// limitNamespaces refuses a new namespace once Quotas.Namespaces exist:
+// each costs a row in every view and a breaker, and a leaked admin token
+// in a loop should not be able to fill the cluster with them.
+func (s *server) limitNamespaces() error {
+	limit := s.quotas.cfg.Namespaces
+	if limit <= 0 {
+		return nil
+	}
+	names, err := s.cfg.Namespaces.Names()
+	if err != nil {
+		return viewUnavailable("namespace", err)
+	}
+	if float64(len(names)) >= limit {
+		return problem(fiber.StatusForbidden, "quota-exceeded", "there are %d namespaces and the limit is %g (CHIME_MAX_NAMESPACES); delete one or raise the limit", len(names), limit)
 	}
 	return nil
 }

@@ -528,11 +528,11 @@ func TestTwoDispatchersGateAlike(t *testing.T) {
 	waitFor(t, 60*time.Second, "both dispatchers to hold partitions", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		gs, err := kadm.NewClient(b.in).DescribeGroups(ctx, GroupName(b.topics))
+		gs, err := kadm.NewClient(b.in).DescribeGroups(ctx, b.topics.DispatcherGroup())
 		if err != nil {
 			return false
 		}
-		g, ok := gs[GroupName(b.topics)]
+		g, ok := gs[b.topics.DispatcherGroup()]
 		if !ok || len(g.Members) != 2 {
 			return false
 		}

@@ -16,9 +16,6 @@ import (
 	"github.com/chime-sched/chime/schema"
 )
 
-// GroupName is the dispatchers' consumer group: "<prefix>dispatcher".
-func GroupName(t schema.Topics) string { return t.Prefix + "dispatcher" }
-
 // The consumer hands every due event to its own goroutine at once (lanes.go
 // decides when it may be called), so offsets complete out of order. Per
 // partition it keeps the offsets taken and not yet committed, in order;
@@ -139,7 +136,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		kgo.FetchMaxWait(schema.IdleFetchWait),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 	}, append(append(d.cfg.Membership.Kgo(), kafkaauth.Current().Kgo()...), d.cfg.KgoOptions...)...),
-		kgo.ConsumerGroup(GroupName(d.cfg.Topics)),
+		kgo.ConsumerGroup(d.cfg.Topics.DispatcherGroup()),
 		kgo.ConsumeTopics(c.topic),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
@@ -168,7 +165,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		}
 	}()
 
-	d.log.Info("dispatcher consuming", "topic", c.topic, "group", GroupName(d.cfg.Topics), "id", d.cfg.ID)
+	d.log.Info("dispatcher consuming", "topic", c.topic, "group", d.cfg.Topics.DispatcherGroup(), "id", d.cfg.ID)
 	for {
 		fs := cl.PollRecords(ctx, 4096)
 		if ctx.Err() != nil || fs.IsClientClosed() {
@@ -370,7 +367,7 @@ func (c *consumer) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[
 	}
 	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	resp, err := kadm.NewClient(cl).FetchOffsetsForTopics(fctx, GroupName(c.d.cfg.Topics), c.topic)
+	resp, err := kadm.NewClient(cl).FetchOffsetsForTopics(fctx, c.d.cfg.Topics.DispatcherGroup(), c.topic)
 	if err == nil {
 		err = resp.Error()
 	}

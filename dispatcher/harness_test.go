@@ -161,7 +161,7 @@ func (b *bundle) committedAll() bool {
 	if err != nil {
 		return false
 	}
-	committed, err := adm.FetchOffsets(ctx, GroupName(b.topics))
+	committed, err := adm.FetchOffsets(ctx, b.topics.DispatcherGroup())
 	if err != nil {
 		return false
 	}

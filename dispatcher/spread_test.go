@@ -130,11 +130,11 @@ func TestSpreadNamespaceAcrossDispatchers(t *testing.T) {
 func groupSpread(b *bundle) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	groups, err := kadm.NewClient(b.in).DescribeGroups(ctx, GroupName(b.topics))
+	groups, err := kadm.NewClient(b.in).DescribeGroups(ctx, b.topics.DispatcherGroup())
 	if err != nil {
 		return ""
 	}
-	g, ok := groups[GroupName(b.topics)]
+	g, ok := groups[b.topics.DispatcherGroup()]
 	if !ok || g.Err != nil || g.State != "Stable" {
 		return ""
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -148,4 +149,46 @@ func JobStateRecoverAt(data []byte) int64 {
 		return 0
 	}
 	return int64(binary.BigEndian.Uint64(data[9:]))
+}
+
+// JobEnded says a job in status s will not fire again: its row is kept
+// only to be read.
+func JobEnded(s chimev1.JobStatus) bool {
+	return s == chimev1.JobStatus_JOB_STATUS_COMPLETED ||
+		s == chimev1.JobStatus_JOB_STATUS_CANCELLED ||
+		s == chimev1.JobStatus_JOB_STATUS_DEAD
+}
+
+// jobStateStatusField is JobState.status's field number.
+const jobStateStatusField = 2
+
+// JobStateLive reads whether an encoded row is a live job (not ended)
+// without decoding it: counting live jobs per namespace reads every row at
+// recovery and every write after. ok is false for a malformed value.
+func JobStateLive(data []byte) (live, ok bool) {
+	n := jobStateHeader(data)
+	if n == 0 {
+		return false, false
+	}
+	b, status := data[n:], uint64(0)
+	for len(b) > 0 {
+		num, typ, l := protowire.ConsumeTag(b)
+		if l < 0 {
+			return false, false
+		}
+		b = b[l:]
+		if num == jobStateStatusField && typ == protowire.VarintType {
+			v, l := protowire.ConsumeVarint(b)
+			if l < 0 {
+				return false, false
+			}
+			status, b = v, b[l:]
+			continue
+		}
+		if l = protowire.ConsumeFieldValue(num, typ, b); l < 0 {
+			return false, false
+		}
+		b = b[l:]
+	}
+	return !JobEnded(chimev1.JobStatus(status)), true
 }

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/binary"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,4 +65,27 @@ func TestJobStateCodecHeader(t *testing.T) {
 		_, err := JobStateCodec{}.Decode(bad)
 		require.Error(t, err)
 	}
+}
+
+// TestJobStateLive reads the status out of encoded rows as decoding would.
+func TestJobStateLive(t *testing.T) {
+	t.Parallel()
+	spec := &chimev1.JobSpec{Namespace: "ns", Id: "j", Labels: map[string]string{"team": strings.Repeat("x", 300)}}
+	for s, name := range chimev1.JobStatus_name {
+		status := chimev1.JobStatus(s)
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b, err := JobStateCodec{}.Encode(&chimev1.JobState{Spec: spec, Status: status, FireSeq: 9, TimerAt: timestamppb.Now()})
+			require.NoError(t, err)
+			live, ok := JobStateLive(b)
+			require.True(t, ok)
+			require.Equal(t, !JobEnded(status), live)
+		})
+	}
+	_, ok := JobStateLive([]byte{2, 1})
+	require.False(t, ok, "a short header")
+	b, err := JobStateCodec{}.Encode(&chimev1.JobState{Spec: spec})
+	require.NoError(t, err)
+	_, ok = JobStateLive(b[:len(b)-10])
+	require.False(t, ok, "a truncated row")
 }

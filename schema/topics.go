@@ -44,6 +44,12 @@ func (t Topics) SchedulerTable() string { return t.SchedulerGroup() + "-table" }
 // namespace's shards by "ns#k" keys: schema/spread.go).
 func (t Topics) Due() string { return t.Prefix + "due" }
 
+// DispatcherGroup is the dispatchers' consumer group of Due.
+func (t Topics) DispatcherGroup() string { return t.Prefix + "dispatcher" }
+
+// SinkGroup is the analytics sink's consumer group.
+func (t Topics) SinkGroup() string { return t.Prefix + "analytics-sink" }
+
 // Outcomes carries callback outcomes, keyed by namespace.
 func (t Topics) Outcomes() string { return t.Prefix + "outcomes" }
 
@@ -93,6 +99,12 @@ type Spec struct {
 	// broker's (Kafka's default is 7 days: a stopped consumer group has a
 	// week to come back before its input is gone).
 	Retention time.Duration
+	// Readers are chime's consumer groups of a stream. The embedded
+	// broker deletes a stream's records once every reader (and every
+	// other group that committed offsets on it) has consumed them
+	// (infra/broker, trim.go); a stream without readers keeps its
+	// retention.
+	Readers []string
 }
 
 // TickRetention keeps an hour of ticks: a tick is only a hint to look at a
@@ -103,20 +115,21 @@ const TickRetention = time.Hour
 // All lists every topic chime needs, with its cleanup policy. Tables are
 // compacted; streams are deleted by retention.
 func (t Topics) All() []Spec {
+	sched, disp, brk, ns, sink := t.SchedulerGroup(), t.DispatcherGroup(), t.BreakerGroup(), t.NamespaceGroup(), t.SinkGroup()
 	return []Spec{
-		{Name: t.JobCommands(), Cleanup: CleanupDelete, CoPartitioned: true},
-		{Name: t.Ticks(), Cleanup: CleanupDelete, CoPartitioned: true, Retention: TickRetention},
+		{Name: t.JobCommands(), Cleanup: CleanupDelete, CoPartitioned: true, Readers: []string{sched}},
+		{Name: t.Ticks(), Cleanup: CleanupDelete, CoPartitioned: true, Retention: TickRetention, Readers: []string{sched}},
 		{Name: t.SchedulerTable(), Cleanup: CleanupCompact, CoPartitioned: true},
-		{Name: t.Due(), Cleanup: CleanupDelete},
-		{Name: t.Outcomes(), Cleanup: CleanupDelete, CoPartitioned: true},
-		{Name: t.DeadLetters(), Cleanup: CleanupDelete},
+		{Name: t.Due(), Cleanup: CleanupDelete, Readers: []string{disp}},
+		{Name: t.Outcomes(), Cleanup: CleanupDelete, CoPartitioned: true, Readers: []string{brk, sink}},
+		{Name: t.DeadLetters(), Cleanup: CleanupDelete, Readers: []string{sink}},
 		{Name: t.Rejections(), Cleanup: CleanupDelete},
-		{Name: t.JobEvents(), Cleanup: CleanupDelete},
+		{Name: t.JobEvents(), Cleanup: CleanupDelete, Readers: []string{sink}},
 		{Name: t.BreakerTable(), Cleanup: CleanupCompact, CoPartitioned: true},
-		{Name: t.BreakerTransitions(), Cleanup: CleanupDelete},
-		{Name: t.BreakerTimers(), Cleanup: CleanupDelete, CoPartitioned: true},
-		{Name: t.BreakerCommands(), Cleanup: CleanupDelete, CoPartitioned: true},
-		{Name: t.NamespaceCommands(), Cleanup: CleanupDelete, CoPartitioned: true},
+		{Name: t.BreakerTransitions(), Cleanup: CleanupDelete, Readers: []string{sink}},
+		{Name: t.BreakerTimers(), Cleanup: CleanupDelete, CoPartitioned: true, Readers: []string{brk}},
+		{Name: t.BreakerCommands(), Cleanup: CleanupDelete, CoPartitioned: true, Readers: []string{brk}},
+		{Name: t.NamespaceCommands(), Cleanup: CleanupDelete, CoPartitioned: true, Readers: []string{ns}},
 		{Name: t.NamespaceTable(), Cleanup: CleanupCompact, CoPartitioned: true},
 	}
 }

@@ -18,7 +18,7 @@ type Namespaces struct {
 
 // NewNamespaces builds the view; Run must be running for Get to answer.
 func NewNamespaces(brokers []string, topics schema.Topics, clientID string, replication int, logger *slog.Logger) (*Namespaces, error) {
-	t, err := newTable[*chimev1.NamespaceConfig](brokers, topics.NamespaceGroup(), new(schema.NamespaceConfigCodec), clientID, replication, logger, true)
+	t, err := newTable[*chimev1.NamespaceConfig](brokers, topics.NamespaceGroup(), new(schema.NamespaceConfigCodec), clientID, replication, logger, true, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -30,6 +30,9 @@ func (n *Namespaces) Get(ns string) (*chimev1.NamespaceConfig, error) {
 	cfg, _, err := n.get(ns)
 	return cfg, err
 }
+
+// Names returns every namespace with a stored configuration, sorted.
+func (n *Namespaces) Names() ([]string, error) { return n.keys() }
 
 // Effective returns the namespace's configuration with the defaults filled
 // in; an unknown namespace gets the defaults.

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/storage"
 
 	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/memstore"
@@ -50,11 +52,17 @@ type decoded[T any] struct {
 	val T
 }
 
-func newTable[T any](brokers []string, group string, codec goka.Codec, clientID string, replication int, logger *slog.Logger, cached bool) (*table[T], error) {
+// newTable builds a view of group's table. build, if not nil, wraps the
+// view's (in-memory) storage.
+func newTable[T any](brokers []string, group string, codec goka.Codec, clientID string, replication int, logger *slog.Logger, cached bool, build func(storage.Builder) storage.Builder) (*table[T], error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	opts := append(processors.ViewOptions(clientID, replication, logger), goka.WithViewStorageBuilder(memstore.Builder()))
+	st := memstore.Builder()
+	if build != nil {
+		st = build(st)
+	}
+	opts := append(processors.ViewOptions(clientID, replication, logger), goka.WithViewStorageBuilder(st))
 	v, err := goka.NewView(brokers, goka.GroupTable(goka.Group(group)), new(schema.BytesCodec), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("view of %s: %w", goka.GroupTable(goka.Group(group)), err)
@@ -104,6 +112,26 @@ func (t *table[T]) WaitReady(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// keys returns every key the view holds, sorted.
+func (t *table[T]) keys() ([]string, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.closing {
+		return nil, errClosed
+	}
+	it, err := t.view.Iterator()
+	if err != nil {
+		return nil, err
+	}
+	defer it.Release()
+	var keys []string
+	for it.Next() {
+		keys = append(keys, it.Key())
+	}
+	slices.Sort(keys)
+	return keys, nil
 }
 
 // get returns the row under key; ok is false when there is none.

@@ -106,9 +106,6 @@ type Config struct {
 	afterDay func(days []analytics.Day, i int) error
 }
 
-// GroupName is the sink's consumer group.
-func GroupName(t schema.Topics) string { return t.Prefix + "analytics-sink" }
-
 // Sink copies chime's event streams into ClickHouse.
 type Sink struct {
 	cfg   Config
@@ -223,7 +220,7 @@ func (s *Sink) Run(ctx context.Context) error {
 		kgo.FetchMaxWait(schema.IdleFetchWait),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 	}, append(append(s.cfg.Membership.Kgo(), kafkaauth.Current().Kgo()...), s.cfg.KgoOptions...)...),
-		kgo.ConsumerGroup(GroupName(s.cfg.Topics)),
+		kgo.ConsumerGroup(s.cfg.Topics.SinkGroup()),
 		kgo.ConsumeTopics(topics...),
 		kgo.DisableAutoCommit(),
 		// Partitions move only when no batch is pending or in flight
@@ -237,7 +234,7 @@ func (s *Sink) Run(ctx context.Context) error {
 	}
 	r.cl = cl
 	defer cl.Close()
-	s.log.Info("analytics sink consuming", "topics", strings.Join(topics, ","), "group", GroupName(s.cfg.Topics))
+	s.log.Info("analytics sink consuming", "topics", strings.Join(topics, ","), "group", s.cfg.Topics.SinkGroup())
 
 	for {
 		if r.flying != nil {

@@ -175,13 +175,13 @@ func (tb *testBundle) committed(t *testing.T) int64 {
 // committedTopic sums the sink's committed offsets of topic ("" for all).
 func (tb *testBundle) committedTopic(t *testing.T, topic string) int64 {
 	t.Helper()
-	offs, err := tb.adm.FetchOffsets(tb.ctx, sink.GroupName(tb.topics))
+	offs, err := tb.adm.FetchOffsets(tb.ctx, tb.topics.SinkGroup())
 	// A real cluster answers COORDINATOR_NOT_AVAILABLE (retriable) while
 	// it creates __consumer_offsets or moves the group's coordinator:
 	// nothing is committed that the caller could see yet.
 	for i := 0; i < 50 && err != nil && kerr.IsRetriable(err); i++ {
 		time.Sleep(100 * time.Millisecond)
-		offs, err = tb.adm.FetchOffsets(tb.ctx, sink.GroupName(tb.topics))
+		offs, err = tb.adm.FetchOffsets(tb.ctx, tb.topics.SinkGroup())
 	}
 	if errors.Is(err, kerr.GroupIDNotFound) {
 		return 0

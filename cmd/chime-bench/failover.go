@@ -16,8 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/chime-sched/chime/analytics/sink"
-	"github.com/chime-sched/chime/dispatcher"
 	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/infra/kafkacluster"
 	"github.com/chime-sched/chime/producer"
@@ -175,9 +173,9 @@ func benchFailover(ctx context.Context, o e2eOptions, rcv *receiverProc) []resul
 	tt := schema.NewTopics(failoverPrefix)
 	groupOf := map[string]string{
 		"scheduler":  tt.SchedulerGroup(),
-		"dispatcher": dispatcher.GroupName(tt),
+		"dispatcher": tt.DispatcherGroup(),
 		"breaker":    tt.BreakerGroup(),
-		"sink":       sink.GroupName(tt),
+		"sink":       tt.SinkGroup(),
 	}
 	fmt.Fprintf(os.Stderr, "failover: waiting for two members in each group...\n")
 	for r, g := range groupOf {

@@ -77,7 +77,7 @@ func runAPI(ctx context.Context, e *env, dev bool, src *analyticsSource, shared 
 	cfg := be.Config()
 	cfg.AdminToken = token
 	cfg.Logger = log
-	cfg.Quotas = api.Quotas{RequestsPerSecond: e.cfg.QuotaRequests, JobsPerSecond: e.cfg.QuotaJobs}
+	cfg.Quotas = api.Quotas{RequestsPerSecond: e.cfg.QuotaRequests, JobsPerSecond: e.cfg.QuotaJobs, PendingJobs: e.cfg.QuotaPending, Namespaces: e.cfg.MaxNamespaces}
 	// /metrics serves the whole process: in chime dev that includes the
 	// scheduler, dispatcher and breaker.
 	cfg.Registerer, cfg.Gatherer = e.registry, e.registry

@@ -69,6 +69,6 @@ func runDispatcher(ctx context.Context, e *env, dev bool, rm *readModels) error 
 	if err := e.registry.Register(newDispatcherCollector(d)); err != nil {
 		return err
 	}
-	log.Info("dispatcher starting", "id", d.ID(), "group", dispatcher.GroupName(e.cfg.Topics()), "allow", fmt.Sprint(guard.Allow))
+	log.Info("dispatcher starting", "id", d.ID(), "group", e.cfg.Topics().DispatcherGroup(), "allow", fmt.Sprint(guard.Allow))
 	return d.Run(ctx)
 }

@@ -9,8 +9,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/chime-sched/chime/analytics/sink"
-	"github.com/chime-sched/chime/dispatcher"
 	"github.com/chime-sched/chime/infra/config"
 	"github.com/chime-sched/chime/infra/dirlock"
 	"github.com/chime-sched/chime/infra/groups"
@@ -24,7 +22,7 @@ const identityLockName = "instance.lock"
 // chimeGroups are the consumer groups of every role.
 func chimeGroups(cfg config.Config) []string {
 	t := cfg.Topics()
-	return []string{t.SchedulerGroup(), dispatcher.GroupName(t), t.BreakerGroup(), t.NamespaceGroup(), sink.GroupName(t)}
+	return []string{t.SchedulerGroup(), t.DispatcherGroup(), t.BreakerGroup(), t.NamespaceGroup(), t.SinkGroup()}
 }
 
 // joinIdentity decides the process's group membership: the configured

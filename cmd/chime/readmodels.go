@@ -59,6 +59,8 @@ func startReadModels(ctx context.Context, e *env) (*readModels, func(), error) {
 // every row in a view.
 type schedulerJobs struct{ s *scheduler.Scheduler }
 
+func (j schedulerJobs) LiveJobs(ns string) int64 { return j.s.LiveJobs(ns) }
+
 func (j schedulerJobs) Get(ns, id string) (*chimev1.JobState, error) {
 	st, err := j.s.Get(schema.JobKey(ns, id))
 	if err != nil {

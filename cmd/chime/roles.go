@@ -138,10 +138,17 @@ func (e *env) connect(ctx context.Context) error {
 			}
 		}
 		t := e.cfg.Topics()
+		var streams []broker.Stream
+		for _, sp := range t.All() {
+			if len(sp.Readers) > 0 {
+				streams = append(streams, broker.Stream{Topic: sp.Name, Readers: sp.Readers})
+			}
+		}
 		b, err := broker.Start(broker.Options{
 			DataDir: e.cfg.BrokerDataDir(),
 			Port:    e.cfg.EmbeddedBrokerPort,
 			Tables:  []string{t.SchedulerTable(), t.BreakerTable(), t.NamespaceTable()},
+			Streams: streams,
 			Logf:    func(f string, a ...any) { e.log.Warn(fmt.Sprintf(f, a...), "component", "broker") },
 			SASL:    cred,
 		})

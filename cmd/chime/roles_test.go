@@ -22,7 +22,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chime-sched/chime/dispatcher"
 	"github.com/chime-sched/chime/infra/kafkacluster"
 	"github.com/chime-sched/chime/infra/kafkatest"
 	"github.com/chime-sched/chime/schema"
@@ -82,7 +81,7 @@ func TestBrokerKillLosesNothing(t *testing.T) {
 	rs.startEach(1)
 	load := rs.startLoad("brokers")
 
-	victim := rs.coordinator(dispatcher.GroupName(tt)) - 1 // node IDs are 1-based
+	victim := rs.coordinator(tt.DispatcherGroup()) - 1 // node IDs are 1-based
 	require.GreaterOrEqual(t, victim, 0)
 	// The broker stays down for a while under load (leaders and the
 	// coordinator move), then comes back and catches up.
@@ -239,7 +238,7 @@ func (rs *roles) requireAllRunning() {
 func (rs *roles) groupOf(role string) (string, bool) {
 	g, ok := map[string]string{
 		"scheduler":  rs.tt.SchedulerGroup(),
-		"dispatcher": dispatcher.GroupName(rs.tt),
+		"dispatcher": rs.tt.DispatcherGroup(),
 		"breaker":    rs.tt.BreakerGroup(),
 	}[role]
 	return g, ok

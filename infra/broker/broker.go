@@ -8,6 +8,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -57,6 +58,9 @@ type Options struct {
 	// MinDirtyBytes is the least growth of Tables that triggers a
 	// compaction; 0 means MinDirtyBytes.
 	MinDirtyBytes int64
+	// Streams are trimmed every CleanerBackoff once their readers
+	// consumed them (trim.go).
+	Streams []Stream
 	// SyncWrites fsyncs every produced batch. Without it a killed process
 	// loses nothing (writes are in the page cache), but a machine crash
 	// can lose the last writes, as with Kafka's defaults.
@@ -78,6 +82,7 @@ type Broker struct {
 	log         func(format string, args ...any)
 	stopCompact chan struct{}
 	compactDone chan struct{}
+	trim        *trimmer
 
 	closeOnce sync.Once
 	closeErr  error
@@ -165,6 +170,13 @@ func Start(opts Options) (*Broker, error) {
 	if minDirty <= 0 {
 		minDirty = MinDirtyBytes
 	}
+	if len(opts.Streams) > 0 {
+		if b.trim, err = newTrimmer(b.addrs, opts.SASL, opts.Streams); err != nil {
+			cluster.Close()
+			_ = lock.Release()
+			return nil, err
+		}
+	}
 	go b.compactLoop(backoff, opts.Tables, minDirty)
 	return b, nil
 }
@@ -180,6 +192,15 @@ const kfakeCleanerOff = 365 * 24 * time.Hour
 // only) is applied every pass.
 func (b *Broker) compactLoop(every time.Duration, tables []string, minDirty int64) {
 	defer close(b.compactDone)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-b.stopCompact:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	// The tables as loaded count as compacted: a restart does not rewrite
@@ -191,6 +212,7 @@ func (b *Broker) compactLoop(every time.Duration, tables []string, minDirty int6
 			return
 		case <-t.C:
 		}
+		b.trimStreams(ctx)
 		if len(tables) == 0 {
 			b.cluster.Compact()
 			continue
@@ -205,6 +227,16 @@ func (b *Broker) compactLoop(every time.Duration, tables []string, minDirty int6
 		} else {
 			b.cluster.ApplyRetention()
 		}
+	}
+}
+
+// trimStreams deletes what the streams' readers consumed (trim.go).
+func (b *Broker) trimStreams(ctx context.Context) {
+	if b.trim == nil {
+		return
+	}
+	if _, err := b.trim.trim(ctx); err != nil && ctx.Err() == nil {
+		b.logf("broker: trimming consumed records: %v", err)
 	}
 }
 
@@ -251,6 +283,9 @@ func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		close(b.stopCompact)
 		<-b.compactDone
+		if b.trim != nil {
+			b.trim.close()
+		}
 		// kfake's Close saves its state synchronously; the lock must
 		// outlive that write.
 		b.cluster.Close()

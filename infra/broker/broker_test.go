@@ -526,3 +526,60 @@ func TestInterruptedCompactionLosesNothing(t *testing.T) {
 		require.Equal(t, string(before[i].Value), string(got[i].Value))
 	}
 }
+
+// TestConsumedStreamsAreTrimmed holds the trim to the lowest offset any
+// group committed on a partition, and to nothing while a reader has not
+// committed: records not consumed by every reader are never deleted.
+func TestConsumedStreamsAreTrimmed(t *testing.T) {
+	t.Parallel()
+	const topic, reader, other = "stream", "reader", "someone-else"
+	tb := setup(t, broker.Options{
+		CleanerBackoff: 20 * time.Millisecond,
+		Streams:        []broker.Stream{{Topic: topic, Readers: []string{reader}}},
+	})
+	addrs := tb.b.Addrs()
+	createTopic(t, addrs, topic, 2, nil)
+	pcl := newClient(t, addrs, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for i := range 100 {
+		require.NoError(t, pcl.ProduceSync(ctxT(t), &kgo.Record{Topic: topic, Partition: 0, Value: []byte(strconv.Itoa(i))}).FirstErr())
+	}
+	adm := kadm.NewClient(newClient(t, addrs))
+	commit := func(group string, at int64) {
+		t.Helper()
+		offs := make(kadm.Offsets)
+		offs.Add(kadm.Offset{Topic: topic, Partition: 0, At: at, LeaderEpoch: -1})
+		resp, err := adm.CommitOffsets(ctxT(t), group, offs)
+		require.NoError(t, err)
+		require.NoError(t, resp.Error())
+	}
+	startIs := func(want int64) {
+		t.Helper()
+		checkFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+			offs, err := adm.ListStartOffsets(ctxT(t), topic)
+			if err != nil {
+				return err
+			}
+			o, _ := offs.Lookup(topic, 0)
+			if o.Offset != want {
+				return fmt.Errorf("log start offset %d, want %d", o.Offset, want)
+			}
+			return nil
+		})
+	}
+
+	// Another group consumed 40, the reader nothing: nothing may go. The
+	// pause gives a wrong trim a dozen passes to happen.
+	commit(other, 40)
+	time.Sleep(250 * time.Millisecond)
+	startIs(0)
+	// The reader is behind the other group: the trim stops at the reader.
+	commit(reader, 20)
+	startIs(20)
+	// Now the other group is behind.
+	commit(reader, 70)
+	startIs(40)
+	commit(other, 100)
+	startIs(70)
+	got := readAll(t, addrs, topic, 30)
+	require.Equal(t, "70", string(got[0].Value), "the first record kept is the first one the reader has not committed")
+}

@@ -71,6 +71,12 @@ type Config struct {
 	// QuotaRequests and QuotaJobs are each namespace's request and job
 	// creation quotas per second on one API process (api.Quotas; <0: none).
 	QuotaRequests, QuotaJobs float64
+	// QuotaPending is the jobs a namespace may have that have not ended
+	// (api.Quotas.PendingJobs; <0: none).
+	QuotaPending float64
+	// MaxNamespaces is how many namespaces may exist (api.Quotas.Namespaces;
+	// <0: no limit).
+	MaxNamespaces float64
 	// SchedulerStorage is StorageDisk or StorageMemory.
 	SchedulerStorage string
 	// KafkaTargetTopics are the topics, besides chime's own, that jobs with
@@ -119,6 +125,8 @@ func Default() Config {
 		SessionTimeout:   groups.DefaultSessionTimeout,
 		QuotaRequests:    api.DefaultRequestsPerSecond,
 		QuotaJobs:        api.DefaultJobsPerSecond,
+		QuotaPending:     api.DefaultPendingJobs,
+		MaxNamespaces:    api.DefaultMaxNamespaces,
 		LogLevel:         slog.LevelInfo,
 		APIAddr:          "127.0.0.1:8080",
 	}
@@ -278,6 +286,18 @@ var settings = []setting{
 		usage: "jobs per `second` one namespace's keys may create through one API process (bursts of ten seconds' worth, at least one full batch; -1: no quota)",
 		def:   func(c Config) string { return strconv.FormatFloat(c.QuotaJobs, 'g', -1, 64) },
 		apply: func(c *Config, v string) error { return parseQuota(&c.QuotaJobs, v) },
+	},
+	{
+		env: "CHIME_QUOTA_PENDING", flag: "quota-pending",
+		usage: "`jobs` one namespace may have that have not ended (scheduled, paused or firing); creating more answers 429 (-1: no quota; the admin token has none)",
+		def:   func(c Config) string { return strconv.FormatFloat(c.QuotaPending, 'f', -1, 64) },
+		apply: func(c *Config, v string) error { return parseQuota(&c.QuotaPending, v) },
+	},
+	{
+		env: "CHIME_MAX_NAMESPACES", flag: "max-namespaces",
+		usage: "`namespaces` that may exist; creating one more answers 403 (-1: no limit)",
+		def:   func(c Config) string { return strconv.FormatFloat(c.MaxNamespaces, 'f', -1, 64) },
+		apply: func(c *Config, v string) error { return parseQuota(&c.MaxNamespaces, v) },
 	},
 	{
 		env: "CHIME_SESSION_TIMEOUT", flag: "session-timeout",

@@ -41,6 +41,8 @@ func TestLoadDefaults(t *testing.T) {
 		SessionTimeout:   6 * time.Second,
 		QuotaRequests:    200,
 		QuotaJobs:        2000,
+		QuotaPending:     100000,
+		MaxNamespaces:    10000,
 		LogLevel:         slog.LevelInfo,
 		APIAddr:          "127.0.0.1:8080",
 	}, cfg)
@@ -73,6 +75,8 @@ func TestLoad(t *testing.T) {
 				"CHIME_SESSION_TIMEOUT":      "10s",
 				"CHIME_QUOTA_REQUESTS":       "50.5",
 				"CHIME_QUOTA_JOBS":           "-1",
+				"CHIME_QUOTA_PENDING":        "5000",
+				"CHIME_MAX_NAMESPACES":       "-1",
 				"CHIME_KAFKA_TARGET_TOPICS":  "billing.events,audit,billing.events",
 				"CHIME_LOG_LEVEL":            "DEBUG",
 				"CHIME_API_ADDR":             "0.0.0.0:8081",
@@ -91,6 +95,8 @@ func TestLoad(t *testing.T) {
 					SessionTimeout:     10 * time.Second,
 					QuotaRequests:      50.5,
 					QuotaJobs:          -1,
+					QuotaPending:       5000,
+					MaxNamespaces:      -1,
 					SchedulerStorage:   config.StorageMemory,
 					KafkaTargetTopics:  []string{"billing.events", "audit"},
 					LogLevel:           slog.LevelDebug,
@@ -271,7 +277,7 @@ func TestDocsListEverySetting(t *testing.T) {
 		}
 		require.Contains(t, row, def, "default of %s", m[1])
 	})
-	require.Equal(t, 24, n, "a setting was added or removed: update this test and the docs")
+	require.Equal(t, 26, n, "a setting was added or removed: update this test and the docs")
 }
 
 func docRow(doc, cell string) string {

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -127,7 +128,9 @@ func Ensure(ctx context.Context, adm *kadm.Client, specs []schema.Spec, partitio
 		// Refuse before creating anything: topics created with the
 		// requested count next to mismatching old ones would leave the
 		// operator two sets to reconcile instead of one.
-		existing := slices.DeleteFunc(slices.Clone(specs), func(sp schema.Spec) bool { return slices.Contains(missing, sp) })
+		existing := slices.DeleteFunc(slices.Clone(specs), func(sp schema.Spec) bool {
+			return slices.ContainsFunc(missing, func(m schema.Spec) bool { return m.Name == sp.Name })
+		})
 		if err := check(ctx, adm, existing, details, partitions, repl, func(string, ...any) {}); err != nil {
 			return err
 		}
@@ -163,7 +166,7 @@ func validate(specs []schema.Spec, partitions int32, replication int16) ([]schem
 				sp.Name, sp.Cleanup, schema.CleanupDelete, schema.CleanupCompact)
 		}
 		if prev, ok := seen[sp.Name]; ok {
-			if prev != sp {
+			if !reflect.DeepEqual(prev, sp) {
 				return nil, fmt.Errorf("provision topics: topic %q is listed twice with different specs (%+v and %+v)", sp.Name, prev, sp)
 			}
 			continue

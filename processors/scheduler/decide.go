@@ -97,12 +97,6 @@ func (d *decider) currentIncarnation() string {
 	return ""
 }
 
-func isTerminal(s chimev1.JobStatus) bool {
-	return s == chimev1.JobStatus_JOB_STATUS_COMPLETED ||
-		s == chimev1.JobStatus_JOB_STATUS_CANCELLED ||
-		s == chimev1.JobStatus_JOB_STATUS_DEAD
-}
-
 // onCommand applies a job command. raw is the record's value; a command that
 // does not decode or validate is answered with a rejection, never a crash.
 func (d *decider) onCommand(in *input, cur *chimev1.JobState, now time.Time) decision {
@@ -198,7 +192,7 @@ func (d *decider) upsert(in *input, cmd *chimev1.JobCommand, spec *chimev1.JobSp
 		if cur.GetLastCommandId() == cmd.GetCommandId() {
 			return decision{} // the same command again (producer retry, replay)
 		}
-		if !isTerminal(cur.GetStatus()) && proto.Equal(cur.GetSpec(), spec) {
+		if !schema.JobEnded(cur.GetStatus()) && proto.Equal(cur.GetSpec(), spec) {
 			// Same spec: nothing to reschedule. Keeping the schedule as it
 			// is makes a re-sent upsert harmless.
 			return decision{}
@@ -216,7 +210,7 @@ func (d *decider) upsert(in *input, cmd *chimev1.JobCommand, spec *chimev1.JobSp
 		st = &chimev1.JobState{CreatedAt: timestamppb.New(now)}
 		typ = chimev1.JobEventType_JOB_EVENT_TYPE_CREATED
 	}
-	oneShotInFlight := cur != nil && !isTerminal(cur.GetStatus()) && cur.GetFires() > 0 &&
+	oneShotInFlight := cur != nil && !schema.JobEnded(cur.GetStatus()) && cur.GetFires() > 0 &&
 		cur.GetNextScheduledAt() == nil && !compiled.Recurring() &&
 		proto.Equal(cur.GetSpec().GetSchedule(), spec.GetSchedule())
 	st.Spec = spec
@@ -248,7 +242,7 @@ func (d *decider) upsert(in *input, cmd *chimev1.JobCommand, spec *chimev1.JobSp
 }
 
 func (d *decider) cancel(in *input, cmd *chimev1.JobCommand, c *chimev1.Cancel, cur *chimev1.JobState, now time.Time) decision {
-	if isTerminal(cur.GetStatus()) {
+	if schema.JobEnded(cur.GetStatus()) {
 		return decision{} // nothing left to cancel; keep its retention clock
 	}
 	st := cur
@@ -269,7 +263,7 @@ func (d *decider) pause(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobStat
 	switch {
 	case cur.GetStatus() == chimev1.JobStatus_JOB_STATUS_PAUSED:
 		return decision{}
-	case isTerminal(cur.GetStatus()):
+	case schema.JobEnded(cur.GetStatus()):
 		return d.reject(in, cmd, "pause", fmt.Sprintf("job %q is %s and cannot be paused", in.key, schema.JobStatusName(cur.GetStatus())), now)
 	}
 	st := cur
@@ -286,7 +280,7 @@ func (d *decider) resume(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobSta
 	switch {
 	case cur.GetStatus() == chimev1.JobStatus_JOB_STATUS_SCHEDULED:
 		return decision{}
-	case isTerminal(cur.GetStatus()):
+	case schema.JobEnded(cur.GetStatus()):
 		return d.reject(in, cmd, "resume", fmt.Sprintf("job %q is %s and cannot be resumed", in.key, schema.JobStatusName(cur.GetStatus())), now)
 	}
 	st := cur
@@ -327,7 +321,7 @@ func (d *decider) resume(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobSta
 // Only an answer to the latest emission of an open fire is taken; anything
 // else is a duplicate or arrived after the fire was settled.
 func (d *decider) rearm(in *input, cur *chimev1.JobState, fireSeq, emitSeq uint64, attempt uint32, notBefore time.Time, isDefer bool, reason string, failed *chimev1.CallbackOutcome, now time.Time) decision {
-	if isTerminal(cur.GetStatus()) {
+	if schema.JobEnded(cur.GetStatus()) {
 		return decision{}
 	}
 	i := slices.IndexFunc(cur.GetOpen(), func(e *chimev1.Emission) bool { return e.GetFireSeq() == fireSeq })
@@ -447,7 +441,7 @@ func (d *decider) onTick(in *input, cur *chimev1.JobState, now time.Time) decisi
 	st := cur
 	var redo decision
 	d.confirmDeliveries(in, st, &redo, now)
-	if isTerminal(st.GetStatus()) {
+	if schema.JobEnded(st.GetStatus()) {
 		// Terminal rows are kept for TerminalRetention so their state can
 		// still be read, then removed from the table (not while a Kafka
 		// write of theirs is unconfirmed).
@@ -814,7 +808,7 @@ func (d *decider) setTimer(key string, st *chimev1.JobState) {
 				earliest(&recover, em.GetEmittedAt().AsTime())
 			}
 		}
-	case isTerminal(st.GetStatus()) && d.cfg.TerminalRetention > 0:
+	case schema.JobEnded(st.GetStatus()) && d.cfg.TerminalRetention > 0:
 		earliest(&timer, st.GetUpdatedAt().AsTime().Add(d.cfg.TerminalRetention))
 	}
 	for _, u := range st.GetUnconfirmed() {

@@ -191,7 +191,7 @@ func TestOneShotSuccessWritesNoCompletedEventUnlessFireEvents(t *testing.T) {
 			r.tick(t0.Add(time.Minute))
 			require.Len(t, r.dues, 1)
 			r.command(ack(r.dues[0], tc.result), t0.Add(2*time.Minute))
-			require.True(t, isTerminal(r.st.Status))
+			require.True(t, schema.JobEnded(r.st.Status))
 			require.Equal(t, tc.want, types(r))
 		})
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/views"
 )
 
 // Integration tests: a real broker (kfake, started per test on a free port
@@ -240,4 +241,42 @@ func TestKafkaTargetAndRejection(t *testing.T) {
 	r := rejections.Get("bad")[0]
 	require.Contains(t, r.Reason, "allowlist")
 	require.NotEmpty(t, r.Command)
+}
+
+// TestLiveJobsCounted: the scheduler and the API's view of its table count
+// each namespace's jobs that have not ended (the pending-jobs quota), as
+// jobs are created and cancelled, and again after a restart.
+func TestLiveJobsCounted(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s1, stop1 := b.startScheduler()
+	far := time.Now().Add(time.Hour)
+	b.schedule(spec("a", "1", everySchedule(time.Hour, far)))
+	b.schedule(spec("a", "2", atSchedule(far)))
+	b.schedule(spec("a", "3", atSchedule(far)))
+	b.schedule(spec("b", "1", atSchedule(far)))
+	view, err := views.NewJobs(b.cluster.Brokers(), b.topics, "live-test", 1, testLogger(t))
+	require.NoError(t, err)
+	vctx, vcancel := context.WithCancel(context.Background())
+	vdone := make(chan error, 1)
+	go func() { vdone <- view.Run(vctx) }()
+	t.Cleanup(func() { vcancel(); <-vdone })
+	counts := func(s *scheduler.Scheduler, a, bb int64) func() bool {
+		return func() bool {
+			return s.LiveJobs("a") == a && s.LiveJobs("b") == bb && view.LiveJobs("a") == a && view.LiveJobs("b") == bb
+		}
+	}
+	waitFor(t, 20*time.Second, "3 jobs in a, 1 in b", counts(s1, 3, 1))
+	_, err = b.prod.Cancel(context.Background(), "a", "2", "test")
+	require.NoError(t, err)
+	waitFor(t, 20*time.Second, "a cancelled job no longer counts", counts(s1, 2, 1))
+	b.schedule(spec("a", "1", everySchedule(time.Minute, far))) // an update: still one job
+	_, err = b.prod.Cancel(context.Background(), "a", "2", "again")
+	require.NoError(t, err)
+	b.schedule(spec("b", "2", atSchedule(far)))
+	waitFor(t, 20*time.Second, "an update and a repeated cancel change nothing", counts(s1, 2, 2))
+
+	stop1()
+	s2, _ := b.startScheduler()
+	waitFor(t, 20*time.Second, "the counts rebuilt at recovery", counts(s2, 2, 2))
 }

@@ -31,6 +31,11 @@ type timerStorage struct {
 
 	mu        sync.Mutex
 	idx       *timerIndex
+	// live counts the partition's live (not ended) jobs per namespace,
+	// for the API's pending-jobs quota: built by the recovery scan, kept
+	// by the processor (noteLive), which knows a row's status before and
+	// after each change without decoding it again.
+	live map[string]int64
 	recovered bool
 	closed    bool
 	pumping   bool
@@ -50,6 +55,7 @@ func newTimerStorage(inner storage.Storage, partition int32, t *timers) *timerSt
 		partition: partition,
 		timers:    t,
 		idx:       newTimerIndex(),
+		live:      map[string]int64{},
 		wake:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
@@ -89,6 +95,27 @@ func (s *timerStorage) noteTimer(key string, at int64) {
 	}
 }
 
+// noteLive adds delta to the namespace's live jobs.
+func (s *timerStorage) noteLive(ns string, delta int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.recovered {
+		return
+	}
+	if n := s.live[ns] + delta; n > 0 {
+		s.live[ns] = n
+	} else {
+		delete(s.live, ns)
+	}
+}
+
+// liveJobs is the namespace's live jobs in this partition.
+func (s *timerStorage) liveJobs(ns string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.live[ns]
+}
+
 // Delete implements storage.Storage.
 func (s *timerStorage) Delete(key string) error {
 	if err := s.Storage.Delete(key); err != nil {
@@ -124,6 +151,11 @@ func (s *timerStorage) MarkRecovered() error {
 		v, err := it.Value()
 		if err != nil {
 			continue
+		}
+		if live, ok := schema.JobStateLive(v); ok && live {
+			if ns, _, ok := schema.SplitJobKey(string(it.Key())); ok {
+				s.live[ns]++
+			}
 		}
 		at, ok := schema.JobStateTimer(v)
 		if !ok {

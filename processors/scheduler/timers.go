@@ -119,19 +119,43 @@ func (t *timers) noteTimer(p int32, key string, at int64) {
 	}
 }
 
-// Pending returns the number of timers indexed by the partitions this
-// instance actively owns.
-func (t *timers) Pending() int {
+// noteLive adds delta to the live jobs of ns in partition p.
+func (t *timers) noteLive(p int32, ns string, delta int64) {
 	t.mu.Lock()
+	st := t.storages[p]
+	t.mu.Unlock()
+	if st != nil {
+		st.noteLive(ns, delta)
+	}
+}
+
+// LiveJobs returns the live (not ended) jobs of ns in the partitions this
+// instance actively owns.
+func (t *timers) LiveJobs(ns string) int64 {
+	var n int64
+	for _, s := range t.activeStorages() {
+		n += s.liveJobs(ns)
+	}
+	return n
+}
+
+func (t *timers) activeStorages() []*timerStorage {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	var sts []*timerStorage
 	for p, s := range t.storages {
 		if t.assigned[p] {
 			sts = append(sts, s)
 		}
 	}
-	t.mu.Unlock()
+	return sts
+}
+
+// Pending returns the number of timers indexed by the partitions this
+// instance actively owns.
+func (t *timers) Pending() int {
 	n := 0
-	for _, s := range sts {
+	for _, s := range t.activeStorages() {
 		n += s.pendingTimers()
 	}
 	return n
