@@ -29,13 +29,13 @@ type timerStorage struct {
 	partition int32
 	timers    *timers
 
-	mu        sync.Mutex
-	idx       *timerIndex
+	mu  sync.Mutex
+	idx *timerIndex
 	// live counts the partition's live (not ended) jobs per namespace,
 	// for the API's pending-jobs quota: built by the recovery scan, kept
 	// by the processor (noteLive), which knows a row's status before and
 	// after each change without decoding it again.
-	live map[string]int64
+	live      map[string]int64
 	recovered bool
 	closed    bool
 	pumping   bool
