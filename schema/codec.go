@@ -159,36 +159,81 @@ func JobEnded(s chimev1.JobStatus) bool {
 		s == chimev1.JobStatus_JOB_STATUS_DEAD
 }
 
-// jobStateStatusField is JobState.status's field number.
-const jobStateStatusField = 2
+// JobState's field numbers read by JobStateSummary.
+const (
+	jobStateStatusField  = 2
+	jobStateCreatedField = 9
+)
 
-// JobStateLive reads whether an encoded row is a live job (not ended)
-// without decoding it: counting live jobs per namespace reads every row at
-// recovery and every write after. ok is false for a malformed value.
-func JobStateLive(data []byte) (live, ok bool) {
+// JobSummary is what listings and the pending-jobs count need of a row.
+type JobSummary struct {
+	Status chimev1.JobStatus
+	// Created is created_at in Unix nanoseconds (0 when unset).
+	Created int64
+}
+
+// Live says the job has not ended.
+func (j JobSummary) Live() bool { return !JobEnded(j.Status) }
+
+// JobStateSummary reads a row's status and created_at without decoding it
+// (no allocation): job listings and the pending-jobs count read every row
+// at recovery and every write after. ok is false for a malformed value.
+func JobStateSummary(data []byte) (sum JobSummary, ok bool) {
 	n := jobStateHeader(data)
 	if n == 0 {
-		return false, false
+		return sum, false
 	}
-	b, status := data[n:], uint64(0)
+	b := data[n:]
 	for len(b) > 0 {
 		num, typ, l := protowire.ConsumeTag(b)
 		if l < 0 {
-			return false, false
+			return sum, false
 		}
 		b = b[l:]
-		if num == jobStateStatusField && typ == protowire.VarintType {
+		switch {
+		case num == jobStateStatusField && typ == protowire.VarintType:
 			v, l := protowire.ConsumeVarint(b)
 			if l < 0 {
-				return false, false
+				return sum, false
 			}
-			status, b = v, b[l:]
+			sum.Status, b = chimev1.JobStatus(v), b[l:]
+			continue
+		case num == jobStateCreatedField && typ == protowire.BytesType:
+			v, l := protowire.ConsumeBytes(b)
+			if l < 0 {
+				return sum, false
+			}
+			sum.Created, b = timestampNanos(v), b[l:]
 			continue
 		}
 		if l = protowire.ConsumeFieldValue(num, typ, b); l < 0 {
-			return false, false
+			return sum, false
 		}
 		b = b[l:]
 	}
-	return !JobEnded(chimev1.JobStatus(status)), true
+	return sum, true
+}
+
+// timestampNanos reads an encoded google.protobuf.Timestamp.
+func timestampNanos(b []byte) int64 {
+	var secs, nanos int64
+	for len(b) > 0 {
+		num, typ, l := protowire.ConsumeTag(b)
+		if l < 0 || typ != protowire.VarintType {
+			return 0
+		}
+		b = b[l:]
+		v, l := protowire.ConsumeVarint(b)
+		if l < 0 {
+			return 0
+		}
+		b = b[l:]
+		switch num {
+		case 1:
+			secs = int64(v)
+		case 2:
+			nanos = int64(int32(v))
+		}
+	}
+	return secs*1e9 + nanos
 }

@@ -67,25 +67,28 @@ func TestJobStateCodecHeader(t *testing.T) {
 	}
 }
 
-// TestJobStateLive reads the status out of encoded rows as decoding would.
-func TestJobStateLive(t *testing.T) {
+// TestJobStateSummary reads status and created_at out of encoded rows as
+// decoding would.
+func TestJobStateSummary(t *testing.T) {
 	t.Parallel()
 	spec := &chimev1.JobSpec{Namespace: "ns", Id: "j", Labels: map[string]string{"team": strings.Repeat("x", 300)}}
 	for s, name := range chimev1.JobStatus_name {
 		status := chimev1.JobStatus(s)
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			b, err := JobStateCodec{}.Encode(&chimev1.JobState{Spec: spec, Status: status, FireSeq: 9, TimerAt: timestamppb.Now()})
+			created := time.Date(2026, 11, 24, 10, 0, 0, 123, time.UTC)
+			b, err := JobStateCodec{}.Encode(&chimev1.JobState{Spec: spec, Status: status, FireSeq: 9, TimerAt: timestamppb.Now(), CreatedAt: timestamppb.New(created)})
 			require.NoError(t, err)
-			live, ok := JobStateLive(b)
+			sum, ok := JobStateSummary(b)
 			require.True(t, ok)
-			require.Equal(t, !JobEnded(status), live)
+			require.Equal(t, JobSummary{Status: status, Created: created.UnixNano()}, sum)
+			require.Equal(t, !JobEnded(status), sum.Live())
 		})
 	}
-	_, ok := JobStateLive([]byte{2, 1})
+	_, ok := JobStateSummary([]byte{2, 1})
 	require.False(t, ok, "a short header")
 	b, err := JobStateCodec{}.Encode(&chimev1.JobState{Spec: spec})
 	require.NoError(t, err)
-	_, ok = JobStateLive(b[:len(b)-10])
+	_, ok = JobStateSummary(b[:len(b)-10])
 	require.False(t, ok, "a truncated row")
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/views/jobindex"
 )
 
 // Jobs is a view of the scheduler's job table, for the API's reads. It
@@ -20,7 +21,7 @@ type Jobs struct {
 
 // NewJobs builds the view; Run must be running for Get to answer.
 func NewJobs(brokers []string, topics schema.Topics, clientID string, replication int, logger *slog.Logger) (*Jobs, error) {
-	live := &liveCounts{byPartition: map[int32]map[string]int64{}}
+	live := &liveCounts{byPartition: map[int32]*jobindex.Index{}}
 	t, err := newTable[*chimev1.JobState](brokers, topics.SchedulerGroup(), new(schema.JobStateCodec), clientID, replication, logger, false, live.builder)
 	if err != nil {
 		return nil, err
@@ -35,14 +36,20 @@ func (j *Jobs) Get(namespace, id string) (*chimev1.JobState, error) {
 }
 
 // LiveJobs returns the namespace's live (not ended) jobs in the table.
-func (j *Jobs) LiveJobs(ns string) int64 { return j.live.of(ns) }
+func (j *Jobs) LiveJobs(ns string) int64 { return jobindex.LiveIn(j.live.indexes(), ns) }
 
-// liveCounts counts live jobs per namespace from the writes the view's
-// storage sees: the view replays the whole table through Set when it
-// starts, so no scan is needed.
+// ListJobs returns a page of the namespace's jobs, newest first, and
+// whether more follow.
+func (j *Jobs) ListJobs(ns string, q jobindex.Query) ([]jobindex.Entry, bool) {
+	return jobindex.List(j.live.indexes(), ns, q)
+}
+
+// liveCounts keeps a listing index per partition from the writes the
+// view's storage sees: the view replays the whole table through Set when
+// it starts, so no scan is needed.
 type liveCounts struct {
 	mu          sync.Mutex
-	byPartition map[int32]map[string]int64
+	byPartition map[int32]*jobindex.Index
 }
 
 func (c *liveCounts) builder(inner storage.Builder) storage.Builder {
@@ -51,54 +58,44 @@ func (c *liveCounts) builder(inner storage.Builder) storage.Builder {
 		if err != nil {
 			return nil, err
 		}
-		counts := map[string]int64{}
+		idx := jobindex.New()
 		c.mu.Lock()
-		c.byPartition[partition] = counts // a rebuilt partition starts over
+		c.byPartition[partition] = idx // a rebuilt partition starts over
 		c.mu.Unlock()
-		return &liveStorage{Storage: st, c: c, counts: counts}, nil
+		return &liveStorage{Storage: st, idx: idx}, nil
 	}
 }
 
-func (c *liveCounts) of(ns string) int64 {
+func (c *liveCounts) indexes() []*jobindex.Index {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var n int64
-	for _, counts := range c.byPartition {
-		n += counts[ns]
+	idxs := make([]*jobindex.Index, 0, len(c.byPartition))
+	for _, x := range c.byPartition {
+		idxs = append(idxs, x)
 	}
-	return n
+	return idxs
 }
 
-// liveStorage is one partition's storage, counting as rows change.
+// liveStorage is one partition's storage, indexing rows as they change.
 type liveStorage struct {
 	storage.Storage
-	c      *liveCounts
-	counts map[string]int64
+	idx *jobindex.Index
 }
 
-func isLive(v []byte) bool {
-	live, ok := schema.JobStateLive(v)
-	return ok && live
+func summary(v []byte) *schema.JobSummary {
+	if v == nil {
+		return nil
+	}
+	sum, ok := schema.JobStateSummary(v)
+	if !ok {
+		return nil
+	}
+	return &sum
 }
 
-func (s *liveStorage) change(key string, old []byte, now []byte) {
-	delta := int64(0)
-	if isLive(now) {
-		delta++
-	}
-	if isLive(old) {
-		delta--
-	}
-	ns, _, ok := schema.SplitJobKey(key)
-	if delta == 0 || !ok {
-		return
-	}
-	s.c.mu.Lock()
-	defer s.c.mu.Unlock()
-	if n := s.counts[ns] + delta; n > 0 {
-		s.counts[ns] = n
-	} else {
-		delete(s.counts, ns)
+func (s *liveStorage) change(key string, old, now []byte) {
+	if ns, id, ok := schema.SplitJobKey(key); ok {
+		s.idx.Change(ns, id, summary(old), summary(now))
 	}
 }
 

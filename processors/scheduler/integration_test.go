@@ -21,6 +21,7 @@ import (
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 	"github.com/chime-sched/chime/views"
+	"github.com/chime-sched/chime/views/jobindex"
 )
 
 // Integration tests: a real broker (kfake, started per test on a free port
@@ -279,4 +280,22 @@ func TestLiveJobsCounted(t *testing.T) {
 	stop1()
 	s2, _ := b.startScheduler()
 	waitFor(t, 20*time.Second, "the counts rebuilt at recovery", counts(s2, 2, 2))
+
+	// The same index lists the jobs, newest first, filtered by status.
+	ids := func(es []jobindex.Entry) (out []string) {
+		for _, e := range es {
+			out = append(out, e.ID)
+		}
+		return out
+	}
+	for name, list := range map[string]func(string, jobindex.Query) ([]jobindex.Entry, bool){"scheduler": s2.ListJobs, "view": view.ListJobs} {
+		all, more := list("a", jobindex.Query{Limit: 10})
+		require.False(t, more, name)
+		require.ElementsMatch(t, []string{"1", "2", "3"}, ids(all), name)
+		for i := 1; i < len(all); i++ {
+			require.GreaterOrEqual(t, all[i-1].Created, all[i].Created, "%s: newest first", name)
+		}
+		gone, _ := list("a", jobindex.Query{Limit: 10, Statuses: []chimev1.JobStatus{chimev1.JobStatus_JOB_STATUS_CANCELLED}})
+		require.Equal(t, []string{"2"}, ids(gone), name)
+	}
 }

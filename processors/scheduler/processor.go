@@ -37,6 +37,7 @@ import (
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 	"github.com/chime-sched/chime/views"
+	"github.com/chime-sched/chime/views/jobindex"
 )
 
 // Config configures a scheduler instance. Zero fields take the defaults
@@ -458,16 +459,16 @@ func (s *Scheduler) onCommand(ctx goka.Context, msg any) {
 	in.raw, _ = msg.([]byte)
 	s.namespaceOf(ctx, in)
 	cur, held := s.current(ctx)
-	was := isLive(cur) // the decider changes cur in place
-	s.apply(ctx, was, s.decider.onCommand(in, cur, s.cfg.Now()), held, false)
+	before := summaryOf(cur) // the decider changes cur in place
+	s.apply(ctx, before, s.decider.onCommand(in, cur, s.cfg.Now()), held, false)
 }
 
 func (s *Scheduler) onTick(ctx goka.Context, _ any) {
 	in := &input{key: ctx.Key(), topic: string(ctx.Topic()), partition: ctx.Partition(), offset: ctx.Offset()}
 	s.namespaceOf(ctx, in)
 	cur, held := s.current(ctx)
-	was := isLive(cur)
-	s.apply(ctx, was, s.decider.onTick(in, cur, s.cfg.Now()), held, true)
+	before := summaryOf(cur)
+	s.apply(ctx, before, s.decider.onTick(in, cur, s.cfg.Now()), held, true)
 }
 
 // namespaceOf reads what decisions take from the row's namespace config:
@@ -509,7 +510,7 @@ func (s *Scheduler) current(ctx goka.Context) (st *chimev1.JobState, held []byte
 // A tick's decision that only fires is held unwritten (unwritten.go);
 // held is the row current took out of it, put back when the decision
 // changes nothing.
-func (s *Scheduler) apply(ctx goka.Context, wasLive bool, d decision, held []byte, tick bool) {
+func (s *Scheduler) apply(ctx goka.Context, before *schema.JobSummary, d decision, held []byte, tick bool) {
 	t := s.cfg.Topics
 	for _, due := range d.dues {
 		ctx.Emit(goka.Stream(t.Due()), s.dueKeys.key(due), due)
@@ -539,9 +540,9 @@ func (s *Scheduler) apply(ctx goka.Context, wasLive bool, d decision, held []byt
 		ctx.Emit(goka.Stream(t.Rejections()), ctx.Key(), r)
 		s.cfg.Logger.Info("command rejected", "key", ctx.Key(), "reason", r.GetReason())
 	}
-	if delta := liveDelta(wasLive, d); delta != 0 {
-		if ns, _, ok := schema.SplitJobKey(ctx.Key()); ok {
-			s.timers.noteLive(ctx.Partition(), ns, delta)
+	if d.del || d.state != nil {
+		if ns, id, ok := schema.SplitJobKey(ctx.Key()); ok {
+			s.timers.noteJob(ctx.Partition(), ns, id, before, summaryOf(d.state))
 		}
 	}
 	switch {
@@ -560,31 +561,23 @@ func (s *Scheduler) apply(ctx goka.Context, wasLive bool, d decision, held []byt
 	}
 }
 
-// isLive says a row is a job that has not ended.
-func isLive(st *chimev1.JobState) bool { return st != nil && !schema.JobEnded(st.GetStatus()) }
-
-// liveDelta is how the decision changes the count of live jobs: +1 for a
-// job created, -1 for one that ended or was deleted while live.
-func liveDelta(was bool, d decision) int64 {
-	is := was
-	switch {
-	case d.del:
-		is = false
-	case d.state != nil:
-		is = !schema.JobEnded(d.state.GetStatus())
+// summaryOf is what the listing index keeps of a row (nil: no row).
+func summaryOf(st *chimev1.JobState) *schema.JobSummary {
+	if st == nil {
+		return nil
 	}
-	switch {
-	case is && !was:
-		return 1
-	case was && !is:
-		return -1
-	}
-	return 0
+	return &schema.JobSummary{Status: st.GetStatus(), Created: st.GetCreatedAt().AsTime().UnixNano()}
 }
 
 // LiveJobs returns the namespace's live (not ended) jobs in the partitions
 // this instance owns: the API's pending-jobs quota reads it.
-func (s *Scheduler) LiveJobs(ns string) int64 { return s.timers.LiveJobs(ns) }
+func (s *Scheduler) LiveJobs(ns string) int64 { return jobindex.LiveIn(s.timers.jobIndexes(), ns) }
+
+// ListJobs returns a page of the namespace's jobs in the partitions this
+// instance owns, newest first, and whether more follow.
+func (s *Scheduler) ListJobs(ns string, q jobindex.Query) ([]jobindex.Entry, bool) {
+	return jobindex.List(s.timers.jobIndexes(), ns, q)
+}
 
 // hold keeps a tick's decision unwritten, and points the timer index at
 // the held row's timer: a fire on a row not held yet, or a tick that left
@@ -661,6 +654,6 @@ func (s *Scheduler) onSweep(ctx goka.Context, meta any) {
 	in := &input{key: ctx.Key(), topic: "sweep-" + strconv.FormatInt(id, 10) + "-" + ctx.Key(), partition: ctx.Partition()}
 	s.namespaceOf(ctx, in)
 	s.swept.Add(1)
-	was := isLive(cur)
-	s.apply(ctx, was, s.decider.onTick(in, cur, now), held, true)
+	before := summaryOf(cur)
+	s.apply(ctx, before, s.decider.onTick(in, cur, now), held, true)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/lovoo/goka/storage"
 
 	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/views/jobindex"
 )
 
 // timerStorage wraps the scheduler table's storage for one partition and
@@ -31,11 +32,11 @@ type timerStorage struct {
 
 	mu  sync.Mutex
 	idx *timerIndex
-	// live counts the partition's live (not ended) jobs per namespace,
-	// for the API's pending-jobs quota: built by the recovery scan, kept
-	// by the processor (noteLive), which knows a row's status before and
+	// jobs lists the partition's jobs per namespace and counts those not
+	// ended (listings, the pending-jobs quota): built by the recovery
+	// scan, kept by the processor (noteJob), which knows a row before and
 	// after each change without decoding it again.
-	live      map[string]int64
+	jobs      *jobindex.Index
 	recovered bool
 	closed    bool
 	pumping   bool
@@ -55,7 +56,7 @@ func newTimerStorage(inner storage.Storage, partition int32, t *timers) *timerSt
 		partition: partition,
 		timers:    t,
 		idx:       newTimerIndex(),
-		live:      map[string]int64{},
+		jobs:      jobindex.New(),
 		wake:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
@@ -95,25 +96,14 @@ func (s *timerStorage) noteTimer(key string, at int64) {
 	}
 }
 
-// noteLive adds delta to the namespace's live jobs.
-func (s *timerStorage) noteLive(ns string, delta int64) {
+// noteJob records a row's change in the listing index.
+func (s *timerStorage) noteJob(ns, id string, before, after *schema.JobSummary) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.recovered {
-		return
+	recovered := s.recovered
+	s.mu.Unlock()
+	if recovered {
+		s.jobs.Change(ns, id, before, after)
 	}
-	if n := s.live[ns] + delta; n > 0 {
-		s.live[ns] = n
-	} else {
-		delete(s.live, ns)
-	}
-}
-
-// liveJobs is the namespace's live jobs in this partition.
-func (s *timerStorage) liveJobs(ns string) int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.live[ns]
 }
 
 // Delete implements storage.Storage.
@@ -152,9 +142,9 @@ func (s *timerStorage) MarkRecovered() error {
 		if err != nil {
 			continue
 		}
-		if live, ok := schema.JobStateLive(v); ok && live {
-			if ns, _, ok := schema.SplitJobKey(string(it.Key())); ok {
-				s.live[ns]++
+		if sum, ok := schema.JobStateSummary(v); ok {
+			if ns, id, ok := schema.SplitJobKey(string(it.Key())); ok {
+				s.jobs.Change(ns, id, nil, &sum)
 			}
 		}
 		at, ok := schema.JobStateTimer(v)

@@ -13,7 +13,9 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/views/jobindex"
 )
 
 // tickSender delivers ticks to the tick topic's partition p. Delivery is
@@ -119,24 +121,25 @@ func (t *timers) noteTimer(p int32, key string, at int64) {
 	}
 }
 
-// noteLive adds delta to the live jobs of ns in partition p.
-func (t *timers) noteLive(p int32, ns string, delta int64) {
+// noteJob records a row's change in partition p's listing index.
+func (t *timers) noteJob(p int32, ns, id string, before, after *schema.JobSummary) {
 	t.mu.Lock()
 	st := t.storages[p]
 	t.mu.Unlock()
 	if st != nil {
-		st.noteLive(ns, delta)
+		st.noteJob(ns, id, before, after)
 	}
 }
 
-// LiveJobs returns the live (not ended) jobs of ns in the partitions this
-// instance actively owns.
-func (t *timers) LiveJobs(ns string) int64 {
-	var n int64
-	for _, s := range t.activeStorages() {
-		n += s.liveJobs(ns)
+// jobIndexes are the listing indexes of the partitions this instance
+// actively owns.
+func (t *timers) jobIndexes() []*jobindex.Index {
+	sts := t.activeStorages()
+	idxs := make([]*jobindex.Index, len(sts))
+	for i, s := range sts {
+		idxs[i] = s.jobs
 	}
-	return n
+	return idxs
 }
 
 func (t *timers) activeStorages() []*timerStorage {

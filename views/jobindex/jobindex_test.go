@@ -1,0 +1,96 @@
+package jobindex
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/schema/chimev1"
+)
+
+const (
+	scheduled = chimev1.JobStatus_JOB_STATUS_SCHEDULED
+	paused    = chimev1.JobStatus_JOB_STATUS_PAUSED
+	cancelled = chimev1.JobStatus_JOB_STATUS_CANCELLED
+)
+
+func sum(created int64, st chimev1.JobStatus) *schema.JobSummary {
+	return &schema.JobSummary{Created: created, Status: st}
+}
+
+// TestPagesCoverEveryJobOnce: pages of any size, across partitions and
+// with equal creation times, list each job once, newest first.
+func TestPagesCoverEveryJobOnce(t *testing.T) {
+	t.Parallel()
+	idxs := []*Index{New(), New(), New()}
+	var want []string
+	for i := 29; i >= 0; i-- {
+		want = append(want, fmt.Sprintf("j%02d", i))
+	}
+	for i := range 30 {
+		idxs[i%3].Change("ns", fmt.Sprintf("j%02d", i), nil, sum(int64(i/2), scheduled)) // pairs share a time
+		idxs[i%3].Change("other", fmt.Sprintf("o%d", i), nil, sum(int64(i), scheduled))
+	}
+	for _, limit := range []int{1, 2, 7, 30, 100} {
+		t.Run(fmt.Sprint(limit), func(t *testing.T) {
+			t.Parallel()
+			var got []string
+			q := Query{Limit: limit}
+			for range 40 {
+				page, more := List(idxs, "ns", q)
+				for _, e := range page {
+					got = append(got, e.ID)
+				}
+				if !more {
+					break
+				}
+				c, err := ParseCursor(CursorAt(page[len(page)-1]).String())
+				require.NoError(t, err)
+				q.After = c
+			}
+			require.Equal(t, want, got)
+		})
+	}
+}
+
+// TestStatusAndLiveCount: changes move a job between statuses; the filter
+// and the live count follow, and a removed job is gone.
+func TestStatusAndLiveCount(t *testing.T) {
+	t.Parallel()
+	x := New()
+	x.Change("ns", "a", nil, sum(1, scheduled))
+	x.Change("ns", "b", nil, sum(2, scheduled))
+	x.Change("ns", "c", nil, sum(3, scheduled))
+	require.EqualValues(t, 3, x.Live("ns"))
+	x.Change("ns", "b", sum(2, scheduled), sum(2, paused))
+	x.Change("ns", "c", sum(3, scheduled), sum(3, cancelled))
+	require.EqualValues(t, 2, x.Live("ns"), "paused counts, cancelled does not")
+	x.Change("ns", "c", sum(3, cancelled), sum(3, cancelled))
+	require.EqualValues(t, 2, x.Live("ns"), "a repeated change")
+	page, more := List([]*Index{x}, "ns", Query{Limit: 10, Statuses: []chimev1.JobStatus{paused, cancelled}})
+	require.False(t, more)
+	require.Equal(t, []Entry{{ID: "c", Created: 3, Status: cancelled}, {ID: "b", Created: 2, Status: paused}}, page)
+	x.Change("ns", "a", sum(1, scheduled), sum(5, scheduled)) // re-created later
+	page, _ = List([]*Index{x}, "ns", Query{Limit: 1})
+	require.Equal(t, "a", page[0].ID)
+	require.EqualValues(t, 2, x.Live("ns"))
+	x.Change("ns", "a", sum(5, scheduled), nil)
+	x.Change("ns", "b", sum(2, paused), nil)
+	x.Change("ns", "c", sum(3, cancelled), nil)
+	require.Zero(t, x.Live("ns"))
+	require.Empty(t, x.ns, "an empty namespace is dropped")
+}
+
+func TestParseCursor(t *testing.T) {
+	t.Parallel()
+	c := Cursor{Created: 1764000000000000000, ID: "job:with:colons"}
+	got, err := ParseCursor(c.String())
+	require.NoError(t, err)
+	require.Equal(t, c, got)
+	for _, bad := range []string{"!!", "bm9jb2xvbg", "MTox"[:3], "YWJjOmRlZg"} {
+		_, err := ParseCursor(bad)
+		require.ErrorIs(t, err, ErrBadCursor, bad)
+	}
+}
