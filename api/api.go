@@ -21,6 +21,7 @@ import (
 
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/views/jobindex"
 )
 
 // MaxBodyBytes bounds every request body; a larger one is a 413 problem.
@@ -113,6 +114,9 @@ type JobView interface {
 	// LiveJobs counts the namespace's jobs that have not ended
 	// (scheduled, paused or firing), for the pending-jobs quota.
 	LiveJobs(ns string) int64
+	// ListJobs returns a page of the namespace's jobs, newest first, and
+	// whether more follow.
+	ListJobs(ns string, q jobindex.Query) ([]jobindex.Entry, bool)
 }
 
 // Config is what New needs. Jobs, Control, Namespaces, Breakers and JobStates
@@ -290,10 +294,12 @@ func (s *server) routes(app *fiber.App) {
 	app.Get("/metrics", s.metricsHandler())
 	app.Get("/openapi.json", s.openapi)
 
+	app.Get("/v1/namespaces", s.authenticate, s.adminOnly, s.listNamespaces)
 	v1 := app.Group("/v1/namespaces/:ns", s.authenticate, s.limitRequests)
 	v1.Put("", s.adminOnly, s.putNamespace)
 	v1.Get("", s.getNamespace)
 	v1.Post("/keys", s.adminOnly, s.createKey)
+	v1.Get("/jobs", s.listJobs)
 	v1.Post("/jobs", s.createJob)
 	v1.Post("/jobs\\:batch", s.createJobs)
 	v1.Get("/jobs/:id", s.getJob)

@@ -16,9 +16,11 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/api"
 	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/views/jobindex"
 )
 
 const adminToken = "admin-secret"
@@ -180,8 +182,9 @@ func TestReadyzNotReady(t *testing.T) {
 
 type brokenJobs struct{}
 
-func (brokenJobs) Get(string, string) (*chimev1.JobState, error) { return nil, io.ErrClosedPipe }
-func (brokenJobs) LiveJobs(string) int64                         { return 0 }
+func (brokenJobs) Get(string, string) (*chimev1.JobState, error)            { return nil, io.ErrClosedPipe }
+func (brokenJobs) LiveJobs(string) int64                                    { return 0 }
+func (brokenJobs) ListJobs(string, jobindex.Query) ([]jobindex.Entry, bool) { return nil, false }
 
 func TestViewFailureIs503(t *testing.T) {
 	t.Parallel()
@@ -843,7 +846,7 @@ func TestUnknownMethodIsAProblem(t *testing.T) {
 	for _, m := range []string{"BREW", "PROPFIND", "QUERY"} {
 		r := b.do(t, m, "/v1/namespaces/shop/jobs", adminToken, nil)
 		requireProblem(t, r, 405, "")
-		require.Equal(t, "POST", r.header.Get("Allow"))
+		require.Equal(t, "GET, HEAD, POST", r.header.Get("Allow"))
 	}
 	require.Equal(t, "DELETE, GET, HEAD", b.do(t, "QUERY", "/v1/namespaces/shop/jobs/j1", adminToken, nil).header.Get("Allow"))
 	require.Equal(t, "POST", b.do(t, "QUERY", "/v1/namespaces/shop/jobs:batch", adminToken, nil).header.Get("Allow"))
@@ -930,4 +933,57 @@ func TestNamespaceCap(t *testing.T) {
 	b.namespace(t, "b", nil)
 	requireProblem(t, b.do(t, "PUT", "/v1/namespaces/c", adminToken, map[string]any{}), 403, "")
 	require.Equal(t, 200, b.do(t, "PUT", "/v1/namespaces/a", adminToken, map[string]any{"max_concurrency": 5}).status)
+}
+
+// TestListings pages through a namespace's jobs (newest first, by state)
+// and through the namespaces (admin only, with their breaker state).
+func TestListings(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	shop := b.namespace(t, "shop", nil)
+	b.namespace(t, "other", nil)
+	b.namespace(t, "zoo", nil)
+	base := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
+	for i := range 5 {
+		st := chimev1.JobStatus_JOB_STATUS_SCHEDULED
+		if i == 1 {
+			st = chimev1.JobStatus_JOB_STATUS_CANCELLED
+		}
+		b.states.put("shop", fmt.Sprintf("j%d", i), &chimev1.JobState{Status: st, CreatedAt: timestamppb.New(base.Add(time.Duration(i) * time.Minute))})
+	}
+	b.states.put("other", "x", &chimev1.JobState{Status: chimev1.JobStatus_JOB_STATUS_SCHEDULED})
+
+	var ids []any
+	cursor := ""
+	for range 5 {
+		r := b.do(t, "GET", "/v1/namespaces/shop/jobs?limit=2&cursor="+cursor, shop, nil)
+		require.Equal(t, 200, r.status)
+		for _, j := range r.body["jobs"].([]any) {
+			ids = append(ids, j.(map[string]any)["id"])
+		}
+		cursor = r.body["next_cursor"].(string)
+		if cursor == "" {
+			break
+		}
+	}
+	require.Equal(t, []any{"j4", "j3", "j2", "j1", "j0"}, ids, "newest first, each once")
+	r := b.do(t, "GET", "/v1/namespaces/shop/jobs?state=cancelled,paused", shop, nil)
+	require.Len(t, r.body["jobs"], 1)
+	require.Equal(t, "cancelled", r.body["jobs"].([]any)[0].(map[string]any)["state"])
+	require.Equal(t, "", r.body["next_cursor"])
+	requireProblem(t, b.do(t, "GET", "/v1/namespaces/shop/jobs?state=running", shop, nil), 422, "state")
+	requireProblem(t, b.do(t, "GET", "/v1/namespaces/shop/jobs?cursor=nope", shop, nil), 422, "cursor")
+	requireProblem(t, b.do(t, "GET", "/v1/namespaces/shop/jobs?limit=501", shop, nil), 422, "limit")
+
+	requireProblem(t, b.do(t, "GET", "/v1/namespaces", shop, nil), 403, "")
+	requireProblem(t, b.do(t, "GET", "/v1/namespaces", "", nil), 401, "")
+	r = b.do(t, "GET", "/v1/namespaces?limit=2", adminToken, nil)
+	require.Equal(t, 200, r.status)
+	page := r.body["namespaces"].([]any)
+	require.Len(t, page, 2)
+	require.Equal(t, "other", page[0].(map[string]any)["namespace"])
+	require.Equal(t, "closed", page[0].(map[string]any)["breaker_state"])
+	r = b.do(t, "GET", "/v1/namespaces?limit=2&cursor="+r.body["next_cursor"].(string), adminToken, nil)
+	require.Equal(t, "zoo", r.body["namespaces"].([]any)[0].(map[string]any)["namespace"])
+	require.Equal(t, "", r.body["next_cursor"])
 }

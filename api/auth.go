@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"slices"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -74,6 +75,9 @@ func (s *server) authenticate(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="chime", error="invalid_token"`)
 		return problem(fiber.StatusUnauthorized, "unauthorized", "the bearer token is neither the admin token nor a valid namespace key (revoked, mistyped, or never created)")
 	}
+	if !slices.Contains(c.Route().Params, "ns") {
+		return problem(fiber.StatusForbidden, "forbidden", "%s %s needs the admin token; namespace keys cannot use it", c.Method(), c.Path())
+	}
 	if err := checkNamespaceParam(c); err != nil {
 		return err
 	}
@@ -86,6 +90,9 @@ func (s *server) authenticate(c *fiber.Ctx) error {
 }
 
 func checkNamespaceParam(c *fiber.Ctx) error {
+	if !slices.Contains(c.Route().Params, "ns") {
+		return nil // a route across namespaces (GET /v1/namespaces)
+	}
 	if err := schema.ValidateNamespace(c.Params("ns")); err != nil {
 		return invalidFields(FieldError{Field: "namespace", Reason: validationReason(err)})
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/views/jobindex"
 )
 
 // fakeJobs records the job commands published.
@@ -131,6 +132,18 @@ func (f *fakeJobStates) LiveJobs(ns string) int64 {
 		}
 	}
 	return n
+}
+
+func (f *fakeJobStates) ListJobs(ns string, q jobindex.Query) ([]jobindex.Entry, bool) {
+	f.mu.Lock()
+	x := jobindex.New()
+	for k, st := range f.rows {
+		if rns, id, _ := schema.SplitJobKey(k); rns == ns {
+			x.Change(ns, id, nil, &schema.JobSummary{Status: st.GetStatus(), Created: st.GetCreatedAt().AsTime().UnixNano()})
+		}
+	}
+	f.mu.Unlock()
+	return jobindex.List([]*jobindex.Index{x}, ns, q)
 }
 
 func (f *fakeJobStates) put(ns, id string, st *chimev1.JobState) {

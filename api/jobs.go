@@ -404,7 +404,7 @@ func (s *server) createJob(c *fiber.Ctx) error {
 func (s *server) accepted(conv *converted, now time.Time) {
 	cmd := conv.cmd
 	row, _ := s.cfg.JobStates.Get(cmd.GetNamespace(), cmd.GetJobId())
-	if row != nil && !isTerminal(row.GetStatus()) && proto.Equal(row.GetSpec(), cmd.GetUpsert().GetSpec()) {
+	if row != nil && !schema.JobEnded(row.GetStatus()) && proto.Equal(row.GetSpec(), cmd.GetUpsert().GetSpec()) {
 		return
 	}
 	st := &chimev1.JobState{
@@ -568,7 +568,7 @@ func (s *server) control(c *fiber.Ctx, to chimev1.JobStatus, build func(ns, id s
 	if cur == to {
 		return c.JSON(renderJob(ns, id, row, pending))
 	}
-	if isTerminal(cur) {
+	if schema.JobEnded(cur) {
 		verb := map[chimev1.JobStatus]string{
 			chimev1.JobStatus_JOB_STATUS_CANCELLED: "cancelled",
 			chimev1.JobStatus_JOB_STATUS_PAUSED:    "paused",
@@ -594,14 +594,6 @@ func (s *server) control(c *fiber.Ctx, to chimev1.JobStatus, build func(ns, id s
 	return c.JSON(renderJob(ns, id, next, true))
 }
 
-func isTerminal(st chimev1.JobStatus) bool {
-	switch st {
-	case chimev1.JobStatus_JOB_STATUS_COMPLETED, chimev1.JobStatus_JOB_STATUS_CANCELLED, chimev1.JobStatus_JOB_STATUS_DEAD:
-		return true
-	}
-	return false
-}
-
 func stateName(st chimev1.JobStatus) string {
 	if st == chimev1.JobStatus_JOB_STATUS_UNSPECIFIED {
 		return "unknown"
@@ -623,7 +615,7 @@ func renderJob(ns, id string, row *chimev1.JobState, pending bool) jobResponse {
 		LastFiredAt: fmtTime(row.GetLastFiredAt()),
 		Pending:     pending,
 	}
-	if !isTerminal(row.GetStatus()) {
+	if !schema.JobEnded(row.GetStatus()) {
 		r.NextFireAt = fmtTime(row.GetTimerAt())
 		if r.NextFireAt == nil || row.GetStatus() == chimev1.JobStatus_JOB_STATUS_PAUSED {
 			r.NextFireAt = fmtTime(row.GetNextScheduledAt())

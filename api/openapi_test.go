@@ -52,6 +52,37 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	require.Equal(t, documented, served)
 }
 
+// TestRoutesDocMatchesCode holds docs/api.md's table of routes to the
+// routes the server serves.
+func TestRoutesDocMatchesCode(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	doc, err := os.ReadFile("../docs/api.md")
+	require.NoError(t, err)
+	_, table, _ := strings.Cut(string(doc), "## Routes")
+	table, _, _ = strings.Cut(table, "\n#")
+	var documented []string
+	for _, line := range strings.Split(table, "\n") {
+		cell, ok := strings.CutPrefix(line, "| `")
+		if !ok {
+			continue
+		}
+		route, _, _ := strings.Cut(cell, "`")
+		route, _, _ = strings.Cut(route, "?")
+		documented = append(documented, route)
+	}
+	var served []string
+	for _, rt := range b.app.GetRoutes(true) {
+		if rt.Method == http.MethodHead || rt.Method == "USE" {
+			continue
+		}
+		served = append(served, rt.Method+" "+openapiPath(rt.Path))
+	}
+	slices.Sort(documented)
+	slices.Sort(served)
+	require.Equal(t, slices.Compact(served), documented)
+}
+
 // openapiPath turns fiber's "/v1/namespaces/:ns/jobs\:batch" into
 // "/v1/namespaces/{ns}/jobs:batch".
 func openapiPath(p string) string {

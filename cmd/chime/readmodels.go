@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/chime-sched/chime/views/jobindex"
 
 	"github.com/chime-sched/chime/processors/scheduler"
 	"github.com/chime-sched/chime/schema"
@@ -60,6 +61,10 @@ func startReadModels(ctx context.Context, e *env) (*readModels, func(), error) {
 type schedulerJobs struct{ s *scheduler.Scheduler }
 
 func (j schedulerJobs) LiveJobs(ns string) int64 { return j.s.LiveJobs(ns) }
+
+func (j schedulerJobs) ListJobs(ns string, q jobindex.Query) ([]jobindex.Entry, bool) {
+	return j.s.ListJobs(ns, q)
+}
 
 func (j schedulerJobs) Get(ns, id string) (*chimev1.JobState, error) {
 	st, err := j.s.Get(schema.JobKey(ns, id))

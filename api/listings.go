@@ -1,0 +1,146 @@
+package api
+
+import (
+	"encoding/base64"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/views/jobindex"
+)
+
+// Page sizes of the listings.
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 500
+)
+
+// pageSize reads ?limit=.
+func pageSize(c *fiber.Ctx) (int, error) {
+	v := c.Query("limit")
+	if v == "" {
+		return DefaultPageSize, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > MaxPageSize {
+		return 0, invalidFields(FieldError{Field: "limit", Reason: "must be a whole number from 1 to " + strconv.Itoa(MaxPageSize)})
+	}
+	return n, nil
+}
+
+func badCursor() error {
+	return invalidFields(FieldError{Field: "cursor", Reason: "is not a next_cursor this API returned; start again without it"})
+}
+
+// jobStates maps ?state= names to statuses.
+var jobStates = func() map[string]chimev1.JobStatus {
+	m := map[string]chimev1.JobStatus{}
+	for v := range chimev1.JobStatus_name {
+		if st := chimev1.JobStatus(v); st != chimev1.JobStatus_JOB_STATUS_UNSPECIFIED {
+			m[schema.JobStatusName(st)] = st
+		}
+	}
+	return m
+}()
+
+type jobList struct {
+	Jobs       []jobResponse `json:"jobs"`
+	NextCursor string        `json:"next_cursor"`
+}
+
+// listJobs answers GET /v1/namespaces/{ns}/jobs: the namespace's jobs
+// from the jobs table's listing index, newest first, optionally only those
+// in the given states (comma-separated).
+func (s *server) listJobs(c *fiber.Ctx) error {
+	ns := c.Params("ns")
+	limit, err := pageSize(c)
+	if err != nil {
+		return err
+	}
+	q := jobindex.Query{Limit: limit}
+	if q.After, err = jobindex.ParseCursor(c.Query("cursor")); err != nil {
+		return badCursor()
+	}
+	if v := c.Query("state"); v != "" {
+		for _, name := range strings.Split(v, ",") {
+			st, ok := jobStates[strings.TrimSpace(name)]
+			if !ok {
+				names := slices.Sorted(maps.Keys(jobStates))
+				return invalidFields(FieldError{Field: "state", Reason: "has " + strconv.Quote(name) + "; the states are " + strings.Join(names, ", ")})
+			}
+			q.Statuses = append(q.Statuses, st)
+		}
+	}
+	entries, more := s.cfg.JobStates.ListJobs(ns, q)
+	out := jobList{Jobs: make([]jobResponse, 0, len(entries))}
+	for _, e := range entries {
+		row, err := s.cfg.JobStates.Get(ns, e.ID)
+		if err != nil {
+			return err
+		}
+		if row == nil {
+			continue // removed since the index was read
+		}
+		out.Jobs = append(out.Jobs, renderJob(ns, e.ID, row, false))
+	}
+	if more && len(entries) > 0 {
+		out.NextCursor = jobindex.CursorAt(entries[len(entries)-1]).String()
+	}
+	return c.JSON(out)
+}
+
+type namespaceItem struct {
+	namespaceResponse
+	BreakerState string `json:"breaker_state"`
+}
+
+type namespaceList struct {
+	Namespaces []namespaceItem `json:"namespaces"`
+	NextCursor string          `json:"next_cursor"`
+}
+
+// listNamespaces answers GET /v1/namespaces (admin): the namespaces by
+// name (a namespace carries no creation time to order by), each with its
+// configuration and its breaker's state.
+func (s *server) listNamespaces(c *fiber.Ctx) error {
+	limit, err := pageSize(c)
+	if err != nil {
+		return err
+	}
+	after := ""
+	if v := c.Query("cursor"); v != "" {
+		b, err := base64.RawURLEncoding.DecodeString(v)
+		if err != nil || schema.ValidateNamespace(string(b)) != nil {
+			return badCursor()
+		}
+		after = string(b)
+	}
+	names, err := s.cfg.Namespaces.Names()
+	if err != nil {
+		return viewUnavailable("namespace", err)
+	}
+	i, found := slices.BinarySearch(names, after)
+	if found {
+		i++
+	}
+	out := namespaceList{Namespaces: []namespaceItem{}}
+	for ; i < len(names) && len(out.Namespaces) < limit; i++ {
+		cfg, err := s.cfg.Namespaces.Get(names[i])
+		if err != nil {
+			return err
+		}
+		if cfg == nil {
+			continue
+		}
+		out.Namespaces = append(out.Namespaces, namespaceItem{namespaceResponse: renderNamespace(names[i], cfg), BreakerState: breakerStateName(s.cfg.Breakers.Get(names[i]).GetState())})
+	}
+	if i < len(names) && len(out.Namespaces) > 0 {
+		out.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(out.Namespaces[len(out.Namespaces)-1].Namespace))
+	}
+	return c.JSON(out)
+}
