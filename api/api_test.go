@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/api"
+	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 	"github.com/chime-sched/chime/views/jobindex"
 )
@@ -986,4 +987,50 @@ func TestListings(t *testing.T) {
 	r = b.do(t, "GET", "/v1/namespaces?limit=2&cursor="+r.body["next_cursor"].(string), adminToken, nil)
 	require.Equal(t, "zoo", r.body["namespaces"].([]any)[0].(map[string]any)["namespace"])
 	require.Equal(t, "", r.body["next_cursor"])
+}
+
+// TestKeysAndSecretRotation: keys are listed by id and revoked by id (the
+// key then gets 401); a rotation answers the new secret once and keeps the
+// old one signing for the overlap.
+func TestKeysAndSecretRotation(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	first := b.namespace(t, "shop", nil)
+	r := b.do(t, "POST", "/v1/namespaces/shop/keys", adminToken, nil)
+	require.Equal(t, 201, r.status)
+	second, id := r.body["key"].(string), r.body["id"].(string)
+	require.Regexp(t, `^key_[0-9a-f]{16}$`, id)
+
+	r = b.do(t, "GET", "/v1/namespaces/shop/keys", adminToken, nil)
+	require.Equal(t, 200, r.status)
+	keys := r.body["keys"].([]any)
+	require.Len(t, keys, 2)
+	require.NotContains(t, fmt.Sprint(r.body), second, "a listing never shows a key")
+	require.Equal(t, id, keys[1].(map[string]any)["id"])
+	require.NotNil(t, keys[1].(map[string]any)["created_at"])
+	requireProblem(t, b.do(t, "GET", "/v1/namespaces/shop/keys", first, nil), 403, "")
+
+	require.Equal(t, 200, b.do(t, "GET", "/v1/namespaces/shop", second, nil).status)
+	require.Equal(t, 204, b.do(t, "DELETE", "/v1/namespaces/shop/keys/"+id, adminToken, nil).status)
+	requireProblem(t, b.do(t, "GET", "/v1/namespaces/shop", second, nil), 401, "")
+	require.Equal(t, 200, b.do(t, "GET", "/v1/namespaces/shop", first, nil).status, "the other key still works")
+	requireProblem(t, b.do(t, "DELETE", "/v1/namespaces/shop/keys/"+id, adminToken, nil), 404, "")
+
+	r = b.do(t, "POST", "/v1/namespaces/shop/signing-secret:rotate", adminToken, map[string]any{"overlap": "2h"})
+	require.Equal(t, 200, r.status)
+	secret := r.body["signing_secret"].(string)
+	require.True(t, strings.HasPrefix(secret, "whsec_"))
+	require.Nil(t, r.body["previous_valid_until"], "there was no secret before")
+	r = b.do(t, "POST", "/v1/namespaces/shop/signing-secret:rotate", adminToken, nil)
+	require.Equal(t, 200, r.status)
+	require.NotEqual(t, secret, r.body["signing_secret"])
+	until, err := time.Parse(time.RFC3339Nano, r.body["previous_valid_until"].(string))
+	require.NoError(t, err)
+	require.WithinDuration(t, time.Now().Add(24*time.Hour), until, time.Minute, "the default overlap is a day")
+	b.namespaces.mu.Lock()
+	stored := b.namespaces.rows["shop"]
+	b.namespaces.mu.Unlock()
+	require.Equal(t, []string{r.body["signing_secret"].(string), secret}, schema.SigningSecretsAt(stored, time.Now()))
+	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/signing-secret:rotate", adminToken, map[string]any{"overlap": "1000h"}), 422, "overlap")
+	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/signing-secret:rotate", first, nil), 403, "")
 }

@@ -3,8 +3,11 @@ package api
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"slices"
 	"sort"
 	"strings"
@@ -305,7 +308,122 @@ func (s *server) createKey(c *fiber.Ctx) error {
 		return slices.ContainsFunc(cur.GetKeyHashes(), func(h []byte) bool { return bytes.Equal(h, hash) })
 	})
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"key": key, "namespace": ns})
+	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"id": schema.KeyID(hash), "key": key, "namespace": ns})
+}
+
+type keyInfo struct {
+	ID        string  `json:"id"`
+	CreatedAt *string `json:"created_at"`
+}
+
+// listKeys answers GET .../keys: the namespace's keys by id and creation
+// time, never the keys themselves (chime keeps only their hashes).
+func (s *server) listKeys(c *fiber.Ctx) error {
+	ns := c.Params("ns")
+	stored, err := s.namespaceFor(ns)
+	if err != nil {
+		return err
+	}
+	keys := make([]keyInfo, 0, len(stored.GetKeyHashes()))
+	for _, h := range stored.GetKeyHashes() {
+		id := schema.KeyID(h)
+		keys = append(keys, keyInfo{ID: id, CreatedAt: fmtTime(stored.GetKeyCreated()[id])})
+	}
+	return c.JSON(fiber.Map{"namespace": ns, "keys": keys})
+}
+
+// revokeKey answers DELETE .../keys/{id}: 204 once this API's view no
+// longer knows the key (every API process reads the same table, so the key
+// stops working everywhere within their lag).
+func (s *server) revokeKey(c *fiber.Ctx) error {
+	ns, id := c.Params("ns"), c.Params("id")
+	stored, err := s.namespaceFor(ns)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(stored.GetKeyHashes(), func(h []byte) bool { return schema.KeyID(h) == id })
+	if i < 0 {
+		return problem(fiber.StatusNotFound, "key-not-found", "namespace %q has no key %q (GET /v1/namespaces/%s/keys lists them)", ns, id, ns)
+	}
+	hash := stored.GetKeyHashes()[i]
+	cmd := &chimev1.NamespaceCommand{
+		CommandId: newID(),
+		IssuedAt:  timestamppb.New(s.now()),
+		Namespace: ns,
+		Command:   &chimev1.NamespaceCommand_RevokeKey{RevokeKey: &chimev1.RevokeKey{KeyHash: hash}},
+	}
+	ctx, cancel := s.publishCtx(c)
+	defer cancel()
+	if err := s.cfg.Control.PublishNamespace(ctx, cmd); err != nil {
+		return unavailable("the key's revocation", err)
+	}
+	s.waitNamespace(c.UserContext(), ns, func(cur *chimev1.NamespaceConfig) bool {
+		return !slices.ContainsFunc(cur.GetKeyHashes(), func(h []byte) bool { return bytes.Equal(h, hash) })
+	})
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// DefaultSecretOverlap is how long a rotated-out signing secret keeps
+// signing beside the new one when the request does not say (Svix's
+// choice too: a day for receivers to deploy the new secret).
+const DefaultSecretOverlap = 24 * time.Hour
+
+type rotateRequest struct {
+	Overlap *string `json:"overlap"`
+}
+
+// rotateSigningSecret answers POST .../signing-secret:rotate: a new secret,
+// shown once; the old one keeps signing beside it for the overlap.
+func (s *server) rotateSigningSecret(c *fiber.Ctx) error {
+	ns := c.Params("ns")
+	var req rotateRequest
+	if len(c.Body()) > 0 {
+		if err := decodeJSON(c, &req); err != nil {
+			return err
+		}
+	}
+	var fe fieldErrs
+	overlap := durationpb.New(DefaultSecretOverlap)
+	if req.Overlap != nil {
+		overlap = fe.duration("overlap", req.Overlap)
+	}
+	if err := fe.problem(); err != nil {
+		return err
+	}
+	stored, err := s.namespaceFor(ns)
+	if err != nil {
+		return err
+	}
+	secret := NewSigningSecret()
+	cmd := &chimev1.NamespaceCommand{
+		CommandId: newID(),
+		IssuedAt:  timestamppb.New(s.now()),
+		Namespace: ns,
+		Command:   &chimev1.NamespaceCommand_RotateSigningSecret{RotateSigningSecret: &chimev1.RotateSigningSecret{Secret: secret, Overlap: overlap}},
+	}
+	if err := schema.ValidateNamespaceCommand(cmd); err != nil {
+		return invalidFields(FieldError{Field: strings.TrimPrefix(fieldOf(err), "rotate_signing_secret."), Reason: validationReason(err)})
+	}
+	ctx, cancel := s.publishCtx(c)
+	defer cancel()
+	if err := s.cfg.Control.PublishNamespace(ctx, cmd); err != nil {
+		return unavailable("the new signing secret", err)
+	}
+	now, ok := s.waitNamespace(c.UserContext(), ns, func(cur *chimev1.NamespaceConfig) bool { return cur.GetVersion() > stored.GetVersion() })
+	out := fiber.Map{"namespace": ns, "signing_secret": secret, "previous_valid_until": nil}
+	if ok {
+		out["previous_valid_until"] = fmtTime(now.GetPreviousSigningSecretUntil())
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(out)
+}
+
+// NewSigningSecret returns a Standard Webhooks secret: "whsec_" and the
+// base64 of 32 random bytes.
+func NewSigningSecret() string {
+	var key [32]byte
+	_, _ = rand.Read(key[:]) // crypto/rand never returns an error
+	return schema.SigningSecretPrefix + base64.StdEncoding.EncodeToString(key[:])
 }
 
 // waitNamespace polls the view until done holds or ConsistencyWait passes.

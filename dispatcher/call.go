@@ -13,6 +13,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
@@ -170,11 +171,9 @@ func (d *Dispatcher) call(due *chimev1.Due, ns *chimev1.NamespaceConfig, consume
 	case !hostAllowed(ns.GetAllowedHosts(), u.Hostname()):
 		return refuse(kindHostNotAllowed, "host "+strconv.Quote(u.Hostname())+" is not in the namespace's allowed_hosts "+strings.Join(ns.GetAllowedHosts(), ", "))
 	}
-	var sg *signer
-	if secret := ns.GetSigningSecret(); secret != "" {
-		if sg, err = newSigner(secret); err != nil {
-			return refuse(kindSigning, err.Error())
-		}
+	sg, err := newSigner(schema.SigningSecretsAt(ns, d.cfg.Now()))
+	if err != nil {
+		return refuse(kindSigning, err.Error())
 	}
 
 	timeout := d.timeoutOf(cb)

@@ -20,31 +20,50 @@ const (
 	headerWebhookSignature = "webhook-signature"
 )
 
-// signer signs with one namespace's key.
+// signer signs with one namespace's keys: the current one, and during a
+// rotation's overlap the one it replaced.
 type signer struct {
-	key []byte
+	keys [][]byte
 }
 
-// newSigner decodes a Standard Webhooks secret ("whsec_" + base64 of the
-// key) with the same rules the namespace config is validated by.
-func newSigner(secret string) (*signer, error) {
-	key, err := schema.SigningKey(secret)
-	if err != nil {
-		return nil, fmt.Errorf("%w; fix the namespace's signing_secret", err)
+// newSigner decodes Standard Webhooks secrets ("whsec_" + base64 of the
+// key) with the same rules the namespace config is validated by; nil when
+// there are none.
+func newSigner(secrets []string) (*signer, error) {
+	if len(secrets) == 0 {
+		return nil, nil
 	}
-	return &signer{key: key}, nil
+	s := &signer{}
+	for _, secret := range secrets {
+		key, err := schema.SigningKey(secret)
+		if err != nil {
+			return nil, fmt.Errorf("%w; fix the namespace's signing_secret", err)
+		}
+		s.keys = append(s.keys, key)
+	}
+	return s, nil
 }
 
-// sign returns the webhook-signature value for id, ts and body:
-// "v1," + base64(HMAC-SHA256(key, id "." unix-seconds "." body)).
+// sign returns the webhook-signature value for id, ts and body: per key,
+// "v1," + base64(HMAC-SHA256(key, id "." unix-seconds "." body)),
+// space-separated, the current key's first (Standard Webhooks: a receiver
+// accepts the request if any signature verifies).
 func (s *signer) sign(id string, ts time.Time, body []byte) string {
-	m := hmac.New(sha256.New, s.key)
-	m.Write([]byte(id))
-	m.Write([]byte{'.'})
-	m.Write([]byte(strconv.FormatInt(ts.Unix(), 10)))
-	m.Write([]byte{'.'})
-	m.Write(body)
-	return "v1," + base64.StdEncoding.EncodeToString(m.Sum(nil))
+	var out []byte
+	for i, key := range s.keys {
+		if i > 0 {
+			out = append(out, ' ')
+		}
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte(id))
+		m.Write([]byte{'.'})
+		m.Write([]byte(strconv.FormatInt(ts.Unix(), 10)))
+		m.Write([]byte{'.'})
+		m.Write(body)
+		out = append(out, "v1,"...)
+		out = base64.StdEncoding.AppendEncode(out, m.Sum(nil))
+	}
+	return string(out)
 }
 
 // headers are the three Standard Webhooks headers for one request.

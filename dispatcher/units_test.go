@@ -163,7 +163,7 @@ func verifyStandardWebhook(secret string, h http.Header, body []byte, now time.T
 func TestSignerMatchesSpec(t *testing.T) {
 	t.Parallel()
 	// The example from the Standard Webhooks specification.
-	s, err := newSigner("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	s, err := newSigner([]string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"})
 	require.NoError(t, err)
 	body := []byte(`{"test": 2432232314}`)
 	require.Equal(t, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=", s.sign("msg_p5jXN8AQM9LWM0D4loKWxJek", time.Unix(1614265330, 0), body))
@@ -176,10 +176,29 @@ func TestSignerMatchesSpec(t *testing.T) {
 	require.NoError(t, verifyStandardWebhook("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", h, body, now))
 	require.Error(t, verifyStandardWebhook("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", h, []byte("tampered"), now))
 
-	_, err = newSigner("whsec_not base64!")
+	_, err = newSigner([]string{"whsec_not base64!"})
 	require.ErrorContains(t, err, "base64")
-	_, err = newSigner("")
+	_, err = newSigner([]string{""})
 	require.Error(t, err)
+	none, err := newSigner(nil)
+	require.NoError(t, err)
+	require.Nil(t, none, "no secret: no signature")
+
+	// During a rotation's overlap: two signatures, the new key's first,
+	// and a receiver holding either secret verifies the request.
+	const old, fresh = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_c2Vjb25kLXNlY3JldC1rZXktMjQtYnl0ZXM="
+	both, err := newSigner([]string{fresh, old})
+	require.NoError(t, err)
+	h = http.Header{}
+	for k, v := range both.headers("ns/job/2", now, body) {
+		h.Set(k, v)
+	}
+	sigs := strings.Split(h.Get("webhook-signature"), " ")
+	require.Len(t, sigs, 2)
+	require.Equal(t, s.sign("ns/job/2", now, body), sigs[1], "the old key's signature is the one it made alone")
+	require.NoError(t, verifyStandardWebhook(old, h, body, now))
+	require.NoError(t, verifyStandardWebhook(fresh, h, body, now))
+	require.Error(t, verifyStandardWebhook("whsec_b3RoZXItc2VjcmV0LWtleS0yNC1ieXRlcyE=", h, body, now))
 }
 
 func TestGuard(t *testing.T) {

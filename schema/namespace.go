@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/netip"
@@ -128,6 +129,29 @@ func HostAllowed(allowed []string, host string) bool {
 		}
 	}
 	return false
+}
+
+// MaxSecretOverlap is the longest a replaced signing secret keeps signing
+// beside the new one.
+const MaxSecretOverlap = 30 * 24 * time.Hour
+
+// KeyID names an API key by its SHA-256 hash, for listing and revoking it
+// without showing it: "key_" and the hash's first 8 bytes in hex.
+func KeyID(hash []byte) string {
+	return "key_" + hex.EncodeToString(hash[:min(len(hash), 8)])
+}
+
+// SigningSecretsAt returns the secrets that sign a callback at now: the
+// current one, and the one a rotation replaced while its overlap lasts.
+func SigningSecretsAt(cfg *chimev1.NamespaceConfig, now time.Time) []string {
+	var out []string
+	if s := cfg.GetSigningSecret(); s != "" {
+		out = append(out, s)
+	}
+	if p := cfg.GetPreviousSigningSecret(); p != "" && now.Before(cfg.GetPreviousSigningSecretUntil().AsTime()) {
+		out = append(out, p)
+	}
+	return out
 }
 
 // SigningSecretPrefix starts a Standard Webhooks signing secret.
@@ -287,8 +311,15 @@ func ValidateNamespaceCommand(cmd *chimev1.NamespaceCommand) error {
 		if len(c.RevokeKey.GetKeyHash()) != 32 {
 			return invalid("revoke_key.key_hash", "must be a SHA-256 hash (32 bytes), got %d bytes", len(c.RevokeKey.GetKeyHash()))
 		}
+	case *chimev1.NamespaceCommand_RotateSigningSecret:
+		if _, err := SigningKey(c.RotateSigningSecret.GetSecret()); err != nil {
+			return invalid("rotate_signing_secret.secret", "%v", err)
+		}
+		if o := c.RotateSigningSecret.GetOverlap(); o != nil && (!o.IsValid() || o.AsDuration() < 0 || o.AsDuration() > MaxSecretOverlap) {
+			return invalid("rotate_signing_secret.overlap", "must be from 0 to %s", MaxSecretOverlap)
+		}
 	default:
-		return invalid("command", "exactly one of put, add_key, revoke_key must be set")
+		return invalid("command", "exactly one of put, add_key, revoke_key, rotate_signing_secret must be set")
 	}
 	return nil
 }

@@ -133,21 +133,35 @@ func Apply(key string, cur *chimev1.NamespaceConfig, raw []byte, now time.Time) 
 	}
 	switch c := cmd.GetCommand().(type) {
 	case *chimev1.NamespaceCommand_Put:
-		keys := next.GetKeyHashes()
-		version := next.GetVersion()
+		// Keys, their times and a rotation's overlap are the
+		// processor's, not the put's.
+		kept := next
 		next = proto.Clone(c.Put).(*chimev1.NamespaceConfig)
 		next.Namespace = key
-		next.KeyHashes = keys
-		next.Version = version
+		next.KeyHashes, next.KeyCreated, next.Version = kept.GetKeyHashes(), kept.GetKeyCreated(), kept.GetVersion()
+		next.PreviousSigningSecret, next.PreviousSigningSecretUntil = kept.GetPreviousSigningSecret(), kept.GetPreviousSigningSecretUntil()
 	case *chimev1.NamespaceCommand_AddKey:
 		h := c.AddKey.GetKeyHash()
 		if slices.ContainsFunc(next.KeyHashes, func(k []byte) bool { return bytes.Equal(k, h) }) {
 			return nil, nil
 		}
 		next.KeyHashes = append(next.KeyHashes, h)
+		if next.KeyCreated == nil {
+			next.KeyCreated = map[string]*timestamppb.Timestamp{}
+		}
+		next.KeyCreated[schema.KeyID(h)] = timestamppb.New(now)
 	case *chimev1.NamespaceCommand_RevokeKey:
 		h := c.RevokeKey.GetKeyHash()
 		next.KeyHashes = slices.DeleteFunc(next.KeyHashes, func(k []byte) bool { return bytes.Equal(k, h) })
+		delete(next.KeyCreated, schema.KeyID(h))
+	case *chimev1.NamespaceCommand_RotateSigningSecret:
+		r := c.RotateSigningSecret
+		next.PreviousSigningSecret, next.PreviousSigningSecretUntil = "", nil
+		if overlap := r.GetOverlap().AsDuration(); overlap > 0 && next.GetSigningSecret() != "" {
+			next.PreviousSigningSecret = next.GetSigningSecret()
+			next.PreviousSigningSecretUntil = timestamppb.New(now.Add(overlap))
+		}
+		next.SigningSecret = r.GetSecret()
 	}
 	next.Version++
 	next.UpdatedAt = timestamppb.New(now)

@@ -47,6 +47,29 @@ func TestApply(t *testing.T) {
 	cfg, _ = namespaces.Apply("acme", cfg, marshal(t, put), now)
 	require.Len(t, cfg.KeyHashes, 1)
 	require.EqualValues(t, 3, cfg.Version)
+	require.True(t, cfg.KeyCreated[schema.KeyID(key[:])].AsTime().Equal(now), "the key's time survives a put")
+
+	// A rotation: the old secret signs beside the new one for the
+	// overlap, across puts; a rotation without overlap drops it at once.
+	const fresh = "whsec_c2Vjb25kLXNlY3JldC1rZXktMjQtYnl0ZXM="
+	rotate := func(secret string, overlap time.Duration) []byte {
+		return marshal(t, &chimev1.NamespaceCommand{CommandId: "r", Namespace: "acme", Command: &chimev1.NamespaceCommand_RotateSigningSecret{
+			RotateSigningSecret: &chimev1.RotateSigningSecret{Secret: secret, Overlap: durationpb.New(overlap)}}})
+	}
+	cfg, rej = namespaces.Apply("acme", cfg, rotate(fresh, time.Hour), now)
+	require.Nil(t, rej)
+	require.Equal(t, fresh, cfg.SigningSecret)
+	require.Equal(t, []string{fresh, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, schema.SigningSecretsAt(cfg, now.Add(59*time.Minute)))
+	require.Equal(t, []string{fresh}, schema.SigningSecretsAt(cfg, now.Add(time.Hour)), "the overlap ended")
+	kept, _ := namespaces.Apply("acme", cfg, marshal(t, &chimev1.NamespaceCommand{CommandId: "p", Namespace: "acme", Command: &chimev1.NamespaceCommand_Put{Put: &chimev1.NamespaceConfig{SigningSecret: fresh}}}), now)
+	require.Len(t, schema.SigningSecretsAt(kept, now), 2, "a put keeps the overlap")
+	cfg, _ = namespaces.Apply("acme", cfg, rotate("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", 0), now)
+	require.Len(t, schema.SigningSecretsAt(cfg, now), 1)
+
+	revoke := &chimev1.NamespaceCommand{CommandId: "c3", Namespace: "acme", Command: &chimev1.NamespaceCommand_RevokeKey{RevokeKey: &chimev1.RevokeKey{KeyHash: key[:]}}}
+	cfg, _ = namespaces.Apply("acme", cfg, marshal(t, revoke), now)
+	require.Empty(t, cfg.KeyHashes)
+	require.Empty(t, cfg.KeyCreated)
 
 	tests := []struct {
 		name  string
@@ -58,6 +81,8 @@ func TestApply(t *testing.T) {
 		{"key mismatch", "other", marshal(t, put), "namespace"},
 		{"bad secret", "acme", marshal(t, &chimev1.NamespaceCommand{CommandId: "c", Namespace: "acme", Command: &chimev1.NamespaceCommand_Put{Put: &chimev1.NamespaceConfig{SigningSecret: "nope"}}}), "put.signing_secret"},
 		{"bad rate", "acme", marshal(t, &chimev1.NamespaceCommand{CommandId: "c", Namespace: "acme", Command: &chimev1.NamespaceCommand_Put{Put: &chimev1.NamespaceConfig{Breaker: &chimev1.BreakerConfig{FailureRateThreshold: 150}}}}), "put.breaker.failure_rate_threshold"},
+		{"bad rotated secret", "acme", marshal(t, &chimev1.NamespaceCommand{CommandId: "c", Namespace: "acme", Command: &chimev1.NamespaceCommand_RotateSigningSecret{RotateSigningSecret: &chimev1.RotateSigningSecret{Secret: "whsec_x"}}}), "rotate_signing_secret.secret"},
+		{"overlap too long", "acme", marshal(t, &chimev1.NamespaceCommand{CommandId: "c", Namespace: "acme", Command: &chimev1.NamespaceCommand_RotateSigningSecret{RotateSigningSecret: &chimev1.RotateSigningSecret{Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", Overlap: durationpb.New(31 * 24 * time.Hour)}}}), "rotate_signing_secret.overlap"},
 		{"short key hash", "acme", marshal(t, &chimev1.NamespaceCommand{CommandId: "c", Namespace: "acme", Command: &chimev1.NamespaceCommand_AddKey{AddKey: &chimev1.AddKey{KeyHash: []byte("x")}}}), "add_key.key_hash"},
 		{"cool-off order", "acme", marshal(t, &chimev1.NamespaceCommand{CommandId: "c", Namespace: "acme", Command: &chimev1.NamespaceCommand_Put{Put: &chimev1.NamespaceConfig{Breaker: &chimev1.BreakerConfig{CoolOff: durationpb.New(time.Minute), MaxCoolOff: durationpb.New(time.Second)}}}}), "put.breaker.max_cool_off"},
 	}

@@ -214,7 +214,16 @@ type NamespaceConfig struct {
 	// partition, so that many dispatchers can carry the namespace at once;
 	// max_concurrency, the rate limit and the breaker's probes are split
 	// between the shards so that they hold in sum (schema/spread.go).
-	Spread        uint32 `protobuf:"varint,12,opt,name=spread,proto3" json:"spread,omitempty"`
+	Spread uint32 `protobuf:"varint,12,opt,name=spread,proto3" json:"spread,omitempty"`
+	// The signing secret a rotation replaced: callbacks are signed with it
+	// too, beside the current one, until previous_signing_secret_until, so
+	// receivers can switch without a gap (Standard Webhooks' multiple
+	// signatures). Kept by the processor across puts.
+	PreviousSigningSecret      string                 `protobuf:"bytes,13,opt,name=previous_signing_secret,json=previousSigningSecret,proto3" json:"previous_signing_secret,omitempty"`
+	PreviousSigningSecretUntil *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=previous_signing_secret_until,json=previousSigningSecretUntil,proto3" json:"previous_signing_secret_until,omitempty"`
+	// When each API key was added, by key id (schema.KeyID of its hash).
+	// Kept by the processor across puts.
+	KeyCreated    map[string]*timestamppb.Timestamp `protobuf:"bytes,15,rep,name=key_created,json=keyCreated,proto3" json:"key_created,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -333,6 +342,27 @@ func (x *NamespaceConfig) GetSpread() uint32 {
 	return 0
 }
 
+func (x *NamespaceConfig) GetPreviousSigningSecret() string {
+	if x != nil {
+		return x.PreviousSigningSecret
+	}
+	return ""
+}
+
+func (x *NamespaceConfig) GetPreviousSigningSecretUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PreviousSigningSecretUntil
+	}
+	return nil
+}
+
+func (x *NamespaceConfig) GetKeyCreated() map[string]*timestamppb.Timestamp {
+	if x != nil {
+		return x.KeyCreated
+	}
+	return nil
+}
+
 // NamespaceCommand is the namespace-config processor's input
 // (namespace-commands topic, keyed by namespace).
 type NamespaceCommand struct {
@@ -345,6 +375,7 @@ type NamespaceCommand struct {
 	//	*NamespaceCommand_Put
 	//	*NamespaceCommand_AddKey
 	//	*NamespaceCommand_RevokeKey
+	//	*NamespaceCommand_RotateSigningSecret
 	Command       isNamespaceCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -435,6 +466,15 @@ func (x *NamespaceCommand) GetRevokeKey() *RevokeKey {
 	return nil
 }
 
+func (x *NamespaceCommand) GetRotateSigningSecret() *RotateSigningSecret {
+	if x != nil {
+		if x, ok := x.Command.(*NamespaceCommand_RotateSigningSecret); ok {
+			return x.RotateSigningSecret
+		}
+	}
+	return nil
+}
+
 type isNamespaceCommand_Command interface {
 	isNamespaceCommand_Command()
 }
@@ -453,11 +493,17 @@ type NamespaceCommand_RevokeKey struct {
 	RevokeKey *RevokeKey `protobuf:"bytes,12,opt,name=revoke_key,json=revokeKey,proto3,oneof"`
 }
 
+type NamespaceCommand_RotateSigningSecret struct {
+	RotateSigningSecret *RotateSigningSecret `protobuf:"bytes,13,opt,name=rotate_signing_secret,json=rotateSigningSecret,proto3,oneof"`
+}
+
 func (*NamespaceCommand_Put) isNamespaceCommand_Command() {}
 
 func (*NamespaceCommand_AddKey) isNamespaceCommand_Command() {}
 
 func (*NamespaceCommand_RevokeKey) isNamespaceCommand_Command() {}
+
+func (*NamespaceCommand_RotateSigningSecret) isNamespaceCommand_Command() {}
 
 // AddKey registers an API key for the namespace by its SHA-256 hash.
 type AddKey struct {
@@ -548,6 +594,60 @@ func (x *RevokeKey) GetKeyHash() []byte {
 	return nil
 }
 
+// RotateSigningSecret makes secret the namespace's signing secret; the one
+// it replaces keeps signing beside it for overlap.
+type RotateSigningSecret struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Secret        string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	Overlap       *durationpb.Duration   `protobuf:"bytes,2,opt,name=overlap,proto3" json:"overlap,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RotateSigningSecret) Reset() {
+	*x = RotateSigningSecret{}
+	mi := &file_chime_v1_namespace_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RotateSigningSecret) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RotateSigningSecret) ProtoMessage() {}
+
+func (x *RotateSigningSecret) ProtoReflect() protoreflect.Message {
+	mi := &file_chime_v1_namespace_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RotateSigningSecret.ProtoReflect.Descriptor instead.
+func (*RotateSigningSecret) Descriptor() ([]byte, []int) {
+	return file_chime_v1_namespace_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *RotateSigningSecret) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+func (x *RotateSigningSecret) GetOverlap() *durationpb.Duration {
+	if x != nil {
+		return x.Overlap
+	}
+	return nil
+}
+
 var File_chime_v1_namespace_proto protoreflect.FileDescriptor
 
 const file_chime_v1_namespace_proto_rawDesc = "" +
@@ -569,7 +669,7 @@ const file_chime_v1_namespace_proto_rawDesc = "" +
 	"maxCoolOff\x12(\n" +
 	"\x10half_open_probes\x18\t \x01(\rR\x0ehalfOpenProbes\x12(\n" +
 	"\x10trips_to_disable\x18\n" +
-	" \x01(\rR\x0etripsToDisable\"\x8a\x04\n" +
+	" \x01(\rR\x0etripsToDisable\"\xc8\x06\n" +
 	"\x0fNamespaceConfig\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12+\n" +
 	"\x05retry\x18\x02 \x01(\v2\x15.chime.v1.RetryPolicyR\x05retry\x122\n" +
@@ -586,7 +686,14 @@ const file_chime_v1_namespace_proto_rawDesc = "" +
 	"key_hashes\x18\n" +
 	" \x03(\fR\tkeyHashes\x12\x18\n" +
 	"\aversion\x18\v \x01(\x04R\aversion\x12\x16\n" +
-	"\x06spread\x18\f \x01(\rR\x06spread\"\xa5\x02\n" +
+	"\x06spread\x18\f \x01(\rR\x06spread\x126\n" +
+	"\x17previous_signing_secret\x18\r \x01(\tR\x15previousSigningSecret\x12]\n" +
+	"\x1dprevious_signing_secret_until\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\x1apreviousSigningSecretUntil\x12J\n" +
+	"\vkey_created\x18\x0f \x03(\v2).chime.v1.NamespaceConfig.KeyCreatedEntryR\n" +
+	"keyCreated\x1aY\n" +
+	"\x0fKeyCreatedEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x120\n" +
+	"\x05value\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05value:\x028\x01\"\xfa\x02\n" +
 	"\x10NamespaceCommand\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\x127\n" +
@@ -596,12 +703,16 @@ const file_chime_v1_namespace_proto_rawDesc = "" +
 	" \x01(\v2\x19.chime.v1.NamespaceConfigH\x00R\x03put\x12+\n" +
 	"\aadd_key\x18\v \x01(\v2\x10.chime.v1.AddKeyH\x00R\x06addKey\x124\n" +
 	"\n" +
-	"revoke_key\x18\f \x01(\v2\x13.chime.v1.RevokeKeyH\x00R\trevokeKeyB\t\n" +
+	"revoke_key\x18\f \x01(\v2\x13.chime.v1.RevokeKeyH\x00R\trevokeKey\x12S\n" +
+	"\x15rotate_signing_secret\x18\r \x01(\v2\x1d.chime.v1.RotateSigningSecretH\x00R\x13rotateSigningSecretB\t\n" +
 	"\acommand\"#\n" +
 	"\x06AddKey\x12\x19\n" +
 	"\bkey_hash\x18\x01 \x01(\fR\akeyHash\"&\n" +
 	"\tRevokeKey\x12\x19\n" +
-	"\bkey_hash\x18\x01 \x01(\fR\akeyHashB5Z3github.com/chime-sched/chime/schema/chimev1;chimev1b\x06proto3"
+	"\bkey_hash\x18\x01 \x01(\fR\akeyHash\"b\n" +
+	"\x13RotateSigningSecret\x12\x16\n" +
+	"\x06secret\x18\x01 \x01(\tR\x06secret\x123\n" +
+	"\aoverlap\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\aoverlapB5Z3github.com/chime-sched/chime/schema/chimev1;chimev1b\x06proto3"
 
 var (
 	file_chime_v1_namespace_proto_rawDescOnce sync.Once
@@ -615,7 +726,7 @@ func file_chime_v1_namespace_proto_rawDescGZIP() []byte {
 	return file_chime_v1_namespace_proto_rawDescData
 }
 
-var file_chime_v1_namespace_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_chime_v1_namespace_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_chime_v1_namespace_proto_goTypes = []any{
 	(*RateLimit)(nil),             // 0: chime.v1.RateLimit
 	(*BreakerConfig)(nil),         // 1: chime.v1.BreakerConfig
@@ -623,30 +734,37 @@ var file_chime_v1_namespace_proto_goTypes = []any{
 	(*NamespaceCommand)(nil),      // 3: chime.v1.NamespaceCommand
 	(*AddKey)(nil),                // 4: chime.v1.AddKey
 	(*RevokeKey)(nil),             // 5: chime.v1.RevokeKey
-	(*durationpb.Duration)(nil),   // 6: google.protobuf.Duration
-	(*RetryPolicy)(nil),           // 7: chime.v1.RetryPolicy
-	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
+	(*RotateSigningSecret)(nil),   // 6: chime.v1.RotateSigningSecret
+	nil,                           // 7: chime.v1.NamespaceConfig.KeyCreatedEntry
+	(*durationpb.Duration)(nil),   // 8: google.protobuf.Duration
+	(*RetryPolicy)(nil),           // 9: chime.v1.RetryPolicy
+	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
 }
 var file_chime_v1_namespace_proto_depIdxs = []int32{
-	6,  // 0: chime.v1.BreakerConfig.window:type_name -> google.protobuf.Duration
-	6,  // 1: chime.v1.BreakerConfig.slow_call_duration:type_name -> google.protobuf.Duration
-	6,  // 2: chime.v1.BreakerConfig.latency_threshold:type_name -> google.protobuf.Duration
-	6,  // 3: chime.v1.BreakerConfig.cool_off:type_name -> google.protobuf.Duration
-	6,  // 4: chime.v1.BreakerConfig.max_cool_off:type_name -> google.protobuf.Duration
-	7,  // 5: chime.v1.NamespaceConfig.retry:type_name -> chime.v1.RetryPolicy
+	8,  // 0: chime.v1.BreakerConfig.window:type_name -> google.protobuf.Duration
+	8,  // 1: chime.v1.BreakerConfig.slow_call_duration:type_name -> google.protobuf.Duration
+	8,  // 2: chime.v1.BreakerConfig.latency_threshold:type_name -> google.protobuf.Duration
+	8,  // 3: chime.v1.BreakerConfig.cool_off:type_name -> google.protobuf.Duration
+	8,  // 4: chime.v1.BreakerConfig.max_cool_off:type_name -> google.protobuf.Duration
+	9,  // 5: chime.v1.NamespaceConfig.retry:type_name -> chime.v1.RetryPolicy
 	0,  // 6: chime.v1.NamespaceConfig.rate_limit:type_name -> chime.v1.RateLimit
-	6,  // 7: chime.v1.NamespaceConfig.relevancy_window:type_name -> google.protobuf.Duration
+	8,  // 7: chime.v1.NamespaceConfig.relevancy_window:type_name -> google.protobuf.Duration
 	1,  // 8: chime.v1.NamespaceConfig.breaker:type_name -> chime.v1.BreakerConfig
-	8,  // 9: chime.v1.NamespaceConfig.updated_at:type_name -> google.protobuf.Timestamp
-	8,  // 10: chime.v1.NamespaceCommand.issued_at:type_name -> google.protobuf.Timestamp
-	2,  // 11: chime.v1.NamespaceCommand.put:type_name -> chime.v1.NamespaceConfig
-	4,  // 12: chime.v1.NamespaceCommand.add_key:type_name -> chime.v1.AddKey
-	5,  // 13: chime.v1.NamespaceCommand.revoke_key:type_name -> chime.v1.RevokeKey
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	10, // 9: chime.v1.NamespaceConfig.updated_at:type_name -> google.protobuf.Timestamp
+	10, // 10: chime.v1.NamespaceConfig.previous_signing_secret_until:type_name -> google.protobuf.Timestamp
+	7,  // 11: chime.v1.NamespaceConfig.key_created:type_name -> chime.v1.NamespaceConfig.KeyCreatedEntry
+	10, // 12: chime.v1.NamespaceCommand.issued_at:type_name -> google.protobuf.Timestamp
+	2,  // 13: chime.v1.NamespaceCommand.put:type_name -> chime.v1.NamespaceConfig
+	4,  // 14: chime.v1.NamespaceCommand.add_key:type_name -> chime.v1.AddKey
+	5,  // 15: chime.v1.NamespaceCommand.revoke_key:type_name -> chime.v1.RevokeKey
+	6,  // 16: chime.v1.NamespaceCommand.rotate_signing_secret:type_name -> chime.v1.RotateSigningSecret
+	8,  // 17: chime.v1.RotateSigningSecret.overlap:type_name -> google.protobuf.Duration
+	10, // 18: chime.v1.NamespaceConfig.KeyCreatedEntry.value:type_name -> google.protobuf.Timestamp
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_chime_v1_namespace_proto_init() }
@@ -659,6 +777,7 @@ func file_chime_v1_namespace_proto_init() {
 		(*NamespaceCommand_Put)(nil),
 		(*NamespaceCommand_AddKey)(nil),
 		(*NamespaceCommand_RevokeKey)(nil),
+		(*NamespaceCommand_RotateSigningSecret)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -666,7 +785,7 @@ func file_chime_v1_namespace_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chime_v1_namespace_proto_rawDesc), len(file_chime_v1_namespace_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
