@@ -5,6 +5,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -243,6 +244,7 @@ func New(cfg Config) (*fiber.App, error) {
 		// jobs); fiber's zero-copy strings would change under them.
 		Immutable:    true,
 		ErrorHandler: s.errorHandler,
+		JSONEncoder:  marshalJSON,
 		ReadTimeout:  30 * time.Second,
 		WriteTimeout: 30 * time.Second,
 		IdleTimeout:  2 * time.Minute,
@@ -281,7 +283,7 @@ func answerUnknownMethods(app *fiber.App, allow *allowTable) {
 		}
 		p := *problem(fiber.StatusMethodNotAllowed, "method-not-allowed", "chime does not know the method %q; GET /openapi.json lists the routes and their methods", ctx.Method())
 		p.Instance = string(ctx.RequestURI())
-		body, _ := json.Marshal(&p)
+		body, _ := marshalJSON(&p)
 		ctx.SetStatusCode(p.Status)
 		ctx.SetContentType("application/problem+json")
 		ctx.SetBody(body)
@@ -368,4 +370,17 @@ func (r jobReader) Get(ns, id string) (*chimev1.JobState, error) {
 
 func viewUnavailable(what string, err error) *Problem {
 	return problem(fiber.StatusServiceUnavailable, "unavailable", "the %s table cannot be read right now (%v); retry shortly", what, err)
+}
+
+// marshalJSON is every JSON answer's encoder: like json.Marshal, but
+// without escaping <, > and & (a URL or a callback body with "a&b" reads
+// as written, not "a\u0026b").
+func marshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
 }

@@ -1034,3 +1034,34 @@ func TestKeysAndSecretRotation(t *testing.T) {
 	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/signing-secret:rotate", adminToken, map[string]any{"overlap": "1000h"}), 422, "overlap")
 	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/signing-secret:rotate", first, nil), 403, "")
 }
+
+// TestJSONCallbackBodies: a body given as JSON is sent with
+// Content-Type: application/json (unless the job sets one) and shown back as
+// JSON; answers do not HTML-escape.
+func TestJSONCallbackBodies(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := b.namespace(t, "shop", nil)
+	create := func(id string, body any, headers map[string]string) map[string]any {
+		t.Helper()
+		cb := map[string]any{"url": "https://example.com/h?a=1&b=<2>", "body": body}
+		if headers != nil {
+			cb["headers"] = headers
+		}
+		r := b.do(t, "POST", "/v1/namespaces/shop/jobs", key, map[string]any{"id": id, "schedule": map[string]any{"in": "1h"}, "callback": cb})
+		require.Equal(t, 201, r.status, string(r.raw))
+		r = b.do(t, "GET", "/v1/namespaces/shop/jobs/"+id, key, nil)
+		require.Equal(t, 200, r.status)
+		require.Contains(t, string(r.raw), "a=1&b=<2>", "not HTML-escaped")
+		return r.body["callback"].(map[string]any)
+	}
+	cb := create("obj", map[string]any{"order": "<42>&"}, nil)
+	require.Equal(t, map[string]any{"order": "<42>&"}, cb["body"])
+	require.Equal(t, map[string]any{"Content-Type": "application/json"}, cb["headers"])
+	cb = create("text", "plain <text>", nil)
+	require.Equal(t, "plain <text>", cb["body"])
+	require.Nil(t, cb["headers"])
+	cb = create("own", []any{1, 2}, map[string]string{"content-type": "text/csv"})
+	require.Equal(t, "[1,2]", cb["body"], "the job's own content type: shown as text")
+	require.Equal(t, map[string]any{"content-type": "text/csv"}, cb["headers"])
+}

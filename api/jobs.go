@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -99,8 +100,10 @@ type callbackOut struct {
 	URL     string            `json:"url"`
 	Method  string            `json:"method"`
 	Headers map[string]string `json:"headers,omitempty"`
-	Body    string            `json:"body,omitempty"`
-	Timeout *string           `json:"timeout,omitempty"`
+	// Body is the body as JSON when the callback sends it as JSON
+	// (json.RawMessage), else as a string.
+	Body    any     `json:"body,omitempty"`
+	Timeout *string `json:"timeout,omitempty"`
 }
 
 type outcomeJSON struct {
@@ -136,7 +139,7 @@ func (s *server) toCommand(ns string, ns_cfg *chimev1.NamespaceConfig, id string
 		h := &chimev1.HttpCallback{
 			Url:     cb.URL,
 			Method:  cb.Method,
-			Headers: cb.Headers,
+			Headers: withJSONContentType(cb.Headers, cb.Body),
 			Body:    callbackBody(cb.Body),
 			Timeout: fe.duration(prefix+"callback.timeout", cb.Timeout),
 		}
@@ -230,6 +233,38 @@ func scheduleToProto(fe *fieldErrs, prefix string, sc *scheduleJSON, now time.Ti
 		out.Kind = &chimev1.Schedule_Cron{Cron: &chimev1.Cron{Expr: *sc.Cron, Timezone: deref(sc.Timezone), StartAt: start, EndAt: end}}
 	}
 	return out, false
+}
+
+// withJSONContentType adds Content-Type: application/json to a callback
+// whose body is given as a JSON value other than a string (an object, an
+// array...), unless the job sets its own: the receiver's framework then
+// parses it, as it would a webhook from Svix or Stripe.
+func withJSONContentType(headers map[string]string, raw json.RawMessage) map[string]string {
+	body := bytes.TrimSpace(raw)
+	if len(body) == 0 || body[0] == '"' || string(body) == "null" {
+		return headers
+	}
+	for k := range headers {
+		if strings.EqualFold(k, fiber.HeaderContentType) {
+			return headers
+		}
+	}
+	out := make(map[string]string, len(headers)+1)
+	maps.Copy(out, headers)
+	out[fiber.HeaderContentType] = fiber.MIMEApplicationJSON
+	return out
+}
+
+// isJSONBody says a stored callback body is shown as JSON: the callback
+// says it is JSON, and it is.
+func isJSONBody(headers map[string]string, body []byte) bool {
+	for k, v := range headers {
+		if strings.EqualFold(k, fiber.HeaderContentType) {
+			mt, _, _ := strings.Cut(v, ";")
+			return strings.EqualFold(strings.TrimSpace(mt), fiber.MIMEApplicationJSON) && json.Valid(body)
+		}
+	}
+	return false
 }
 
 func callbackBody(raw json.RawMessage) []byte {
@@ -333,7 +368,7 @@ func (s *server) idempotent(c *fiber.Ctx, ns, key string, req any, create func()
 		s.idem.abort(storeKey)
 		return err
 	}
-	raw, err := json.Marshal(body)
+	raw, err := marshalJSON(body)
 	if err != nil {
 		s.idem.abort(storeKey)
 		return err
@@ -644,7 +679,14 @@ func renderJob(ns, id string, row *chimev1.JobState, pending bool) jobResponse {
 		if method == "" {
 			method = "POST"
 		}
-		r.Callback = &callbackOut{URL: h.GetUrl(), Method: method, Headers: h.GetHeaders(), Body: string(h.GetBody()), Timeout: fmtDuration(h.GetTimeout())}
+		r.Callback = &callbackOut{URL: h.GetUrl(), Method: method, Headers: h.GetHeaders(), Timeout: fmtDuration(h.GetTimeout())}
+		switch b := h.GetBody(); {
+		case len(b) == 0:
+		case isJSONBody(h.GetHeaders(), b):
+			r.Callback.Body = json.RawMessage(b)
+		default:
+			r.Callback.Body = string(b)
+		}
 	}
 	return r
 }
