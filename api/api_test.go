@@ -1065,3 +1065,19 @@ func TestJSONCallbackBodies(t *testing.T) {
 	require.Equal(t, "[1,2]", cb["body"], "the job's own content type: shown as text")
 	require.Equal(t, map[string]any{"content-type": "text/csv"}, cb["headers"])
 }
+
+func TestTriggerJob(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := b.namespace(t, "shop", nil)
+	b.states.put("shop", "live", &chimev1.JobState{Status: chimev1.JobStatus_JOB_STATUS_PAUSED})
+	b.states.put("shop", "done", &chimev1.JobState{Status: chimev1.JobStatus_JOB_STATUS_COMPLETED})
+	r := b.do(t, "POST", "/v1/namespaces/shop/jobs/live/trigger", key, nil)
+	require.Equal(t, 202, r.status, string(r.raw))
+	require.Equal(t, "paused", r.body["state"])
+	cmds := b.jobs.commands()
+	require.NotNil(t, cmds[len(cmds)-1].GetTrigger())
+	require.Equal(t, r.body["command_id"], cmds[len(cmds)-1].GetCommandId())
+	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs/done/trigger", key, nil), 409, "")
+	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs/none/trigger", key, nil), 404, "")
+}

@@ -629,6 +629,28 @@ func (s *server) control(c *fiber.Ctx, to chimev1.JobStatus, build func(ns, id s
 	return c.JSON(renderJob(ns, id, next, true))
 }
 
+// triggerJob answers POST .../jobs/{id}/trigger: the job fires once now,
+// beside its schedule (schedule unchanged), under its own fire number and
+// idempotency key. 202: the scheduler fires it within its lag.
+func (s *server) triggerJob(c *fiber.Ctx) error {
+	ns, id := c.Params("ns"), c.Params("id")
+	row, _, err := s.job(ns, id)
+	if err != nil {
+		return err
+	}
+	if st := row.GetStatus(); schema.JobEnded(st) {
+		return problem(fiber.StatusConflict, "job-ended", "job %q is %s and cannot be triggered; create it again to fire it", id, stateName(st))
+	}
+	cmd := &chimev1.JobCommand{CommandId: newID(), IssuedAt: timestamppb.New(s.now()), Namespace: ns, JobId: id,
+		Command: &chimev1.JobCommand_Trigger{Trigger: &chimev1.Trigger{}}}
+	ctx, cancel := s.publishCtx(c)
+	defer cancel()
+	if _, err := s.cfg.Jobs.Publish(ctx, cmd); err != nil {
+		return unavailable("the trigger", err)
+	}
+	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"id": id, "namespace": ns, "command_id": cmd.GetCommandId(), "state": stateName(row.GetStatus())})
+}
+
 func stateName(st chimev1.JobStatus) string {
 	if st == chimev1.JobStatus_JOB_STATUS_UNSPECIFIED {
 		return "unknown"

@@ -197,7 +197,7 @@ func validateCommand(cmd *chimev1.JobCommand, opts ValidateOptions) *ValidationE
 	switch c := cmd.GetCommand().(type) {
 	case *chimev1.JobCommand_Upsert:
 		return validateUpsert(cmd, c.Upsert, opts)
-	case *chimev1.JobCommand_Cancel, *chimev1.JobCommand_Pause, *chimev1.JobCommand_Resume:
+	case *chimev1.JobCommand_Cancel, *chimev1.JobCommand_Pause, *chimev1.JobCommand_Resume, *chimev1.JobCommand_Trigger:
 		return nil
 	case *chimev1.JobCommand_Retry:
 		r := c.Retry

@@ -141,6 +141,8 @@ func (d *decider) onCommand(in *input, cur *chimev1.JobState, now time.Time) dec
 		return d.pause(in, cmd, cur, now)
 	case *chimev1.JobCommand_Resume:
 		return d.resume(in, cmd, cur, now)
+	case *chimev1.JobCommand_Trigger:
+		return d.trigger(in, cmd, cur, now)
 	case *chimev1.JobCommand_Retry:
 		return d.rearm(in, cur, c.Retry.GetFireSeq(), c.Retry.GetEmitSeq(), c.Retry.GetAttempt(), c.Retry.GetNotBefore().AsTime(), false, c.Retry.GetReason(), c.Retry.GetOutcome(), now)
 	case *chimev1.JobCommand_Defer:
@@ -274,6 +276,29 @@ func (d *decider) pause(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobStat
 	ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_PAUSED, now)
 	ev.CommandId = cmd.GetCommandId()
 	return decision{state: st, events: []*chimev1.JobEvent{ev}}
+}
+
+// trigger fires the job once now. The fire takes the next fire_seq (its
+// own idempotency key, retries and dead letter like any fire); the
+// schedule is untouched: next_scheduled_at stays, so a one-shot still
+// fires at its time, and the occurrences after a trigger are numbered
+// after it. A paused job may be triggered (Temporal allows it too); the
+// fire's retries then wait for the resume, as a paused job's do.
+func (d *decider) trigger(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobState, now time.Time) decision {
+	if schema.JobEnded(cur.GetStatus()) {
+		return d.reject(in, cmd, "trigger", fmt.Sprintf("job %q is %s and cannot be triggered; create it again to fire it", in.key, schema.JobStatusName(cur.GetStatus())), now)
+	}
+	st := cur
+	st.FireSeq++
+	st.UpdatedAt = timestamppb.New(now)
+	st.LastCommandId = cmd.GetCommandId()
+	dec := decision{state: st}
+	ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_TRIGGERED, now)
+	ev.FireSeq, ev.CommandId = st.GetFireSeq(), cmd.GetCommandId()
+	dec.events = append(dec.events, ev)
+	d.fire(in, st, &dec, st.GetFireSeq(), 1, 0, nil, now, now, now)
+	d.setTimer(in.key, st)
+	return dec
 }
 
 func (d *decider) resume(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobState, now time.Time) decision {

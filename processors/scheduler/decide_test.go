@@ -711,3 +711,33 @@ func FuzzOnCommand(f *testing.F) {
 		}
 	})
 }
+
+// TestTriggerFiresNowAndLeavesTheSchedule: a triggered one-shot fires at
+// once under its own fire_seq (own idempotency key), completes only after
+// its scheduled fire too, and an ended job cannot be triggered.
+func TestTriggerFiresNowAndLeavesTheSchedule(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	trigger := &chimev1.JobCommand{Command: &chimev1.JobCommand_Trigger{Trigger: &chimev1.Trigger{}}}
+	r.command(upsert(httpSpec(at(t0.Add(time.Hour))), t0), t0)
+	r.command(proto.Clone(trigger).(*chimev1.JobCommand), t0.Add(time.Second))
+	require.Len(t, r.dues, 1, "fired at once")
+	manual := r.dues[0]
+	require.Equal(t, "ns1/job1/1", manual.IdempotencyKey)
+	require.Equal(t, t0.Add(time.Second), manual.ScheduledAt.AsTime())
+	require.Equal(t, t0.Add(time.Hour), r.st.NextScheduledAt.AsTime(), "the schedule is unchanged")
+	require.Equal(t, chimev1.JobEventType_JOB_EVENT_TYPE_TRIGGERED, r.events[len(r.events)-1].Type)
+
+	r.command(ack(manual, chimev1.AckResult_ACK_RESULT_SUCCEEDED), t0.Add(2*time.Second))
+	require.Equal(t, chimev1.JobStatus_JOB_STATUS_SCHEDULED, r.st.Status, "the one-shot still waits for its time")
+	r.tick(t0.Add(time.Hour))
+	require.Len(t, r.dues, 2)
+	require.Equal(t, "ns1/job1/2", r.dues[1].IdempotencyKey, "the scheduled fire has its own key")
+	r.command(ack(r.dues[1], chimev1.AckResult_ACK_RESULT_SUCCEEDED), t0.Add(time.Hour+time.Second))
+	require.Equal(t, chimev1.JobStatus_JOB_STATUS_COMPLETED, r.st.Status)
+
+	r.command(proto.Clone(trigger).(*chimev1.JobCommand), t0.Add(2*time.Hour))
+	require.Len(t, r.dues, 2)
+	require.Len(t, r.rejects, 1, "an ended job is not triggered")
+	require.Contains(t, r.rejects[0].Reason, "completed")
+}

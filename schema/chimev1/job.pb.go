@@ -765,6 +765,7 @@ type JobCommand struct {
 	//	*JobCommand_Retry
 	//	*JobCommand_Defer
 	//	*JobCommand_Ack
+	//	*JobCommand_Trigger
 	Command       isJobCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -898,6 +899,15 @@ func (x *JobCommand) GetAck() *Ack {
 	return nil
 }
 
+func (x *JobCommand) GetTrigger() *Trigger {
+	if x != nil {
+		if x, ok := x.Command.(*JobCommand_Trigger); ok {
+			return x.Trigger
+		}
+	}
+	return nil
+}
+
 type isJobCommand_Command interface {
 	isJobCommand_Command()
 }
@@ -930,6 +940,10 @@ type JobCommand_Ack struct {
 	Ack *Ack `protobuf:"bytes,16,opt,name=ack,proto3,oneof"`
 }
 
+type JobCommand_Trigger struct {
+	Trigger *Trigger `protobuf:"bytes,17,opt,name=trigger,proto3,oneof"`
+}
+
 func (*JobCommand_Upsert) isJobCommand_Command() {}
 
 func (*JobCommand_Cancel) isJobCommand_Command() {}
@@ -943,6 +957,8 @@ func (*JobCommand_Retry) isJobCommand_Command() {}
 func (*JobCommand_Defer) isJobCommand_Command() {}
 
 func (*JobCommand_Ack) isJobCommand_Command() {}
+
+func (*JobCommand_Trigger) isJobCommand_Command() {}
 
 // Upsert creates the job or replaces its spec and reschedules it.
 type Upsert struct {
@@ -1105,6 +1121,45 @@ func (*Resume) Descriptor() ([]byte, []int) {
 	return file_chime_v1_job_proto_rawDescGZIP(), []int{12}
 }
 
+// Trigger fires the job once now, beside its schedule (asynq's run,
+// Temporal's trigger): the fire takes its own fire_seq, so its own
+// idempotency key, and the schedule's next occurrence is unchanged.
+type Trigger struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Trigger) Reset() {
+	*x = Trigger{}
+	mi := &file_chime_v1_job_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Trigger) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Trigger) ProtoMessage() {}
+
+func (x *Trigger) ProtoReflect() protoreflect.Message {
+	mi := &file_chime_v1_job_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Trigger.ProtoReflect.Descriptor instead.
+func (*Trigger) Descriptor() ([]byte, []int) {
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{13}
+}
+
 // Retry re-arms the timer for an occurrence that failed, charging an attempt.
 type Retry struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
@@ -1125,7 +1180,7 @@ type Retry struct {
 
 func (x *Retry) Reset() {
 	*x = Retry{}
-	mi := &file_chime_v1_job_proto_msgTypes[13]
+	mi := &file_chime_v1_job_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1137,7 +1192,7 @@ func (x *Retry) String() string {
 func (*Retry) ProtoMessage() {}
 
 func (x *Retry) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_job_proto_msgTypes[13]
+	mi := &file_chime_v1_job_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1150,7 +1205,7 @@ func (x *Retry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Retry.ProtoReflect.Descriptor instead.
 func (*Retry) Descriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{13}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Retry) GetFireSeq() uint64 {
@@ -1209,7 +1264,7 @@ type Defer struct {
 
 func (x *Defer) Reset() {
 	*x = Defer{}
-	mi := &file_chime_v1_job_proto_msgTypes[14]
+	mi := &file_chime_v1_job_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1221,7 +1276,7 @@ func (x *Defer) String() string {
 func (*Defer) ProtoMessage() {}
 
 func (x *Defer) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_job_proto_msgTypes[14]
+	mi := &file_chime_v1_job_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1234,7 +1289,7 @@ func (x *Defer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Defer.ProtoReflect.Descriptor instead.
 func (*Defer) Descriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{14}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Defer) GetFireSeq() uint64 {
@@ -1279,7 +1334,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_chime_v1_job_proto_msgTypes[15]
+	mi := &file_chime_v1_job_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1291,7 +1346,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_job_proto_msgTypes[15]
+	mi := &file_chime_v1_job_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1304,7 +1359,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{15}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Ack) GetFireSeq() uint64 {
@@ -1403,7 +1458,7 @@ const file_chime_v1_job_proto_rawDesc = "" +
 	"\x06labels\x18\a \x03(\v2\x1d.chime.v1.JobSpec.LabelsEntryR\x06labels\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc6\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf5\x03\n" +
 	"\n" +
 	"JobCommand\x12\x1d\n" +
 	"\n" +
@@ -1418,14 +1473,16 @@ const file_chime_v1_job_proto_rawDesc = "" +
 	"\x06resume\x18\r \x01(\v2\x10.chime.v1.ResumeH\x00R\x06resume\x12'\n" +
 	"\x05retry\x18\x0e \x01(\v2\x0f.chime.v1.RetryH\x00R\x05retry\x12'\n" +
 	"\x05defer\x18\x0f \x01(\v2\x0f.chime.v1.DeferH\x00R\x05defer\x12!\n" +
-	"\x03ack\x18\x10 \x01(\v2\r.chime.v1.AckH\x00R\x03ackB\t\n" +
+	"\x03ack\x18\x10 \x01(\v2\r.chime.v1.AckH\x00R\x03ack\x12-\n" +
+	"\atrigger\x18\x11 \x01(\v2\x11.chime.v1.TriggerH\x00R\atriggerB\t\n" +
 	"\acommand\"/\n" +
 	"\x06Upsert\x12%\n" +
 	"\x04spec\x18\x01 \x01(\v2\x11.chime.v1.JobSpecR\x04spec\" \n" +
 	"\x06Cancel\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\"\a\n" +
 	"\x05Pause\"\b\n" +
-	"\x06Resume\"\xdf\x01\n" +
+	"\x06Resume\"\t\n" +
+	"\aTrigger\"\xdf\x01\n" +
 	"\x05Retry\x12\x19\n" +
 	"\bfire_seq\x18\x01 \x01(\x04R\afireSeq\x12\x19\n" +
 	"\bemit_seq\x18\x02 \x01(\x04R\aemitSeq\x12\x18\n" +
@@ -1466,7 +1523,7 @@ func file_chime_v1_job_proto_rawDescGZIP() []byte {
 }
 
 var file_chime_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_chime_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_chime_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_chime_v1_job_proto_goTypes = []any{
 	(AckResult)(0),                // 0: chime.v1.AckResult
 	(*Schedule)(nil),              // 1: chime.v1.Schedule
@@ -1482,57 +1539,59 @@ var file_chime_v1_job_proto_goTypes = []any{
 	(*Cancel)(nil),                // 11: chime.v1.Cancel
 	(*Pause)(nil),                 // 12: chime.v1.Pause
 	(*Resume)(nil),                // 13: chime.v1.Resume
-	(*Retry)(nil),                 // 14: chime.v1.Retry
-	(*Defer)(nil),                 // 15: chime.v1.Defer
-	(*Ack)(nil),                   // 16: chime.v1.Ack
-	nil,                           // 17: chime.v1.HttpCallback.HeadersEntry
-	nil,                           // 18: chime.v1.KafkaTarget.HeadersEntry
-	nil,                           // 19: chime.v1.JobSpec.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 21: google.protobuf.Duration
-	(*CallbackOutcome)(nil),       // 22: chime.v1.CallbackOutcome
+	(*Trigger)(nil),               // 14: chime.v1.Trigger
+	(*Retry)(nil),                 // 15: chime.v1.Retry
+	(*Defer)(nil),                 // 16: chime.v1.Defer
+	(*Ack)(nil),                   // 17: chime.v1.Ack
+	nil,                           // 18: chime.v1.HttpCallback.HeadersEntry
+	nil,                           // 19: chime.v1.KafkaTarget.HeadersEntry
+	nil,                           // 20: chime.v1.JobSpec.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 22: google.protobuf.Duration
+	(*CallbackOutcome)(nil),       // 23: chime.v1.CallbackOutcome
 }
 var file_chime_v1_job_proto_depIdxs = []int32{
-	20, // 0: chime.v1.Schedule.at:type_name -> google.protobuf.Timestamp
+	21, // 0: chime.v1.Schedule.at:type_name -> google.protobuf.Timestamp
 	2,  // 1: chime.v1.Schedule.every:type_name -> chime.v1.Every
 	3,  // 2: chime.v1.Schedule.cron:type_name -> chime.v1.Cron
-	21, // 3: chime.v1.Schedule.jitter:type_name -> google.protobuf.Duration
-	21, // 4: chime.v1.Every.interval:type_name -> google.protobuf.Duration
-	20, // 5: chime.v1.Every.start_at:type_name -> google.protobuf.Timestamp
-	20, // 6: chime.v1.Every.end_at:type_name -> google.protobuf.Timestamp
-	20, // 7: chime.v1.Cron.start_at:type_name -> google.protobuf.Timestamp
-	20, // 8: chime.v1.Cron.end_at:type_name -> google.protobuf.Timestamp
-	17, // 9: chime.v1.HttpCallback.headers:type_name -> chime.v1.HttpCallback.HeadersEntry
-	21, // 10: chime.v1.HttpCallback.timeout:type_name -> google.protobuf.Duration
-	18, // 11: chime.v1.KafkaTarget.headers:type_name -> chime.v1.KafkaTarget.HeadersEntry
+	22, // 3: chime.v1.Schedule.jitter:type_name -> google.protobuf.Duration
+	22, // 4: chime.v1.Every.interval:type_name -> google.protobuf.Duration
+	21, // 5: chime.v1.Every.start_at:type_name -> google.protobuf.Timestamp
+	21, // 6: chime.v1.Every.end_at:type_name -> google.protobuf.Timestamp
+	21, // 7: chime.v1.Cron.start_at:type_name -> google.protobuf.Timestamp
+	21, // 8: chime.v1.Cron.end_at:type_name -> google.protobuf.Timestamp
+	18, // 9: chime.v1.HttpCallback.headers:type_name -> chime.v1.HttpCallback.HeadersEntry
+	22, // 10: chime.v1.HttpCallback.timeout:type_name -> google.protobuf.Duration
+	19, // 11: chime.v1.KafkaTarget.headers:type_name -> chime.v1.KafkaTarget.HeadersEntry
 	4,  // 12: chime.v1.Target.http:type_name -> chime.v1.HttpCallback
 	5,  // 13: chime.v1.Target.kafka:type_name -> chime.v1.KafkaTarget
-	21, // 14: chime.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
-	21, // 15: chime.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
-	21, // 16: chime.v1.RetryPolicy.max_elapsed:type_name -> google.protobuf.Duration
+	22, // 14: chime.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
+	22, // 15: chime.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
+	22, // 16: chime.v1.RetryPolicy.max_elapsed:type_name -> google.protobuf.Duration
 	1,  // 17: chime.v1.JobSpec.schedule:type_name -> chime.v1.Schedule
 	6,  // 18: chime.v1.JobSpec.target:type_name -> chime.v1.Target
 	7,  // 19: chime.v1.JobSpec.retry:type_name -> chime.v1.RetryPolicy
-	21, // 20: chime.v1.JobSpec.relevancy_window:type_name -> google.protobuf.Duration
-	19, // 21: chime.v1.JobSpec.labels:type_name -> chime.v1.JobSpec.LabelsEntry
-	20, // 22: chime.v1.JobCommand.issued_at:type_name -> google.protobuf.Timestamp
+	22, // 20: chime.v1.JobSpec.relevancy_window:type_name -> google.protobuf.Duration
+	20, // 21: chime.v1.JobSpec.labels:type_name -> chime.v1.JobSpec.LabelsEntry
+	21, // 22: chime.v1.JobCommand.issued_at:type_name -> google.protobuf.Timestamp
 	10, // 23: chime.v1.JobCommand.upsert:type_name -> chime.v1.Upsert
 	11, // 24: chime.v1.JobCommand.cancel:type_name -> chime.v1.Cancel
 	12, // 25: chime.v1.JobCommand.pause:type_name -> chime.v1.Pause
 	13, // 26: chime.v1.JobCommand.resume:type_name -> chime.v1.Resume
-	14, // 27: chime.v1.JobCommand.retry:type_name -> chime.v1.Retry
-	15, // 28: chime.v1.JobCommand.defer:type_name -> chime.v1.Defer
-	16, // 29: chime.v1.JobCommand.ack:type_name -> chime.v1.Ack
-	8,  // 30: chime.v1.Upsert.spec:type_name -> chime.v1.JobSpec
-	20, // 31: chime.v1.Retry.not_before:type_name -> google.protobuf.Timestamp
-	22, // 32: chime.v1.Retry.outcome:type_name -> chime.v1.CallbackOutcome
-	20, // 33: chime.v1.Defer.not_before:type_name -> google.protobuf.Timestamp
-	0,  // 34: chime.v1.Ack.result:type_name -> chime.v1.AckResult
-	35, // [35:35] is the sub-list for method output_type
-	35, // [35:35] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	15, // 27: chime.v1.JobCommand.retry:type_name -> chime.v1.Retry
+	16, // 28: chime.v1.JobCommand.defer:type_name -> chime.v1.Defer
+	17, // 29: chime.v1.JobCommand.ack:type_name -> chime.v1.Ack
+	14, // 30: chime.v1.JobCommand.trigger:type_name -> chime.v1.Trigger
+	8,  // 31: chime.v1.Upsert.spec:type_name -> chime.v1.JobSpec
+	21, // 32: chime.v1.Retry.not_before:type_name -> google.protobuf.Timestamp
+	23, // 33: chime.v1.Retry.outcome:type_name -> chime.v1.CallbackOutcome
+	21, // 34: chime.v1.Defer.not_before:type_name -> google.protobuf.Timestamp
+	0,  // 35: chime.v1.Ack.result:type_name -> chime.v1.AckResult
+	36, // [36:36] is the sub-list for method output_type
+	36, // [36:36] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_chime_v1_job_proto_init() }
@@ -1558,6 +1617,7 @@ func file_chime_v1_job_proto_init() {
 		(*JobCommand_Retry)(nil),
 		(*JobCommand_Defer)(nil),
 		(*JobCommand_Ack)(nil),
+		(*JobCommand_Trigger)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1565,7 +1625,7 @@ func file_chime_v1_job_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chime_v1_job_proto_rawDesc), len(file_chime_v1_job_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -101,6 +101,8 @@ const (
 	// A due event was emitted again: no retry, defer or ack came for it in
 	// time (it may have been lost in a crash).
 	JobEventType_JOB_EVENT_TYPE_REDELIVERED JobEventType = 13
+	// An operator fired the job now (Trigger); fire_seq is that fire's.
+	JobEventType_JOB_EVENT_TYPE_TRIGGERED JobEventType = 14
 )
 
 // Enum value maps for JobEventType.
@@ -120,6 +122,7 @@ var (
 		11: "JOB_EVENT_TYPE_DEFERRED",
 		12: "JOB_EVENT_TYPE_EXPIRED",
 		13: "JOB_EVENT_TYPE_REDELIVERED",
+		14: "JOB_EVENT_TYPE_TRIGGERED",
 	}
 	JobEventType_value = map[string]int32{
 		"JOB_EVENT_TYPE_UNSPECIFIED":     0,
@@ -136,6 +139,7 @@ var (
 		"JOB_EVENT_TYPE_DEFERRED":        11,
 		"JOB_EVENT_TYPE_EXPIRED":         12,
 		"JOB_EVENT_TYPE_REDELIVERED":     13,
+		"JOB_EVENT_TYPE_TRIGGERED":       14,
 	}
 )
 
@@ -1299,7 +1303,7 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\x11JOB_STATUS_PAUSED\x10\x02\x12\x18\n" +
 	"\x14JOB_STATUS_COMPLETED\x10\x03\x12\x18\n" +
 	"\x14JOB_STATUS_CANCELLED\x10\x04\x12\x13\n" +
-	"\x0fJOB_STATUS_DEAD\x10\x05*\xa5\x03\n" +
+	"\x0fJOB_STATUS_DEAD\x10\x05*\xc3\x03\n" +
 	"\fJobEventType\x12\x1e\n" +
 	"\x1aJOB_EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16JOB_EVENT_TYPE_CREATED\x10\x01\x12\x1a\n" +
@@ -1315,7 +1319,8 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\x12\x1b\n" +
 	"\x17JOB_EVENT_TYPE_DEFERRED\x10\v\x12\x1a\n" +
 	"\x16JOB_EVENT_TYPE_EXPIRED\x10\f\x12\x1e\n" +
-	"\x1aJOB_EVENT_TYPE_REDELIVERED\x10\rB5Z3github.com/chime-sched/chime/schema/chimev1;chimev1b\x06proto3"
+	"\x1aJOB_EVENT_TYPE_REDELIVERED\x10\r\x12\x1c\n" +
+	"\x18JOB_EVENT_TYPE_TRIGGERED\x10\x0eB5Z3github.com/chime-sched/chime/schema/chimev1;chimev1b\x06proto3"
 
 var (
 	file_chime_v1_scheduler_proto_rawDescOnce sync.Once
