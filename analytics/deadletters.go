@@ -46,23 +46,47 @@ func (c DeadLetterCursor) IsZero() bool { return c.At.IsZero() && c.ID == "" }
 
 const deadLetterColumns = `event_id, namespace, job_id, fire_seq, attempt, reason, at, url, method, status_code, error, due`
 
-// ListDeadLetters returns up to limit (1 to MaxDeadLetters) of the
-// namespace's dead letters before the cursor, newest first.
-func (s *Store) ListDeadLetters(ctx context.Context, namespace string, limit int, before DeadLetterCursor) ([]DeadLetter, error) {
+// DeadLetterQuery selects dead letters.
+type DeadLetterQuery struct {
+	// Limit is how many at most, 1 to MaxDeadLetters.
+	Limit int
+	// Before is where the previous page ended (zero: the newest).
+	Before DeadLetterCursor
+	// From and To, if set, keep those dead-lettered in [From, To).
+	From, To time.Time
+	// JobIDPrefix, if set, keeps those of jobs whose id starts with it.
+	JobIDPrefix string
+}
+
+// ListDeadLetters returns the namespace's dead letters q selects, newest
+// first.
+func (s *Store) ListDeadLetters(ctx context.Context, namespace string, dq DeadLetterQuery) ([]DeadLetter, error) {
 	if namespace == "" {
 		return nil, fmt.Errorf("%w: namespace is required", ErrInvalid)
 	}
-	if limit < 1 || limit > MaxDeadLetters {
-		return nil, fmt.Errorf("%w: limit %d must be between 1 and %d", ErrInvalid, limit, MaxDeadLetters)
+	if dq.Limit < 1 || dq.Limit > MaxDeadLetters {
+		return nil, fmt.Errorf("%w: limit %d must be between 1 and %d", ErrInvalid, dq.Limit, MaxDeadLetters)
 	}
 	q := `SELECT ` + deadLetterColumns + ` FROM dead_letters FINAL WHERE namespace = ?`
 	args := []any{namespace}
-	if !before.IsZero() {
+	if !dq.Before.IsZero() {
 		q += ` AND (at, event_id) < (fromUnixTimestamp64Milli(toInt64(?), 'UTC'), ?)`
-		args = append(args, before.At.UnixMilli(), before.ID)
+		args = append(args, dq.Before.At.UnixMilli(), dq.Before.ID)
+	}
+	if !dq.From.IsZero() {
+		q += ` AND at >= fromUnixTimestamp64Milli(toInt64(?), 'UTC')`
+		args = append(args, dq.From.UnixMilli())
+	}
+	if !dq.To.IsZero() {
+		q += ` AND at < fromUnixTimestamp64Milli(toInt64(?), 'UTC')`
+		args = append(args, dq.To.UnixMilli())
+	}
+	if dq.JobIDPrefix != "" {
+		q += ` AND startsWith(job_id, ?)`
+		args = append(args, dq.JobIDPrefix)
 	}
 	q += ` ORDER BY at DESC, event_id DESC LIMIT ?`
-	args = append(args, limit)
+	args = append(args, dq.Limit)
 	return s.queryDeadLetters(ctx, "list dead letters", q, args...)
 }
 

@@ -48,12 +48,12 @@ func TestDeadLetters(t *testing.T) {
 	b.AddDeadLetter(deadLetter("shop", "job", 1, base), analytics.Pos{Offset: 0})
 	require.NoError(t, tb.store.Insert(tb.ctx, &b, "d2"))
 
-	page, err := tb.store.ListDeadLetters(tb.ctx, "shop", 3, analytics.DeadLetterCursor{})
+	page, err := tb.store.ListDeadLetters(tb.ctx, "shop", analytics.DeadLetterQuery{Limit: 3})
 	require.NoError(t, err)
 	require.Len(t, page, 3)
 	require.Equal(t, []uint64{5, 4, 3}, []uint64{page[0].FireSeq, page[1].FireSeq, page[2].FireSeq})
 	last := page[2]
-	page, err = tb.store.ListDeadLetters(tb.ctx, "shop", 3, analytics.DeadLetterCursor{At: last.At, ID: last.ID})
+	page, err = tb.store.ListDeadLetters(tb.ctx, "shop", analytics.DeadLetterQuery{Limit: 3, Before: analytics.DeadLetterCursor{At: last.At, ID: last.ID}})
 	require.NoError(t, err)
 	require.Len(t, page, 2, "the duplicate is stored once")
 	require.Equal(t, []uint64{2, 1}, []uint64{page[0].FireSeq, page[1].FireSeq})
@@ -77,6 +77,17 @@ func TestDeadLetters(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, d, "another namespace's dead letter is not found")
 
-	_, err = tb.store.ListDeadLetters(tb.ctx, "shop", 0, analytics.DeadLetterCursor{})
+	// Filters: a time range and a job id prefix.
+	page, err = tb.store.ListDeadLetters(tb.ctx, "shop", analytics.DeadLetterQuery{Limit: 10, From: base.Add(time.Minute), To: base.Add(3 * time.Minute)})
+	require.NoError(t, err)
+	require.Equal(t, []uint64{3, 2}, []uint64{page[0].FireSeq, page[1].FireSeq})
+	page, err = tb.store.ListDeadLetters(tb.ctx, "shop", analytics.DeadLetterQuery{Limit: 10, JobIDPrefix: "jo"})
+	require.NoError(t, err)
+	require.Len(t, page, 5)
+	page, err = tb.store.ListDeadLetters(tb.ctx, "shop", analytics.DeadLetterQuery{Limit: 10, JobIDPrefix: "x"})
+	require.NoError(t, err)
+	require.Empty(t, page)
+
+	_, err = tb.store.ListDeadLetters(tb.ctx, "shop", analytics.DeadLetterQuery{})
 	require.ErrorIs(t, err, analytics.ErrInvalid)
 }

@@ -313,3 +313,38 @@ func TestReplayIDFitsLongJobIDs(t *testing.T) {
 	require.Equal(t, 201, r.status, "body: %s", r.raw)
 	require.Len(t, r.body["id"], 128)
 }
+
+// TestBulkReplay replays what a filter selects, each dead letter once
+// however often the request is repeated, and walks on with more.
+func TestBulkReplay(t *testing.T) {
+	t.Parallel()
+	fa := &fakeAnalytics{}
+	for i := range 4 {
+		fa.dead = append(fa.dead, sampleDeadLetter("shop", fmt.Sprintf("dl-%d", 4-i), fmt.Sprintf("order-%d", 4-i), testNow.Add(-time.Duration(i)*time.Minute)))
+	}
+	fa.dead = append(fa.dead, sampleDeadLetter("shop", "dl-x", "refund-1", testNow.Add(-time.Hour)))
+	b := setup(t, withAnalytics(fa))
+	key := b.namespace(t, "shop", nil)
+
+	r := b.do(t, "POST", "/v1/namespaces/shop/dead-letters:replay", key, map[string]any{"job_id_prefix": "order-", "limit": 3})
+	require.Equal(t, 200, r.status, "body: %s", r.raw)
+	require.EqualValues(t, 3, r.body["matched"])
+	require.EqualValues(t, 3, r.body["replayed"])
+	require.Equal(t, true, r.body["more"])
+	require.Len(t, b.jobs.commands(), 3)
+
+	r = b.do(t, "POST", "/v1/namespaces/shop/dead-letters:replay", key, map[string]any{"job_id_prefix": "order-", "limit": 4})
+	require.EqualValues(t, 1, r.body["replayed"], "only the one not replayed yet")
+	require.EqualValues(t, 3, r.body["already_replayed"])
+	require.Equal(t, false, r.body["more"])
+	require.Len(t, b.jobs.commands(), 4)
+
+	r = b.do(t, "POST", "/v1/namespaces/shop/dead-letters:replay", key, map[string]any{"from": testNow.Add(-2 * time.Hour).Format(time.RFC3339), "to": testNow.Add(-30 * time.Minute).Format(time.RFC3339)})
+	require.EqualValues(t, 1, r.body["matched"])
+	require.Len(t, r.body["jobs"], 1)
+	require.Regexp(t, `^refund-1\.replay-[0-9a-f]{12}$`, r.body["jobs"].([]any)[0])
+	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/dead-letters:replay", key, map[string]any{"limit": 5000}), 422, "limit")
+	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/dead-letters:replay", key, map[string]any{"from": "yesterday"}), 422, "from")
+	r = b.do(t, "GET", "/v1/namespaces/shop/dead-letters?job_id_prefix=refund", key, nil)
+	require.Len(t, r.body["dead_letters"], 1)
+}

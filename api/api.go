@@ -320,6 +320,7 @@ func (s *server) routes(app *fiber.App) {
 	v1.Get("/stats", s.getStats)
 	v1.Get("/dead-letters", s.listDeadLetters)
 	v1.Post("/dead-letters/:id/replay", s.replayDeadLetter)
+	v1.Post("/dead-letters\\:replay", s.replayDeadLetters)
 }
 
 func (s *server) healthz(c *fiber.Ctx) error {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -163,10 +164,22 @@ func (s *server) listDeadLetters(c *fiber.Ctx) error {
 			return badQuery("before", "%q is not a cursor; pass the next_before of the previous page as is", v)
 		}
 	}
+	q := analytics.DeadLetterQuery{Limit: limit, Before: before, JobIDPrefix: c.Query("job_id_prefix")}
+	var fe fieldErrs
+	for name, dst := range map[string]*time.Time{"from": &q.From, "to": &q.To} {
+		if v := c.Query(name); v != "" {
+			if t := fe.timestamp(name, &v); t != nil {
+				*dst = t.AsTime()
+			}
+		}
+	}
+	if err := fe.problem(); err != nil {
+		return err
+	}
 	ns := c.Params("ns")
 	ctx, cancel := s.analyticsCtx(c)
 	defer cancel()
-	list, err := store.ListDeadLetters(ctx, ns, limit, before)
+	list, err := store.ListDeadLetters(ctx, ns, q)
 	if err != nil {
 		return analyticsError(err)
 	}
@@ -213,26 +226,44 @@ func (s *server) replayDeadLetter(c *fiber.Ctx) error {
 		return problem(fiber.StatusNotFound, "dead-letter-not-found",
 			"namespace %q has no dead letter %q (GET /v1/namespaces/%s/dead-letters lists them; they are kept for the analytics retention)", ns, dlID, ns)
 	}
-	id := replayJobID(d.JobID, d.ID)
 	now := s.now()
-	row, err := s.cfg.JobStates.Get(ns, id)
+	pctx, pcancel := s.publishCtx(c)
+	defer pcancel()
+	id, st, existed, pending, err := s.replayOne(pctx, ns, nsCfg, d, now)
 	if err != nil {
 		return err
 	}
-	if pending := s.recent.get(schema.JobKey(ns, id), row, now); pending != nil {
+	if existed {
 		c.Set(headerReplayed, "true")
-		return c.JSON(renderJob(ns, id, pending, true))
+		return c.JSON(renderJob(ns, id, st, pending))
+	}
+	c.Location("/v1/namespaces/" + ns + "/jobs/" + id)
+	return c.Status(fiber.StatusCreated).JSON(renderJob(ns, id, st, true))
+}
+
+// replayOne schedules dead letter d again (see replayDeadLetter): it
+// returns the replay job's id and row (pending: as this API accepted it,
+// not yet in the table), and existed when an earlier replay already
+// created it (nothing is published then).
+func (s *server) replayOne(ctx context.Context, ns string, nsCfg *chimev1.NamespaceConfig, d *analytics.DeadLetter, now time.Time) (id string, st *chimev1.JobState, existed, pending bool, err error) {
+	dlID := d.ID
+	id = replayJobID(d.JobID, d.ID)
+	row, err := s.cfg.JobStates.Get(ns, id)
+	if err != nil {
+		return id, nil, false, false, err
+	}
+	if p := s.recent.get(schema.JobKey(ns, id), row, now); p != nil {
+		return id, p, true, true, nil
 	}
 	if row != nil {
-		c.Set(headerReplayed, "true")
-		return c.JSON(renderJob(ns, id, row, false))
+		return id, row, true, false, nil
 	}
 	cb := d.Due.GetCallback()
 	if cb.GetUrl() == "" {
-		return problem(fiber.StatusUnprocessableEntity, "dead-letter-not-replayable", "dead letter %q holds no HTTP callback to replay", dlID)
+		return id, nil, false, false, problem(fiber.StatusUnprocessableEntity, "dead-letter-not-replayable", "dead letter %q holds no HTTP callback to replay", dlID)
 	}
 	if host, ok := hostAllowed(nsCfg.GetAllowedHosts(), cb.GetUrl()); !ok {
-		return problem(fiber.StatusUnprocessableEntity, "dead-letter-not-replayable",
+		return id, nil, false, false, problem(fiber.StatusUnprocessableEntity, "dead-letter-not-replayable",
 			"dead letter %q calls host %q, which is no longer in namespace %q's allowed_hosts %q; add it with PUT /v1/namespaces/%s to replay it",
 			dlID, host, ns, nsCfg.GetAllowedHosts(), ns)
 	}
@@ -261,21 +292,120 @@ func (s *server) replayDeadLetter(c *fiber.Ctx) error {
 		Command:   &chimev1.JobCommand_Upsert{Upsert: &chimev1.Upsert{Spec: spec}},
 	}
 	if err := schema.ValidateCommand(cmd, schema.ValidateOptions{Now: now}); err != nil {
-		return problem(fiber.StatusUnprocessableEntity, "dead-letter-not-replayable", "dead letter %q cannot be replayed as job %q: %s", dlID, id, validationReason(err))
+		return id, nil, false, false, problem(fiber.StatusUnprocessableEntity, "dead-letter-not-replayable", "dead letter %q cannot be replayed as job %q: %s", dlID, id, validationReason(err))
 	}
-	pctx, pcancel := s.publishCtx(c)
-	defer pcancel()
-	if _, err := s.cfg.Jobs.Publish(pctx, cmd); err != nil {
-		return unavailable("the replay", err)
+	if _, err := s.cfg.Jobs.Publish(ctx, cmd); err != nil {
+		return id, nil, false, false, unavailable("the replay", err)
 	}
 	next := fmtTime(timestamppb.New(now))
 	s.accepted(&converted{cmd: cmd, next: next}, now)
 	s.metrics.jobsAccepted.Inc()
-	st := &chimev1.JobState{
+	st = &chimev1.JobState{
 		Spec: spec, Status: chimev1.JobStatus_JOB_STATUS_SCHEDULED,
 		CreatedAt: timestamppb.New(now), UpdatedAt: timestamppb.New(now),
 		NextScheduledAt: timestamppb.New(now), LastCommandId: cmd.GetCommandId(),
 	}
-	c.Location("/v1/namespaces/" + ns + "/jobs/" + id)
-	return c.Status(fiber.StatusCreated).JSON(renderJob(ns, id, st, true))
+	return id, st, false, true, nil
+}
+
+// DefaultBulkReplay and MaxBulkReplay bound one bulk replay.
+const (
+	DefaultBulkReplay = 100
+	MaxBulkReplay     = analytics.MaxDeadLetters
+)
+
+type bulkReplayRequest struct {
+	From        *string `json:"from"`
+	To          *string `json:"to"`
+	JobIDPrefix string  `json:"job_id_prefix"`
+	Limit       *int    `json:"limit"`
+}
+
+type replayFailure struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+}
+
+type bulkReplayResponse struct {
+	// Matched is how many dead letters the filter selected (at most
+	// the limit); Replayed were scheduled now, AlreadyReplayed had been
+	// before (their jobs are listed too), Failed could not be.
+	Matched         int             `json:"matched"`
+	Replayed        int             `json:"replayed"`
+	AlreadyReplayed int             `json:"already_replayed"`
+	Failed          []replayFailure `json:"failed"`
+	Jobs            []string        `json:"jobs"`
+	// More says the limit cut the selection: the same request again
+	// replays the next ones (those done are already_replayed).
+	More bool `json:"more"`
+}
+
+// replayDeadLetters answers POST .../dead-letters:replay: the dead letters
+// a filter selects (time range, job id prefix; newest first, at most
+// limit) are replayed as replayDeadLetter does one, each once however
+// often the request is repeated.
+func (s *server) replayDeadLetters(c *fiber.Ctx) error {
+	store, err := s.analyticsStore()
+	if err != nil {
+		return err
+	}
+	ns := c.Params("ns")
+	var req bulkReplayRequest
+	if len(c.Body()) > 0 {
+		if err := decodeJSON(c, &req); err != nil {
+			return err
+		}
+	}
+	var fe fieldErrs
+	q := analytics.DeadLetterQuery{Limit: DefaultBulkReplay, JobIDPrefix: req.JobIDPrefix}
+	if req.Limit != nil {
+		if *req.Limit < 1 || *req.Limit > MaxBulkReplay {
+			fe.add("limit", "must be from 1 to %d", MaxBulkReplay)
+		}
+		q.Limit = *req.Limit
+	}
+	if len(req.JobIDPrefix) > schema.MaxJobIDLen {
+		fe.add("job_id_prefix", "is longer than a job id (%d bytes)", schema.MaxJobIDLen)
+	}
+	if t := fe.timestamp("from", req.From); t != nil {
+		q.From = t.AsTime()
+	}
+	if t := fe.timestamp("to", req.To); t != nil {
+		q.To = t.AsTime()
+	}
+	if err := fe.problem(); err != nil {
+		return err
+	}
+	nsCfg, err := s.namespaceFor(ns)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.analyticsCtx(c)
+	list, err := store.ListDeadLetters(ctx, ns, q)
+	cancel()
+	if err != nil {
+		return analyticsError(err)
+	}
+	out := bulkReplayResponse{Matched: len(list), Failed: []replayFailure{}, Jobs: []string{}, More: len(list) == q.Limit}
+	now := s.now()
+	pctx, pcancel := s.publishCtx(c)
+	defer pcancel()
+	for i := range list {
+		id, _, existed, _, err := s.replayOne(pctx, ns, nsCfg, &list[i], now)
+		switch {
+		case err != nil:
+			reason := err.Error()
+			if p, ok := err.(*Problem); ok {
+				reason = p.Detail
+			}
+			out.Failed = append(out.Failed, replayFailure{ID: list[i].ID, Reason: reason})
+			continue
+		case existed:
+			out.AlreadyReplayed++
+		default:
+			out.Replayed++
+		}
+		out.Jobs = append(out.Jobs, id)
+	}
+	return c.JSON(out)
 }

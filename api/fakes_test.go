@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -207,7 +208,8 @@ func (f *fakeAnalytics) Attempts(_ context.Context, ns, id string) ([]analytics.
 	return f.attempts, nil
 }
 
-func (f *fakeAnalytics) ListDeadLetters(_ context.Context, ns string, limit int, before analytics.DeadLetterCursor) ([]analytics.DeadLetter, error) {
+func (f *fakeAnalytics) ListDeadLetters(_ context.Context, ns string, q analytics.DeadLetterQuery) ([]analytics.DeadLetter, error) {
+	limit, before := q.Limit, q.Before
 	if err := f.record(analyticsQuery{kind: "dead-letters", ns: ns, limit: limit, before: before}); err != nil {
 		return nil, err
 	}
@@ -217,6 +219,9 @@ func (f *fakeAnalytics) ListDeadLetters(_ context.Context, ns string, limit int,
 			continue
 		}
 		if !before.IsZero() && !(d.At.Before(before.At) || d.At.Equal(before.At) && d.ID < before.ID) {
+			continue
+		}
+		if (!q.From.IsZero() && d.At.Before(q.From)) || (!q.To.IsZero() && !d.At.Before(q.To)) || !strings.HasPrefix(d.JobID, q.JobIDPrefix) {
 			continue
 		}
 		if len(out) < limit {

@@ -314,7 +314,7 @@ func TestSinkStoresDeadLetters(t *testing.T) {
 	require.NoError(t, s.stop())
 	require.Equal(t, uint64(3), tb.count(t, "SELECT count() FROM dead_letters"))
 
-	list, err := tb.store.ListDeadLetters(tb.ctx, "shop", 10, analytics.DeadLetterCursor{})
+	list, err := tb.store.ListDeadLetters(tb.ctx, "shop", analytics.DeadLetterQuery{Limit: 10})
 	require.NoError(t, err)
 	require.Len(t, list, 3)
 	require.Equal(t, "dl-2", list[0].ID)

@@ -265,12 +265,12 @@ func (h *analyticsHandle) Attempts(ctx context.Context, ns, jobID string) ([]ana
 	return s.Attempts(ctx, ns, jobID)
 }
 
-func (h *analyticsHandle) ListDeadLetters(ctx context.Context, ns string, limit int, before analytics.DeadLetterCursor) ([]analytics.DeadLetter, error) {
+func (h *analyticsHandle) ListDeadLetters(ctx context.Context, ns string, q analytics.DeadLetterQuery) ([]analytics.DeadLetter, error) {
 	s, err := h.get()
 	if err != nil {
 		return nil, err
 	}
-	return s.ListDeadLetters(ctx, ns, limit, before)
+	return s.ListDeadLetters(ctx, ns, q)
 }
 
 func (h *analyticsHandle) GetDeadLetter(ctx context.Context, ns, id string) (*analytics.DeadLetter, error) {
