@@ -311,7 +311,7 @@ func (s *server) replayOne(ctx context.Context, ns string, nsCfg *chimev1.Namesp
 // DefaultBulkReplay and MaxBulkReplay bound one bulk replay.
 const (
 	DefaultBulkReplay = 100
-	MaxBulkReplay     = analytics.MaxDeadLetters
+	MaxBulkReplay     = 500
 )
 
 type bulkReplayRequest struct {
@@ -380,13 +380,18 @@ func (s *server) replayDeadLetters(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	// One more than the limit says whether more match.
+	limit := q.Limit
+	q.Limit++
 	ctx, cancel := s.analyticsCtx(c)
 	list, err := store.ListDeadLetters(ctx, ns, q)
 	cancel()
 	if err != nil {
 		return analyticsError(err)
 	}
-	out := bulkReplayResponse{Matched: len(list), Failed: []replayFailure{}, Jobs: []string{}, More: len(list) == q.Limit}
+	more := len(list) > limit
+	list = list[:min(len(list), limit)]
+	out := bulkReplayResponse{Matched: len(list), Failed: []replayFailure{}, Jobs: []string{}, More: more}
 	now := s.now()
 	pctx, pcancel := s.publishCtx(c)
 	defer pcancel()
