@@ -1081,3 +1081,30 @@ func TestTriggerJob(t *testing.T) {
 	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs/done/trigger", key, nil), 409, "")
 	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs/none/trigger", key, nil), 404, "")
 }
+
+// TestJobViewShowsFiresInProgress: the attempt, next attempt time and last
+// error of each fire in progress.
+func TestJobViewShowsFiresInProgress(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := b.namespace(t, "shop", nil)
+	at := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	failed := &chimev1.CallbackOutcome{Attempt: 2, Class: chimev1.OutcomeClass_OUTCOME_CLASS_RETRYABLE, StatusCode: 503, Error: "HTTP 503"}
+	b.states.put("shop", "j", &chimev1.JobState{Status: chimev1.JobStatus_JOB_STATUS_SCHEDULED,
+		Open: []*chimev1.Emission{
+			{FireSeq: 7, Attempt: 1, ScheduledAt: timestamppb.New(at)},
+			{FireSeq: 6, Attempt: 2, ScheduledAt: timestamppb.New(at.Add(-time.Minute))},
+		},
+		Pending: []*chimev1.Pending{{FireSeq: 6, Attempt: 3, NotBefore: timestamppb.New(at.Add(time.Minute)), History: []*chimev1.CallbackOutcome{failed}}},
+	})
+	r := b.do(t, "GET", "/v1/namespaces/shop/jobs/j", key, nil)
+	require.Equal(t, 200, r.status)
+	fires := r.body["current_fires"].([]any)
+	require.Len(t, fires, 2)
+	require.Equal(t, map[string]any{"fire_seq": 7.0, "scheduled_at": "2026-11-24T10:00:00Z", "attempt": 1.0, "state": "in_flight"}, fires[0])
+	retry := fires[1].(map[string]any)
+	require.Equal(t, "retry_scheduled", retry["state"])
+	require.EqualValues(t, 3, retry["attempt"])
+	require.Equal(t, "2026-11-24T10:01:00Z", retry["next_attempt_at"])
+	require.Equal(t, "HTTP 503", retry["last_error"].(map[string]any)["error"])
+}

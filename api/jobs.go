@@ -91,9 +91,59 @@ type jobResponse struct {
 	Skipped     uint64            `json:"skipped"`
 	LastFiredAt *string           `json:"last_fired_at,omitempty"`
 	LastOutcome *outcomeJSON      `json:"last_outcome,omitempty"`
+	// CurrentFires are the fires in progress: sent and waiting for their
+	// answer, or waiting for their next attempt.
+	CurrentFires []currentFire `json:"current_fires,omitempty"`
 	// Pending says the answer comes from the command this API just
 	// accepted; the scheduler has not written the row yet.
 	Pending bool `json:"pending,omitempty"`
+}
+
+// currentFire is one fire in progress, as the job view shows it.
+type currentFire struct {
+	FireSeq     uint64  `json:"fire_seq"`
+	ScheduledAt *string `json:"scheduled_at,omitempty"`
+	// Attempt is the attempt in flight, or the next one.
+	Attempt uint32 `json:"attempt"`
+	// State is "in_flight" (sent, no answer yet) or "retry_scheduled"
+	// (or "deferred": the receiver asked for later, no attempt charged).
+	State         string       `json:"state"`
+	NextAttemptAt *string      `json:"next_attempt_at,omitempty"`
+	LastError     *historyJSON `json:"last_error,omitempty"`
+}
+
+func lastFailure(h []*chimev1.CallbackOutcome) *historyJSON {
+	if len(h) == 0 {
+		return nil
+	}
+	out := renderHistory(h[len(h)-1:])
+	return &out[0]
+}
+
+// currentFires lists a row's fires in progress: open emissions first
+// (unless re-armed, which pending then shows), then those waiting.
+func currentFires(row *chimev1.JobState) []currentFire {
+	var out []currentFire
+	waiting := map[uint64]bool{}
+	for _, p := range row.GetPending() {
+		waiting[p.GetFireSeq()] = true
+	}
+	for _, em := range row.GetOpen() {
+		if waiting[em.GetFireSeq()] {
+			continue
+		}
+		out = append(out, currentFire{FireSeq: em.GetFireSeq(), ScheduledAt: fmtTime(em.GetScheduledAt()), Attempt: em.GetAttempt(),
+			State: "in_flight", LastError: lastFailure(em.GetHistory())})
+	}
+	for _, p := range row.GetPending() {
+		state := "retry_scheduled"
+		if p.GetAttempt() <= 1 && p.GetDeferrals() > 0 {
+			state = "deferred"
+		}
+		out = append(out, currentFire{FireSeq: p.GetFireSeq(), ScheduledAt: fmtTime(p.GetScheduledAt()), Attempt: p.GetAttempt(),
+			State: state, NextAttemptAt: fmtTime(p.GetNotBefore()), LastError: lastFailure(p.GetHistory())})
+	}
+	return out
 }
 
 type callbackOut struct {
@@ -661,16 +711,17 @@ func stateName(st chimev1.JobStatus) string {
 func renderJob(ns, id string, row *chimev1.JobState, pending bool) jobResponse {
 	spec := row.GetSpec()
 	r := jobResponse{
-		ID:          id,
-		Namespace:   ns,
-		State:       stateName(row.GetStatus()),
-		Labels:      spec.GetLabels(),
-		CreatedAt:   fmtTime(row.GetCreatedAt()),
-		UpdatedAt:   fmtTime(row.GetUpdatedAt()),
-		Fires:       row.GetFires(),
-		Skipped:     row.GetSkipped(),
-		LastFiredAt: fmtTime(row.GetLastFiredAt()),
-		Pending:     pending,
+		ID:           id,
+		Namespace:    ns,
+		State:        stateName(row.GetStatus()),
+		Labels:       spec.GetLabels(),
+		CreatedAt:    fmtTime(row.GetCreatedAt()),
+		UpdatedAt:    fmtTime(row.GetUpdatedAt()),
+		Fires:        row.GetFires(),
+		Skipped:      row.GetSkipped(),
+		LastFiredAt:  fmtTime(row.GetLastFiredAt()),
+		Pending:      pending,
+		CurrentFires: currentFires(row),
 	}
 	if !schema.JobEnded(row.GetStatus()) {
 		r.NextFireAt = fmtTime(row.GetTimerAt())
