@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"github.com/gofiber/fiber/v2"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -115,8 +116,25 @@ func (s *server) publishBreaker(c *fiber.Ctx, cmd *chimev1.BreakerCommand) error
 	if err := s.cfg.Control.PublishBreaker(ctx, cmd); err != nil {
 		return unavailable("the breaker command", err)
 	}
+	// The breaker applies it within its lag: answer the state it led to
+	// (200), or, if the table has not shown it within ConsistencyWait, the
+	// state now with 202 and where to look again.
+	if st, ok := s.waitBreaker(c.UserContext(), ns, cmd.GetCommandId()); ok {
+		return c.JSON(fiber.Map{"command_id": cmd.GetCommandId(), "applied": true, "breaker": renderBreaker(ns, st)})
+	}
+	c.Location("/v1/namespaces/" + ns + "/breaker")
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{
 		"command_id": cmd.GetCommandId(),
+		"applied":    false,
 		"breaker":    renderBreaker(ns, s.cfg.Breakers.Get(ns)),
+	})
+}
+
+// waitBreaker polls the breaker view until it shows command id applied, or
+// ConsistencyWait passes.
+func (s *server) waitBreaker(ctx context.Context, ns, commandID string) (*chimev1.BreakerStatus, bool) {
+	return pollView(ctx, s.cfg.ConsistencyWait, func() (*chimev1.BreakerStatus, bool) {
+		st := s.cfg.Breakers.Get(ns)
+		return st, st.GetLastCommandId() == commandID
 	})
 }

@@ -17,7 +17,9 @@ import (
 	"github.com/chime-sched/chime/api"
 	"github.com/chime-sched/chime/infra/kafkatest"
 	"github.com/chime-sched/chime/processors/namespaces"
+	"github.com/chime-sched/chime/processors/breaker"
 	"github.com/chime-sched/chime/processors/scheduler"
+	"github.com/chime-sched/chime/views"
 )
 
 // liveAPI is the API served on a real listener, over a real broker, with
@@ -58,6 +60,7 @@ func startLive(t *testing.T) *liveAPI {
 	require.NoError(t, err)
 	run(sched.Run)
 	run(namespaces.New(namespaces.Config{Brokers: c.Brokers(), Topics: topics, Logger: log}).Run)
+	run(breaker.New(breaker.Config{Brokers: c.Brokers(), Topics: topics, Logger: log, Namespaces: views.StaticNamespaces{}}).Run)
 
 	be, err := api.NewBackend(api.BackendConfig{Brokers: c.Brokers(), Topics: topics, Logger: log})
 	require.NoError(t, err)
@@ -178,6 +181,44 @@ func TestIntegration(t *testing.T) {
 	r = l.do(t, "GET", "/v1/namespaces/shop/breaker", key, "")
 	require.Equal(t, 200, r.status)
 	require.Equal(t, "closed", r.body["state"])
+	// A breaker command answers with the state it led to.
+	r = l.do(t, "PUT", "/v1/namespaces/shop/breaker", adminToken, `{"mode": "force_open"}`)
+	require.Equal(t, 200, r.status, "body: %s", r.raw)
+	require.Equal(t, true, r.body["applied"])
+	require.Equal(t, "forced_open", r.body["breaker"].(map[string]any)["state"])
+	r = l.do(t, "PUT", "/v1/namespaces/shop/breaker", adminToken, `{"mode": "force_open"}`)
+	require.Equal(t, 200, r.status, "a command that changes nothing is answered too: %s", r.raw)
+	r = l.do(t, "PUT", "/v1/namespaces/shop/breaker", adminToken, `{"mode": "auto"}`)
+	require.Equal(t, 200, r.status, "body: %s", r.raw)
+
+	// Listings from the jobs table's index.
+	kafkatest.WaitFor(t, 60*time.Second, "the listing shows the three jobs", func() bool {
+		r = l.do(t, "GET", "/v1/namespaces/shop/jobs?limit=2", key, "")
+		return r.status == 200 && len(r.body["jobs"].([]any)) == 2 && r.body["next_cursor"] != ""
+	})
+	r = l.do(t, "GET", "/v1/namespaces/shop/jobs?limit=2&cursor="+r.body["next_cursor"].(string), key, "")
+	require.Len(t, r.body["jobs"], 1)
+	r = l.do(t, "GET", "/v1/namespaces/shop/jobs?state=cancelled", key, "")
+	require.Len(t, r.body["jobs"], 1)
+	require.Equal(t, "b1", r.body["jobs"].([]any)[0].(map[string]any)["id"])
+	r = l.do(t, "GET", "/v1/namespaces", adminToken, "")
+	require.Len(t, r.body["namespaces"], 2)
+
+	// Run now: the scheduler fires the job at once; its schedule stays.
+	r = l.do(t, "POST", "/v1/namespaces/shop/jobs/b2/trigger", key, "")
+	require.Equal(t, 202, r.status, "body: %s", r.raw)
+	kafkatest.WaitFor(t, 60*time.Second, "the triggered fire is in flight", func() bool {
+		r = l.do(t, "GET", "/v1/namespaces/shop/jobs/b2", key, "")
+		fires, _ := r.body["current_fires"].([]any)
+		return r.body["fires"] == 1.0 && len(fires) == 1 && fires[0].(map[string]any)["state"] == "in_flight"
+	})
+	require.Equal(t, "scheduled", r.body["state"])
+
+	// Keys: listed by id, revoked by id; the revoked key is refused.
+	r = l.do(t, "GET", "/v1/namespaces/other/keys", adminToken, "")
+	keyID := r.body["keys"].([]any)[0].(map[string]any)["id"].(string)
+	require.Equal(t, 204, l.do(t, "DELETE", "/v1/namespaces/other/keys/"+keyID, adminToken, "").status)
+	requireProblem(t, l.do(t, "GET", "/v1/namespaces/other", otherKey, ""), 401, "")
 
 	r = l.do(t, "GET", "/metrics", "", "")
 	require.Contains(t, string(r.raw), `chime_api_jobs_accepted_total 3`)

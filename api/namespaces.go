@@ -428,18 +428,28 @@ func NewSigningSecret() string {
 
 // waitNamespace polls the view until done holds or ConsistencyWait passes.
 func (s *server) waitNamespace(ctx context.Context, ns string, done func(*chimev1.NamespaceConfig) bool) (*chimev1.NamespaceConfig, bool) {
-	deadline := time.Now().Add(s.cfg.ConsistencyWait)
-	for {
+	return pollView(ctx, s.cfg.ConsistencyWait, func() (*chimev1.NamespaceConfig, bool) {
 		cur, err := s.cfg.Namespaces.Get(ns)
-		if err == nil && done(cur) {
-			return cur, true
+		return cur, err == nil && done(cur)
+	})
+}
+
+// pollView reads a view every 10 ms until read says done, wait passes or
+// ctx ends: a command's effect shows in the views within their lag.
+func pollView[T any](ctx context.Context, wait time.Duration, read func() (T, bool)) (T, bool) {
+	deadline := time.Now().Add(wait)
+	for {
+		v, ok := read()
+		if ok {
+			return v, true
 		}
+		var zero T
 		if time.Now().After(deadline) {
-			return nil, false
+			return zero, false
 		}
 		select {
 		case <-ctx.Done():
-			return nil, false
+			return zero, false
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

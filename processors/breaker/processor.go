@@ -261,7 +261,7 @@ func (p *Processor) onOutcome(ctx goka.Context, msg any) {
 	before := gateViewOf(st)
 	cfg := p.config(ctx)
 	res, _ := Overdue(st, cfg, now)
-	p.apply(ctx, st, before, Merge(res, Observe(st, cfg, o, now)), now)
+	p.apply(ctx, st, before, Merge(res, Observe(st, cfg, o, now)), now, false)
 }
 
 func (p *Processor) onTimer(ctx goka.Context, msg any) {
@@ -278,7 +278,7 @@ func (p *Processor) onTimer(ctx goka.Context, msg any) {
 	now := p.cfg.Now()
 	st := p.status(ctx)
 	before := gateViewOf(st)
-	p.apply(ctx, st, before, OnTimer(st, p.config(ctx), tm, now), now)
+	p.apply(ctx, st, before, OnTimer(st, p.config(ctx), tm, now), now, false)
 }
 
 func (p *Processor) onCommand(ctx goka.Context, msg any) {
@@ -308,7 +308,12 @@ func (p *Processor) onCommand(ctx goka.Context, msg any) {
 	}
 	st := p.status(ctx)
 	before := gateViewOf(st)
-	p.apply(ctx, st, before, OnCommand(st, p.config(ctx), cmd, now), now)
+	res := OnCommand(st, p.config(ctx), cmd, now)
+	// Written at once even when it changes nothing: the API waits for
+	// the command id to answer with the resulting state.
+	st.LastCommandId = cmd.GetCommandId()
+	res.Changed = true
+	p.apply(ctx, st, before, res, now, true)
 }
 
 func (p *Processor) skip(ctx goka.Context, what string, err error) {
@@ -392,7 +397,7 @@ func (p *Processor) config(ctx goka.Context) Thresholds {
 // in between replays the input and decides again. A change of the window
 // counts alone is kept in memory until CheckpointInterval has passed since
 // the namespace's last write (before is the gate view before the input).
-func (p *Processor) apply(ctx goka.Context, st *chimev1.BreakerStatus, before gateView, res Result, now time.Time) {
+func (p *Processor) apply(ctx goka.Context, st *chimev1.BreakerStatus, before gateView, res Result, now time.Time, force bool) {
 	t := p.cfg.Topics
 	for _, tr := range res.Transitions {
 		ctx.Emit(goka.Stream(t.BreakerTransitions()), ctx.Key(), tr)
@@ -425,7 +430,7 @@ func (p *Processor) apply(ctx goka.Context, st *chimev1.BreakerStatus, before ga
 	}
 	p.liveMu.Unlock()
 	l.st = st
-	if len(res.Transitions) == 0 && res.Timer == nil && gateViewOf(st) == before &&
+	if !force && len(res.Transitions) == 0 && res.Timer == nil && gateViewOf(st) == before &&
 		p.cfg.CheckpointInterval > 0 && now.Sub(l.written) < p.cfg.CheckpointInterval {
 		return // counts only: the next checkpoint writes them
 	}

@@ -293,6 +293,9 @@ type BreakerStatus struct {
 	// Width of the buckets (window / bucket count); buckets laid out for
 	// another width are dropped when the namespace's window changes.
 	BucketWidthMs int64 `protobuf:"varint,13,opt,name=bucket_width_ms,json=bucketWidthMs,proto3" json:"bucket_width_ms,omitempty"`
+	// The last operator command applied (force, auto, reset): the API waits
+	// for it to answer with the state the command led to.
+	LastCommandId string `protobuf:"bytes,14,opt,name=last_command_id,json=lastCommandId,proto3" json:"last_command_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -416,6 +419,13 @@ func (x *BreakerStatus) GetBucketWidthMs() int64 {
 		return x.BucketWidthMs
 	}
 	return 0
+}
+
+func (x *BreakerStatus) GetLastCommandId() string {
+	if x != nil {
+		return x.LastCommandId
+	}
+	return ""
 }
 
 // BreakerTransition is every change of state, on the transitions topic.
@@ -911,7 +921,7 @@ const file_chime_v1_breaker_proto_rawDesc = "" +
 	"\n" +
 	"slow_calls\x18\x04 \x01(\x04R\tslowCalls\x12$\n" +
 	"\x0elatency_sum_ms\x18\x05 \x01(\x04R\flatencySumMs\x12!\n" +
-	"\flatency_hist\x18\x06 \x03(\x04R\vlatencyHist\"\xb7\x04\n" +
+	"\flatency_hist\x18\x06 \x03(\x04R\vlatencyHist\"\xdf\x04\n" +
 	"\rBreakerStatus\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12,\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x16.chime.v1.BreakerStateR\x05state\x120\n" +
@@ -926,7 +936,8 @@ const file_chime_v1_breaker_proto_rawDesc = "" +
 	" \x01(\v2\x19.google.protobuf.DurationR\acoolOff\x12\x18\n" +
 	"\aversion\x18\v \x01(\x04R\aversion\x12\x16\n" +
 	"\x06reason\x18\f \x01(\tR\x06reason\x12&\n" +
-	"\x0fbucket_width_ms\x18\r \x01(\x03R\rbucketWidthMs\"\xf6\x02\n" +
+	"\x0fbucket_width_ms\x18\r \x01(\x03R\rbucketWidthMs\x12&\n" +
+	"\x0flast_command_id\x18\x0e \x01(\tR\rlastCommandId\"\xf6\x02\n" +
 	"\x11BreakerTransition\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12*\n" +
