@@ -16,8 +16,8 @@ import (
 
 	"github.com/chime-sched/chime/api"
 	"github.com/chime-sched/chime/infra/kafkatest"
-	"github.com/chime-sched/chime/processors/namespaces"
 	"github.com/chime-sched/chime/processors/breaker"
+	"github.com/chime-sched/chime/processors/namespaces"
 	"github.com/chime-sched/chime/processors/scheduler"
 	"github.com/chime-sched/chime/views"
 )
