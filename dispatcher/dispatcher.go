@@ -262,7 +262,9 @@ func (d *Dispatcher) expired(due *chimev1.Due, ns *chimev1.NamespaceConfig) (res
 	o.ErrorKind = kindExpired
 	o.Error = fmt.Sprintf("relevancy deadline %s passed; not sent", deadline.UTC().Format(time.RFC3339Nano))
 	o.StartedAt, o.FinishedAt = timestamppb.New(now), timestamppb.New(now)
-	return result{outcome: o, cmds: []*chimev1.JobCommand{d.ack(due, chimev1.AckResult_ACK_RESULT_EXPIRED, o.Error)}}, true
+	// A dead letter too: a fire that was never sent is what an operator
+	// replays after an outage (docs/api.md, Dead letters).
+	return d.dead(due, result{outcome: o}, chimev1.AckResult_ACK_RESULT_EXPIRED, o.Error), true
 }
 
 // deferred hands a due held back by its namespace's limits back to the

@@ -183,12 +183,12 @@ func TestCallbacks(t *testing.T) {
 			name: "namespace-window", script: []http.HandlerFunc{status(200)},
 			ns:     &chimev1.NamespaceConfig{RelevancyWindow: durationpb.New(time.Minute)},
 			mutate: func(d *chimev1.Due) { d.ScheduledAt = timestamppb.New(time.Now().Add(-2 * time.Minute)) },
-			class:  chimev1.OutcomeClass_OUTCOME_CLASS_EXPIRED, ack: chimev1.AckResult_ACK_RESULT_EXPIRED,
+			class:  chimev1.OutcomeClass_OUTCOME_CLASS_EXPIRED, ack: chimev1.AckResult_ACK_RESULT_EXPIRED, dead: true,
 		},
 		{
 			name: "expired", script: []http.HandlerFunc{status(200)},
 			mutate: func(d *chimev1.Due) { d.Deadline = timestamppb.New(time.Now().Add(-time.Second)) },
-			class:  chimev1.OutcomeClass_OUTCOME_CLASS_EXPIRED, ack: chimev1.AckResult_ACK_RESULT_EXPIRED,
+			class:  chimev1.OutcomeClass_OUTCOME_CLASS_EXPIRED, ack: chimev1.AckResult_ACK_RESULT_EXPIRED, dead: true,
 		},
 	}
 	nss := StaticNamespaces{}
