@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/chime-sched/chime/schema"
@@ -73,4 +74,29 @@ func (s *signer) headers(id string, ts time.Time, body []byte) map[string]string
 		headerWebhookTimestamp: strconv.FormatInt(ts.Unix(), 10),
 		headerWebhookSignature: s.sign(id, ts, body),
 	}
+}
+
+// VerifySignature says whether sigHeader (a webhook-signature value: space-
+// separated "v1,<base64>") holds a valid signature by secret of id, ts and
+// body, as a Standard Webhooks receiver checks it. It does not check the
+// timestamp's age; a receiver should also refuse old timestamps.
+func VerifySignature(secret, id, ts, sigHeader string, body []byte) bool {
+	key, err := schema.SigningKey(secret)
+	if err != nil {
+		return false
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(id + "." + ts + "."))
+	m.Write(body)
+	want := m.Sum(nil)
+	for _, sig := range strings.Fields(sigHeader) {
+		b64, ok := strings.CutPrefix(sig, "v1,")
+		if !ok {
+			continue
+		}
+		if got, err := base64.StdEncoding.DecodeString(b64); err == nil && hmac.Equal(got, want) {
+			return true
+		}
+	}
+	return false
 }

@@ -25,6 +25,7 @@ Usage:
   chime sink       [flags]   the analytics sink: outcomes and breaker history into ClickHouse
   chime topics     [flags]   create or check every topic, then exit
   chime client     ...       call the HTTP API ("chime client" for the shortcuts)
+  chime echo       [flags]   a callback receiver that prints what it gets (on 127.0.0.1:9999)
   chime version
 
 Run "chime <command> -h" for the flags; docs/configuration.md lists them all
@@ -67,6 +68,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		err = runRole(ctx, "sink", rest, getenv, stdout, stderr, roleSink)
 	case "client":
 		return runClient(ctx, rest, getenv, os.Stdin, stdout, stderr)
+	case "echo":
+		err = runEcho(ctx, rest, stdout, stderr)
 	case "topics":
 		err = runRole(ctx, "topics", rest, getenv, stdout, stderr, roleTopics)
 	case "version", "--version", "-version":
