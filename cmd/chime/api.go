@@ -116,7 +116,7 @@ func runAPI(ctx context.Context, e *env, dev bool, src *analyticsSource, shared 
 // devAdminToken reads <state dir>/admin-token, creating it with a random
 // token the first time and printing that token once.
 func devAdminToken(e *env) (string, error) {
-	path := filepath.Join(e.cfg.StateDir, "admin-token")
+	path := filepath.Join(e.cfg.StateDir, config.AdminTokenFile)
 	raw, err := os.ReadFile(path)
 	if err == nil {
 		if tok := strings.TrimSpace(string(raw)); len(tok) >= config.MinAdminTokenLen {
