@@ -172,7 +172,9 @@ var clientCommands = map[string]clientCommand{
 }
 
 func get(path func([]string) string, table func(io.Writer, map[string]any)) func([]string, map[string]string) (clientCall, error) {
-	return func(p []string, _ map[string]string) (clientCall, error) { return clientCall{"GET", path(p), "", table}, nil }
+	return func(p []string, _ map[string]string) (clientCall, error) {
+		return clientCall{"GET", path(p), "", table}, nil
+	}
 }
 
 func jobAction(method, suffix string) clientCommand {

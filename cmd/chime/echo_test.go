@@ -34,7 +34,9 @@ func TestEchoPrintsAndVerifies(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			out := &syncBuffer{}
 			done := make(chan error, 1)
-			go func() { done <- runEcho(ctx, []string{"--addr", addr, "--secret", secret, "--fail", tc.fail}, out, out) }()
+			go func() {
+				done <- runEcho(ctx, []string{"--addr", addr, "--secret", secret, "--fail", tc.fail}, out, out)
+			}()
 			t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
 			var res *http.Response
 			require.Eventually(t, func() bool {

@@ -28,13 +28,13 @@ import (
 	"github.com/chime-sched/chime/schema"
 )
 
-
 // DefaultStateDir is where chime keeps its state unless told otherwise.
 const DefaultStateDir = "./.chime"
 
 // AdminTokenFile is the file in the state dir that holds the admin token
 // chime dev generated (and chime client reads).
 const AdminTokenFile = "admin-token"
+
 // Scheduler storage back ends.
 const (
 	StorageDisk = "disk"
