@@ -87,6 +87,22 @@ $(CHDB_HOST): infra/clickhouse/host/chimech.c
 clickhouse: $(CHDB_STAMP) $(CHDB_HOST) ## install the local ClickHouse (npm @chdb/lib-linux-x64-gnu + host) into .tools/chdb
 
 # ---------------------------------------------------------------------------
+# Debian's Chromium, for the console's browser test (cmd/chime
+# TestConsoleInChromium, driven by chromedp). Installed with apt when missing
+# (as root, or through sudo).
+# ---------------------------------------------------------------------------
+CHROMIUM := /usr/bin/chromium
+
+.PHONY: chromium
+chromium: ## install Debian's chromium for the console test (apt, when missing)
+	@if [ ! -x $(CHROMIUM) ]; then \
+		echo "installing Debian's chromium (apt-get)"; \
+		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		$$SUDO apt-get install -y --no-install-recommends chromium || \
+			{ $$SUDO apt-get update && $$SUDO apt-get install -y --no-install-recommends chromium; }; \
+	fi
+
+# ---------------------------------------------------------------------------
 # schemathesis (PyPI), pinned, in a virtualenv under .tools/; .ci/schemathesis
 # runs it against a whole chime dev.
 # ---------------------------------------------------------------------------
@@ -212,14 +228,14 @@ fmt: ## gofmt -w every Go file
 	$(GO_FILES_CMD) | xargs -0 -r gofmt -w
 
 .PHONY: test
-test: vet fmt-check check-generate clickhouse ## vet, gofmt check, check-generate, local ClickHouse, then go test -race ./...
+test: vet fmt-check check-generate clickhouse chromium ## vet, gofmt check, check-generate, local ClickHouse and Chromium, then go test -race ./...
 	$(GO) test $(TEST_FLAGS) ./...
 
 # The same suite against Apache Kafka: chime-kafka starts a KRaft node and runs
 # go test with CHIME_TEST_BROKERS pointing at it; tests of broker faults start
 # three-node clusters of their own from CHIME_KAFKA_LIBS.
 .PHONY: test-kafka
-test-kafka: $(KAFKA_STAMP) clickhouse ## go test ./... against a real Apache Kafka node (KAFKA_TEST_FLAGS)
+test-kafka: $(KAFKA_STAMP) clickhouse chromium ## go test ./... against a real Apache Kafka node (KAFKA_TEST_FLAGS)
 	$(GO) run ./cmd/chime-kafka -libs $(KAFKA_LIBS) -nodes $(KAFKA_NODES) -- $(GO) test $(KAFKA_TEST_FLAGS) ./...
 
 .PHONY: lint

@@ -295,6 +295,7 @@ func (s *server) routes(app *fiber.App) {
 	app.Get("/readyz", s.readyz)
 	app.Get("/metrics", s.metricsHandler())
 	app.Get("/openapi.json", s.openapi)
+	s.consoleRoutes(app)
 
 	app.Get("/v1/namespaces", s.authenticate, s.adminOnly, s.listNamespaces)
 	v1 := app.Group("/v1/namespaces/:ns", s.authenticate, s.limitRequests)
