@@ -85,49 +85,16 @@ type consumer struct {
 	paused   bool
 
 	handlers sync.WaitGroup
-	// work hands a due to an idle worker; workers that find none for
-	// workerIdle exit, and all exit when stop closes.
-	work chan func()
-	stop chan struct{}
-}
-
-// workerIdle is how long a worker waits for the next due before it exits.
-// Reusing workers keeps their grown stacks: a goroutine per due paid for
-// growing its stack through the HTTP client on every call.
-const workerIdle = 5 * time.Second
-
-// spawn runs f on an idle worker, or on a new one.
-func (c *consumer) spawn(f func()) {
-	select {
-	case c.work <- f:
-		return
-	default:
-	}
-	go c.worker(f)
-}
-
-func (c *consumer) worker(f func()) {
-	idle := time.NewTimer(workerIdle)
-	defer idle.Stop()
-	for {
-		f()
-		idle.Reset(workerIdle)
-		select {
-		case f = <-c.work:
-		case <-idle.C:
-			return
-		case <-c.stop:
-			return
-		}
-	}
+	// workers run the calls (workers.go).
+	workers *workers
 }
 
 // Run consumes due events until ctx ends, then lets calls in flight finish
 // (up to RevokeWait), commits what completed, leaves the group and returns.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	c := &consumer{d: d, topic: d.cfg.Topics.Due(), parts: map[int32]*partState{}, skips: map[int32]map[int64]bool{},
-		work: make(chan func()), stop: make(chan struct{})}
-	defer close(c.stop)
+		workers: newWorkers(workerIdle)}
+	defer c.workers.close()
 	c.cond = sync.NewCond(&c.mu)
 	defer d.closeProducers()
 	cl, err := kgo.NewClient(append(append([]kgo.Opt{
@@ -240,7 +207,7 @@ func (c *consumer) start(r *kgo.Record, consumed time.Time) {
 		return
 	}
 	c.handlers.Add(1)
-	c.spawn(func() {
+	c.workers.spawn(func() {
 		defer c.handlers.Done()
 		ok := c.d.handle(ps.owned, r.Value, consumed)
 		c.complete(r.Partition, ps, e, ok)
