@@ -64,23 +64,27 @@ func badQuery(param, format string, args ...any) *Problem {
 
 // timeRange reads from and to (RFC 3339). Both missing: the last hour;
 // one missing: an hour from or up to the other (to no later than now).
-func (s *server) timeRange(c *fiber.Ctx) (from, to time.Time, err error) {
-	parse := func(name string) (time.Time, bool, error) {
-		v := c.Query(name)
-		if v == "" {
-			return time.Time{}, false, nil
-		}
-		t, err := time.Parse(time.RFC3339Nano, v)
-		if err != nil {
-			return time.Time{}, false, badQuery(name, "%q is not an RFC 3339 time; write it like 2026-11-23T10:00:00Z", v)
-		}
-		// ClickHouse's DateTime64 ends where chime's times do not; the
-		// year 304 made a query fail with a 500 (found by schemathesis).
-		if err := schedule.InRange(t); err != nil {
-			return time.Time{}, false, badQuery(name, "%v", err)
-		}
-		return t.UTC(), true, nil
+// queryTime reads an optional RFC 3339 query parameter (ok false when
+// absent).
+func queryTime(c *fiber.Ctx, name string) (t time.Time, ok bool, err error) {
+	v := c.Query(name)
+	if v == "" {
+		return time.Time{}, false, nil
 	}
+	t, err = time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, false, badQuery(name, "%q is not an RFC 3339 time; write it like 2026-11-23T10:00:00Z", v)
+	}
+	// ClickHouse's DateTime64 ends where chime's times do not; the
+	// year 304 made a query fail with a 500 (found by schemathesis).
+	if err := schedule.InRange(t); err != nil {
+		return time.Time{}, false, badQuery(name, "%v", err)
+	}
+	return t.UTC(), true, nil
+}
+
+func (s *server) timeRange(c *fiber.Ctx) (from, to time.Time, err error) {
+	parse := func(name string) (time.Time, bool, error) { return queryTime(c, name) }
 	from, hasFrom, err := parse("from")
 	if err != nil {
 		return from, to, err

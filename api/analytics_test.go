@@ -345,6 +345,7 @@ func TestBulkReplay(t *testing.T) {
 	require.Regexp(t, `^refund-1\.replay-[0-9a-f]{12}$`, r.body["jobs"].([]any)[0])
 	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/dead-letters:replay", key, map[string]any{"limit": 501}), 422, "limit")
 	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/dead-letters:replay", key, map[string]any{"from": "yesterday"}), 422, "from")
+	requireProblem(t, b.do(t, "GET", "/v1/namespaces/shop/dead-letters?from=0304-01-01T00:00:00Z", key, nil), 400, "from")
 	r = b.do(t, "GET", "/v1/namespaces/shop/dead-letters?job_id_prefix=refund", key, nil)
 	require.Len(t, r.body["dead_letters"], 1)
 }

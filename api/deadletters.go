@@ -19,6 +19,7 @@ import (
 	"github.com/chime-sched/chime/analytics"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/schema/schedule"
 )
 
 // LabelReplayOf is the label a replayed dead letter's job carries: the
@@ -165,15 +166,13 @@ func (s *server) listDeadLetters(c *fiber.Ctx) error {
 		}
 	}
 	q := analytics.DeadLetterQuery{Limit: limit, Before: before, JobIDPrefix: c.Query("job_id_prefix")}
-	var fe fieldErrs
-	for name, dst := range map[string]*time.Time{"from": &q.From, "to": &q.To} {
-		if v := c.Query(name); v != "" {
-			if t := fe.timestamp(name, &v); t != nil {
-				*dst = t.AsTime()
-			}
-		}
+	if len(q.JobIDPrefix) > schema.MaxJobIDLen {
+		return badQuery("job_id_prefix", "is longer than a job id (%d bytes)", schema.MaxJobIDLen)
 	}
-	if err := fe.problem(); err != nil {
+	if q.From, _, err = queryTime(c, "from"); err != nil {
+		return err
+	}
+	if q.To, _, err = queryTime(c, "to"); err != nil {
 		return err
 	}
 	ns := c.Params("ns")
@@ -367,11 +366,20 @@ func (s *server) replayDeadLetters(c *fiber.Ctx) error {
 	if len(req.JobIDPrefix) > schema.MaxJobIDLen {
 		fe.add("job_id_prefix", "is longer than a job id (%d bytes)", schema.MaxJobIDLen)
 	}
-	if t := fe.timestamp("from", req.From); t != nil {
-		q.From = t.AsTime()
-	}
-	if t := fe.timestamp("to", req.To); t != nil {
-		q.To = t.AsTime()
+	for name, in := range map[string]*string{"from": req.From, "to": req.To} {
+		t := fe.timestamp(name, in)
+		if t == nil {
+			continue
+		}
+		if err := schedule.InRange(t.AsTime()); err != nil {
+			fe.add(name, "%v", err)
+			continue
+		}
+		if name == "from" {
+			q.From = t.AsTime()
+		} else {
+			q.To = t.AsTime()
+		}
 	}
 	if err := fe.problem(); err != nil {
 		return err
