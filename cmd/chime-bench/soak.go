@@ -112,14 +112,45 @@ func benchSoak(ctx context.Context, bin string, d time.Duration) []result {
 		}
 		transitions += s.transitions
 	}
-	grow := func(a, b float64) float64 { return (b - a) / a * 100 }
 	name := fmt.Sprintf("soak %s, %d fires/s, 5%% failing, a breaker trip a minute", d, soakJobs/2+soakTripJobs)
+	var after []soakSample
+	for _, s := range samples {
+		if s.at >= base.at {
+			after = append(after, s)
+		}
+	}
+	rssGrowth, rssLo, rssHi := trend(after, func(s soakSample) float64 { return s.rss })
+	gorGrowth, gorLo, gorHi := trend(after, func(s soakSample) float64 { return s.goroutines })
 	return []result{
-		{name + ": RSS at " + base.at.String() + " → end", fmt.Sprintf("%.0f → %.0f MB (%+.1f%%)", base.rss/1e6, last.rss/1e6, grow(base.rss, last.rss)), "< +10%", verdict(grow(base.rss, last.rss) < 10)},
-		{name + ": goroutines at " + base.at.String() + " → end", fmt.Sprintf("%.0f → %.0f (%+.1f%%)", base.goroutines, last.goroutines, grow(base.goroutines, last.goroutines)), "< +10%", verdict(grow(base.goroutines, last.goroutines) < 10)},
+		{name + ": RSS trend " + base.at.String() + " → end (samples " + fmt.Sprintf("%.0f–%.0f MB", rssLo/1e6, rssHi/1e6) + ")", fmt.Sprintf("%.0f → %.0f MB (%+.1f%%)", base.rss/1e6, last.rss/1e6, rssGrowth), "< +10%", verdict(rssGrowth < 10)},
+		{name + ": goroutines trend " + base.at.String() + " → end (samples " + fmt.Sprintf("%.0f–%.0f", gorLo, gorHi) + ")", fmt.Sprintf("%.0f → %.0f (%+.1f%%)", base.goroutines, last.goroutines, gorGrowth), "< +10%", verdict(gorGrowth < 10)},
 		{name + ": RSS, heap in use at " + first.at.String() + " → end", fmt.Sprintf("%.0f → %.0f MB, %.0f → %.0f MB", first.rss/1e6, last.rss/1e6, first.heap/1e6, last.heap/1e6), "—", "—"},
 		{name + ": open files at end", fmt.Sprintf("%.0f", last.fds), "—", "—"},
 		{name + ": worst fire lag p99 of a sample after " + base.at.String(), fmt.Sprintf("%.2f s", worstLag), "< 1 s", verdict(worstLag < 1)},
 		{name + ": breaker transitions", fmt.Sprintf("%.0f", transitions), "—", "—"},
 	}
+}
+
+// trend is the growth, in percent, of the least-squares line through the
+// samples' values from the first sample's time to the last's, and the
+// lowest and highest value. The line, not two samples: RSS swings ±15 %
+// between minutes as the collector runs (GOGC 200), so a run that is flat
+// would pass or fail by which minute its baseline and last samples fell on.
+func trend(samples []soakSample, value func(soakSample) float64) (growthPct, lo, hi float64) {
+	n := float64(len(samples))
+	var sx, sy, sxx, sxy float64
+	lo, hi = value(samples[0]), value(samples[0])
+	for _, s := range samples {
+		x, y := s.at.Minutes(), value(s)
+		sx, sy, sxx, sxy = sx+x, sy+y, sxx+x*x, sxy+x*y
+		lo, hi = min(lo, y), max(hi, y)
+	}
+	if len(samples) < 2 {
+		return 0, lo, hi
+	}
+	slope := (n*sxy - sx*sy) / (n*sxx - sx*sx)
+	icept := (sy - slope*sx) / n
+	x0, x1 := samples[0].at.Minutes(), samples[len(samples)-1].at.Minutes()
+	start := icept + slope*x0
+	return (slope * (x1 - x0)) / start * 100, lo, hi
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chime-sched/chime/dispatcher"
 	"github.com/chime-sched/chime/infra/clickhouse"
 )
 
@@ -245,6 +246,31 @@ func TestDevAPIEndToEnd(t *testing.T) {
 		require.Equal(t, 200, st, "%v", out)
 	} else {
 		t.Log("no local ClickHouse (make clickhouse): the analytics routes are not checked")
+	}
+
+	// Signing-secret rotation: during the overlap every callback carries a
+	// signature by the new secret and one by the old, space-separated.
+	st, out = dev.call(t, "POST", "/v1/namespaces/e2e/signing-secret:rotate", admin, `{"overlap": "1h"}`)
+	require.Equal(t, 200, st, "%v", out)
+	fresh := out["signing_secret"].(string)
+	require.NotNil(t, out["previous_valid_until"])
+	rotatedAt := time.Now()
+	waitUntil(t, 30*time.Second, "a callback signed by both secrets", func() bool {
+		for _, a := range rcv.at("/every") {
+			if a.at.After(rotatedAt) && len(strings.Fields(a.header.Get("webhook-signature"))) == 2 {
+				return true
+			}
+		}
+		return false
+	})
+	for _, a := range rcv.at("/every") {
+		if sigs := a.header.Get("webhook-signature"); a.at.After(rotatedAt) && len(strings.Fields(sigs)) == 2 {
+			id, ts := a.header.Get("webhook-id"), a.header.Get("webhook-timestamp")
+			require.True(t, dispatcher.VerifySignature(fresh, id, ts, sigs, a.body), "the new secret's signature")
+			require.True(t, dispatcher.VerifySignature(secret, id, ts, sigs, a.body), "the old secret's signature")
+			require.True(t, dispatcher.VerifySignature(fresh, id, ts, strings.Fields(sigs)[0], a.body), "the new one first")
+			break
+		}
 	}
 
 	for _, id := range []string{every, cron} {
