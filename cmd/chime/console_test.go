@@ -58,6 +58,9 @@ func browser(t *testing.T) context.Context {
 	ctx, cancel := chromedp.NewContext(actx)
 	ctx, tcancel := context.WithTimeout(ctx, 4*time.Minute)
 	t.Cleanup(func() { tcancel(); cancel(); acancel() })
+	// Start the browser on this context: the first run allocates it, and a
+	// step's shorter-lived context must not be the one that owns it.
+	require.NoError(t, chromedp.Do(ctx))
 	return ctx
 }
 
@@ -68,10 +71,64 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	require.NoError(t, os.WriteFile(filepath.Join(artifactsDir(t), name+".png"), png, 0o644))
 }
 
-// do runs browser steps, failing the test on an error.
+// do runs browser steps, failing the test on an error or when they take
+// over a minute, with a screenshot of the page as it was.
 func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	require.NoError(t, chromedp.Do(ctx, steps...))
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := chromedp.Do(sctx, steps...); err != nil {
+		t.Fatalf("browser steps failed: %v; %s", err, failShot(t, ctx))
+	}
+}
+
+// failShot keeps a screenshot of the page as a failing step left it.
+func failShot(t *testing.T, ctx context.Context) string {
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		return "no screenshot: " + err.Error()
+	}
+	path := filepath.Join(artifactsDir(t), "failed.png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		return "no screenshot: " + err.Error()
+	}
+	return "screenshot in " + path
+}
+
+// click clicks sel once it is on the page and visible. It finds and clicks
+// the element in one script: the console re-renders lists while it polls,
+// and a node found in one step and clicked in the next may be gone by then
+// (chromedp's Click then waited for it until the test's deadline).
+func click(t *testing.T, ctx context.Context, sel string) {
+	t.Helper()
+	untilTrue(t, ctx, "click "+sel, `(() => { const e = document.querySelector(`+strconv.Quote(sel)+`);
+		if (!e || e.getClientRects().length === 0) return false; e.click(); return true; })()`)
+}
+
+// fill sets the value of the input or select sel and tells the page, as
+// typing or choosing would.
+func fill(t *testing.T, ctx context.Context, sel, value string) {
+	t.Helper()
+	untilTrue(t, ctx, "fill "+sel, `(() => { const e = document.querySelector(`+strconv.Quote(sel)+`);
+		if (!e || e.getClientRects().length === 0) return false; e.value = `+strconv.Quote(value)+`;
+		e.dispatchEvent(new Event("input", {bubbles: true})); e.dispatchEvent(new Event("change", {bubbles: true})); return true; })()`)
+}
+
+// untilTrue evaluates script until it returns true, for up to a minute.
+func untilTrue(t *testing.T, ctx context.Context, what, script string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](script))
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			page, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText.slice(0, 2000)`))
+			t.Fatalf("%s: never possible (last error: %v); %s; the page:\n%s", what, err, failShot(t, ctx), page)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // innerText reads sel's text now ("" when absent).
@@ -148,13 +205,11 @@ func TestConsoleInChromium(t *testing.T) {
 	// Sign in with the admin token.
 	do(t, ctx, chromedp.Navigate(dev.base+"/ui/"), chromedp.WaitVisible(chromedp.CSS("#token")))
 	screenshot(t, ctx, "01-sign-in")
-	do(t, ctx,
-		chromedp.SendKeys(chromedp.CSS("#token"), "not-a-token"),
-		chromedp.Click(chromedp.CSS(`#signin button[type="submit"]`)))
+	do(t, ctx, chromedp.SendKeys(chromedp.CSS("#token"), "not-a-token"))
+	click(t, ctx, `#signin button[type="submit"]`)
 	waitText(t, ctx, "#signin-error", "not valid")
-	do(t, ctx,
-		chromedp.SetValue(chromedp.CSS("#token"), admin),
-		chromedp.Click(chromedp.CSS(`#signin button[type="submit"]`)))
+	fill(t, ctx, "#token", admin)
+	click(t, ctx, `#signin button[type="submit"]`)
 
 	// Namespaces, with the breaker state.
 	waitText(t, ctx, "#namespaces", "shop")
@@ -162,7 +217,7 @@ func TestConsoleInChromium(t *testing.T) {
 	screenshot(t, ctx, "02-namespaces")
 
 	// A namespace: breaker, jobs (newest first), charts.
-	do(t, ctx, chromedp.Click(chromedp.CSS(`#namespaces tr[data-ns="shop"]`)))
+	click(t, ctx, `#namespaces tr[data-ns="shop"]`)
 	waitText(t, ctx, "#breaker-state", "closed")
 	waitText(t, ctx, "#jobs", "tick")
 	jobs := text(t, ctx, "#jobs tbody")
@@ -175,7 +230,7 @@ func TestConsoleInChromium(t *testing.T) {
 
 	// Breaker controls: force open, shown at once; the trip is in the
 	// history and marked on the charts; then automatic again.
-	do(t, ctx, chromedp.Click(chromedp.CSS(`#breaker-controls button[data-mode="force_open"]`)))
+	click(t, ctx, `#breaker-controls button[data-mode="force_open"]`)
 	waitText(t, ctx, "#breaker-state", "forced_open")
 	waitText(t, ctx, "#toast", "forced_open")
 	if analytics {
@@ -183,30 +238,27 @@ func TestConsoleInChromium(t *testing.T) {
 		do(t, ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#chart-requests svg line.trip`)))
 	}
 	screenshot(t, ctx, "03-namespace-forced-open")
-	do(t, ctx, chromedp.Click(chromedp.CSS(`#breaker-controls button[data-mode="auto"]`)))
+	click(t, ctx, `#breaker-controls button[data-mode="auto"]`)
 	waitText(t, ctx, "#breaker-state", "closed")
 
 	// State filter.
-	do(t, ctx, chromedp.SetValue(chromedp.CSS("#job-state"), "dead"), chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		_, err := chromedp.Evaluate[bool](`document.getElementById("job-state").dispatchEvent(new Event("change"))`)(ctx, t)
-		return err
-	}))
+	fill(t, ctx, "#job-state", "dead")
 	waitText(t, ctx, "#jobs tbody", "broken")
 	require.NotContains(t, text(t, ctx, "#jobs tbody"), "tick")
 
 	// Dead letters, replayed from the console.
 	if analytics {
-		do(t, ctx, chromedp.Click(chromedp.CSS("#tab-dead")))
+		click(t, ctx, "#tab-dead")
 		waitText(t, ctx, "#dead-letters", "broken")
 		screenshot(t, ctx, "04-dead-letters")
-		do(t, ctx, chromedp.Click(chromedp.CSS("#dead-letters button.replay")))
+		click(t, ctx, "#dead-letters button.replay")
 		waitText(t, ctx, "#toast", "Replayed as job broken.replay-")
 	}
 
 	// A job: its fields, JSON body shown as JSON, run now.
 	do(t, ctx, chromedp.Navigate(dev.base+"/ui/#/ns/shop/job/later"))
 	waitText(t, ctx, "#job-fields", "scheduled")
-	do(t, ctx, chromedp.Click(chromedp.CSS(`#job-actions button[data-act="trigger"]`)))
+	click(t, ctx, `#job-actions button[data-act="trigger"]`)
 	waitText(t, ctx, "#toast", "Fired now")
 	waitText(t, ctx, "#job-fields", "Fires\n1 (skipped 0)")
 	if analytics {
@@ -218,8 +270,9 @@ func TestConsoleInChromium(t *testing.T) {
 	waitText(t, ctx, "#job-fields", `"hello": "<chime>"`)
 
 	// A namespace key sees its namespace only, without the controls.
-	do(t, ctx, chromedp.Click(chromedp.CSS("#signout")), chromedp.WaitVisible(chromedp.CSS("#token")),
-		chromedp.SetValue(chromedp.CSS("#token"), nsKey), chromedp.Click(chromedp.CSS(`#signin button[type="submit"]`)))
+	click(t, ctx, "#signout")
+	fill(t, ctx, "#token", nsKey)
+	click(t, ctx, `#signin button[type="submit"]`)
 	waitText(t, ctx, "#who", "namespace shop")
 	waitText(t, ctx, "#breaker-controls", "Only the admin token")
 	screenshot(t, ctx, "06-namespace-key")

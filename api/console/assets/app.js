@@ -5,6 +5,7 @@ const TOKEN_KEY = "chime.token";
 const main = document.getElementById("main");
 let session = null; // {token, admin, namespace}
 let timers = [];    // polls of the page on screen, stopped on navigation
+let gen = 0;        // counts navigations: a render still awaiting when the user moved on starts no polls
 
 // ---------- helpers ----------
 
@@ -55,8 +56,17 @@ function nsPath(ns, rest = "") {
   return "/v1/namespaces/" + encodeURIComponent(ns) + rest;
 }
 
-function every(ms, fn) {
-  timers.push(setInterval(fn, ms));
+// every polls fn while the page rendered in navigation g is on screen.
+function every(g, ms, fn) {
+  if (g === gen) timers.push(setInterval(fn, ms));
+}
+
+// go shows the page for hash: through the hashchange listener when the hash
+// changes, directly when it does not. One render per navigation: rendering
+// twice replaced the sign-in form under the user's (and a test's) cursor.
+function go(hash) {
+  if (location.hash === hash) route();
+  else location.hash = hash;
 }
 
 // ---------- sign in ----------
@@ -93,8 +103,7 @@ function renderSignIn(error) {
     const token = document.getElementById("token").value.trim();
     try {
       await signIn(token);
-      location.hash = session.admin ? "#/" : "#/ns/" + encodeURIComponent(session.namespace);
-      route();
+      go(session.admin ? "#/" : "#/ns/" + encodeURIComponent(session.namespace));
     } catch (e) {
       session = null;
       renderSignIn(e.status === 401 ? "That token is not valid (revoked, mistyped, or never created)." : e.message);
@@ -137,6 +146,7 @@ function lineChart(series, marks, from, to, unit) {
 // ---------- pages ----------
 
 async function renderNamespaces() {
+  const g = gen;
   main.innerHTML = `<h1>Namespaces</h1><div id="ns-list" class="muted">Loading…</div>`;
   const load = async () => {
     const data = await api("GET", "/v1/namespaces?limit=500");
@@ -157,10 +167,11 @@ async function renderNamespaces() {
     }
   };
   await load();
-  every(5000, () => load().catch(() => {}));
+  every(g, 5000, () => load().catch(() => {}));
 }
 
 async function renderNamespace(ns, tab) {
+  const g = gen;
   main.innerHTML = `
     <h1>${esc(ns)} <span id="breaker-pill"></span></h1>
     <div class="grid">
@@ -193,8 +204,8 @@ async function renderNamespace(ns, tab) {
       </dl>`;
   };
   await loadBreaker().catch((e) => { document.getElementById("breaker-card").textContent = e.message; });
-  // The breaker live; its history as the sink stores it.
-  every(5000, () => { loadBreaker().catch(() => {}); loadHistory().catch(() => {}); });
+  // The breaker live; its history and charts, as the sink stores them, below.
+  every(g, 5000, () => loadBreaker().catch(() => {}));
 
   const controls = document.getElementById("breaker-controls");
   if (session.admin) {
@@ -223,11 +234,15 @@ async function renderNamespace(ns, tab) {
     controls.innerHTML = `<h2>Breaker controls</h2><p class="muted">Only the admin token may force or reset the breaker.</p>`;
   }
 
-  const to = new Date(), from = new Date(to.getTime() - 3600e3);
-  const range = `from=${encodeURIComponent(from.toISOString())}&to=${encodeURIComponent(to.toISOString())}`;
+  // The last hour, moving: every poll asks for the hour up to now (and a
+  // minute ahead, so a transition stamped by a clock slightly ahead shows).
+  const lastHour = () => {
+    const to = new Date(), from = new Date(to.getTime() - 3600e3);
+    return { from, to, query: `from=${encodeURIComponent(from.toISOString())}&to=${encodeURIComponent(new Date(to.getTime() + 60e3).toISOString())}` };
+  };
   let trips = [];
   const loadHistory = async () => {
-    const h = await api("GET", nsPath(ns, "/breaker/history?" + range.replace(/to=[^&]*/, "to=" + encodeURIComponent(new Date(Date.now() + 60e3).toISOString()))));
+    const h = await api("GET", nsPath(ns, "/breaker/history?" + lastHour().query));
     trips = h.transitions.filter((t) => t.to === "open" || t.to === "forced_open").map((t) => ({ t: new Date(t.at), label: `${t.from} → ${t.to}: ${t.reason}` }));
     document.getElementById("history").innerHTML = h.transitions.length === 0
       ? `<p class="muted">No transitions in the last hour.</p>`
@@ -235,9 +250,9 @@ async function renderNamespace(ns, tab) {
         h.transitions.slice().reverse().map((t) => `<tr><td>${fmtTime(t.at)}</td><td>${pill(t.from)}</td><td>${pill(t.to)}</td><td class="num">${esc(t.consecutive_trips)}</td><td>${esc(t.reason)}</td></tr>`).join("") +
         `</tbody></table>`;
   };
-  try {
-    await loadHistory();
-    const stats = await api("GET", nsPath(ns, "/stats?step=1m&" + range));
+  const loadCharts = async () => {
+    const { from, to, query } = lastHour();
+    const stats = await api("GET", nsPath(ns, "/stats?step=1m&" + query));
     const pts = stats.points.map((p) => ({ ...p, t: new Date(p.t) }));
     document.getElementById("chart-requests").innerHTML = lineChart([
       { name: "requests", color: "#3056d3", values: pts.map((p) => ({ t: p.t, v: p.requests })) },
@@ -247,10 +262,20 @@ async function renderNamespace(ns, tab) {
       { name: "p50", color: "#1a7f4b", values: pts.map((p) => ({ t: p.t, v: p.p50_ms })) },
       { name: "p99", color: "#b7791f", values: pts.map((p) => ({ t: p.t, v: p.p99_ms })) },
     ], trips, from, to, " ms");
-  } catch (e) {
-    const msg = e.status === 503 ? "Analytics unavailable: " + e.message : e.message;
-    for (const id of ["chart-requests", "chart-latency", "history"]) document.getElementById(id).textContent = msg;
-  }
+  };
+  // Analytics may be starting or away: say so where the charts go, and keep
+  // trying, so the page fills in once ClickHouse answers.
+  const loadAnalytics = async () => {
+    try {
+      await loadHistory();
+      await loadCharts();
+    } catch (e) {
+      const msg = e.status === 503 ? "Analytics unavailable: " + e.message : e.message;
+      for (const id of ["chart-requests", "chart-latency", "history"]) document.getElementById(id).textContent = msg;
+    }
+  };
+  await loadAnalytics();
+  every(g, 10000, () => loadAnalytics().catch(() => {}));
 
   if (tab === "dead-letters") await renderDeadLetters(ns);
   else await renderJobs(ns);
@@ -335,6 +360,7 @@ async function renderDeadLetters(ns) {
 }
 
 async function renderJob(ns, id) {
+  const g = gen;
   main.innerHTML = `<p><a href="#/ns/${encodeURIComponent(ns)}">← ${esc(ns)}</a></p>
     <h1>Job ${esc(id)} <span id="job-pill"></span></h1>
     <div class="row" id="job-actions">
@@ -391,12 +417,13 @@ async function renderJob(ns, id) {
   }
   await load().catch((e) => { document.getElementById("job-fields").textContent = e.message; });
   await loadAttempts().catch((e) => { document.getElementById("attempts").textContent = e.status === 503 ? "Analytics unavailable: " + e.message : e.message; });
-  every(3000, () => { load().catch(() => {}); loadAttempts().catch(() => {}); });
+  every(g, 3000, () => { load().catch(() => {}); loadAttempts().catch(() => {}); });
 }
 
 // ---------- routing ----------
 
 async function route() {
+  const g = ++gen;
   for (const t of timers) clearInterval(t);
   timers = [];
   if (!session) {
@@ -416,6 +443,8 @@ async function route() {
     if (!session.admin) { location.hash = "#/ns/" + encodeURIComponent(session.namespace); return; }
     return await renderNamespaces();
   } catch (e) {
+    // A page the user already left fails on its missing elements: say nothing.
+    if (g !== gen) return;
     if (e.status === 401) { sessionStorage.removeItem(TOKEN_KEY); session = null; return renderSignIn("Signed out: the token is no longer valid."); }
     main.innerHTML = `<p class="error">${esc(e.message)}</p>`;
   }
@@ -424,8 +453,7 @@ async function route() {
 document.getElementById("signout").addEventListener("click", () => {
   sessionStorage.removeItem(TOKEN_KEY);
   session = null;
-  location.hash = "#/";
-  renderSignIn();
+  go("#/");
 });
 window.addEventListener("hashchange", route);
 route();
