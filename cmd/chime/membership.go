@@ -31,7 +31,7 @@ func chimeGroups(cfg config.Config) []string {
 // it (two roles started from one directory), this one runs as a dynamic
 // member: correct, only without the fast restart. release drops the lock.
 func (e *env) joinIdentity() (release func()) {
-	e.membership = groups.Membership{InstanceID: e.cfg.InstanceID, SessionTimeout: e.cfg.SessionTimeout}
+	e.membership = groups.Membership{InstanceID: e.cfg.InstanceID, SessionTimeout: e.cfg.SessionTimeout, EmbeddedBroker: e.cfg.Embedded()}
 	if e.membership.InstanceID != "" {
 		return func() {}
 	}

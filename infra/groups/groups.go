@@ -30,12 +30,13 @@ import (
 // rebalance waits for members to rejoin; a goka member rejoins once its
 // callbacks for revoked partitions returned, which takes well under it.
 const (
-	DefaultSessionTimeout    = 6 * time.Second
-	DefaultRebalanceTimeout  = 30 * time.Second
-	MinSessionTimeout        = 2 * time.Second
-	heartbeatsPerSession     = 6
-	maxInstanceIDLen         = 249
-	instanceIDHashCharacters = 10
+	DefaultSessionTimeout        = 6 * time.Second
+	DefaultRebalanceTimeout      = 30 * time.Second
+	MinSessionTimeout            = 2 * time.Second
+	heartbeatsPerSession         = 6
+	embeddedHeartbeatsPerSession = 3
+	maxInstanceIDLen             = 249
+	instanceIDHashCharacters     = 10
 )
 
 // Membership is one process's part in chime's consumer groups.
@@ -48,6 +49,13 @@ type Membership struct {
 	// SessionTimeout is how long the coordinator waits for a heartbeat
 	// before it gives a member's partitions to the others (0: default).
 	SessionTimeout time.Duration
+	// EmbeddedBroker says the groups live on a broker inside this process
+	// (chime dev's), which ends with it: when this process dies no member
+	// survives to take its partitions over, so heartbeats go at Kafka's own
+	// ratio, three per session, not six. That halves an idle chime dev's
+	// heartbeats; another process sharing the development broker learns of
+	// a rebalance up to a second later.
+	EmbeddedBroker bool
 }
 
 func (m Membership) session() time.Duration {
@@ -58,6 +66,9 @@ func (m Membership) session() time.Duration {
 }
 
 func (m Membership) heartbeat() time.Duration {
+	if m.EmbeddedBroker {
+		return m.session() / embeddedHeartbeatsPerSession
+	}
 	return m.session() / heartbeatsPerSession
 }
 
