@@ -187,11 +187,12 @@ func (s *server) toCommand(ns string, ns_cfg *chimev1.NamespaceConfig, id string
 		add("callback", "is missing; give at least callback.url")
 	} else {
 		h := &chimev1.HttpCallback{
-			Url:     cb.URL,
-			Method:  cb.Method,
-			Headers: withJSONContentType(cb.Headers, cb.Body),
-			Body:    callbackBody(cb.Body),
-			Timeout: fe.duration(prefix+"callback.timeout", cb.Timeout),
+			Url:      cb.URL,
+			Method:   cb.Method,
+			Headers:  cb.Headers,
+			Body:     callbackBody(cb.Body),
+			JsonBody: sendsAsJSON(cb.Headers, cb.Body),
+			Timeout:  fe.duration(prefix+"callback.timeout", cb.Timeout),
 		}
 		spec.Target = &chimev1.Target{Kind: &chimev1.Target_Http{Http: h}}
 	}
@@ -285,36 +286,48 @@ func scheduleToProto(fe *fieldErrs, prefix string, sc *scheduleJSON, now time.Ti
 	return out, false
 }
 
-// withJSONContentType adds Content-Type: application/json to a callback
-// whose body is given as a JSON value other than a string (an object, an
-// array...), unless the job sets its own: the receiver's framework then
-// parses it, as it would a webhook from Svix or Stripe.
-func withJSONContentType(headers map[string]string, raw json.RawMessage) map[string]string {
+// sendsAsJSON says a callback is sent with Content-Type: application/json:
+// its body is given as a JSON value other than a string (an object, an
+// array...) and the job sets no content type of its own, so the receiver's
+// framework parses it, as it would a webhook from Svix or Stripe. The job
+// keeps a flag (json_body) the dispatcher reads, not a header in its map.
+func sendsAsJSON(headers map[string]string, raw json.RawMessage) bool {
 	body := bytes.TrimSpace(raw)
 	if len(body) == 0 || body[0] == '"' || string(body) == "null" {
-		return headers
+		return false
 	}
-	for k := range headers {
+	_, own := contentType(headers)
+	return !own
+}
+
+// contentType is the job's own Content-Type header, if it sets one.
+func contentType(headers map[string]string) (string, bool) {
+	for k, v := range headers {
 		if strings.EqualFold(k, fiber.HeaderContentType) {
-			return headers
+			return v, true
 		}
 	}
-	out := make(map[string]string, len(headers)+1)
-	maps.Copy(out, headers)
-	out[fiber.HeaderContentType] = fiber.MIMEApplicationJSON
-	return out
+	return "", false
 }
 
 // isJSONBody says a stored callback body is shown as JSON: the callback
 // says it is JSON, and it is.
 func isJSONBody(headers map[string]string, body []byte) bool {
-	for k, v := range headers {
-		if strings.EqualFold(k, fiber.HeaderContentType) {
-			mt, _, _ := strings.Cut(v, ";")
-			return strings.EqualFold(strings.TrimSpace(mt), fiber.MIMEApplicationJSON) && json.Valid(body)
-		}
+	v, ok := contentType(headers)
+	mt, _, _ := strings.Cut(v, ";")
+	return ok && strings.EqualFold(strings.TrimSpace(mt), fiber.MIMEApplicationJSON) && json.Valid(body)
+}
+
+// sentHeaders are the headers the callback is sent with, chime's own aside:
+// the job's, and the content type its JSON body adds.
+func sentHeaders(h *chimev1.HttpCallback) map[string]string {
+	if !h.GetJsonBody() {
+		return h.GetHeaders()
 	}
-	return false
+	out := make(map[string]string, len(h.GetHeaders())+1)
+	maps.Copy(out, h.GetHeaders())
+	out[fiber.HeaderContentType] = fiber.MIMEApplicationJSON
+	return out
 }
 
 func callbackBody(raw json.RawMessage) []byte {
@@ -752,10 +765,11 @@ func renderJob(ns, id string, row *chimev1.JobState, pending bool) jobResponse {
 		if method == "" {
 			method = "POST"
 		}
-		r.Callback = &callbackOut{URL: h.GetUrl(), Method: method, Headers: h.GetHeaders(), Timeout: fmtDuration(h.GetTimeout())}
+		headers := sentHeaders(h)
+		r.Callback = &callbackOut{URL: h.GetUrl(), Method: method, Headers: headers, Timeout: fmtDuration(h.GetTimeout())}
 		switch b := h.GetBody(); {
 		case len(b) == 0:
-		case isJSONBody(h.GetHeaders(), b):
+		case isJSONBody(headers, b):
 			r.Callback.Body = json.RawMessage(b)
 		default:
 			r.Callback.Body = string(b)

@@ -185,13 +185,18 @@ func (d *Dispatcher) call(due *chimev1.Due, ns *chimev1.NamespaceConfig, consume
 	body := cb.GetBody()
 	req.SetBodyRaw(body)
 	h := &req.Header
+	ownType := false
 	for k, v := range cb.GetHeaders() {
 		if strings.EqualFold(k, "Host") {
 			req.UseHostHeader = true
 			h.SetHost(v)
 			continue
 		}
+		ownType = ownType || strings.EqualFold(k, "Content-Type")
 		h.Set(k, v)
+	}
+	if cb.GetJsonBody() && !ownType {
+		h.SetContentType("application/json")
 	}
 	// After the job's own: chime's headers win.
 	h.Set(HeaderIdempotencyKey, due.GetIdempotencyKey())

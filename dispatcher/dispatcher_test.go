@@ -77,6 +77,25 @@ func TestCallbacks(t *testing.T) {
 			},
 		},
 		{
+			name: "json-body", calls: 1, script: []http.HandlerFunc{status(200)},
+			mutate: func(d *chimev1.Due) { d.Callback.JsonBody = true },
+			class:  chimev1.OutcomeClass_OUTCOME_CLASS_SUCCESS, ack: chimev1.AckResult_ACK_RESULT_SUCCEEDED,
+			check: func(t *testing.T, r *receiver, _ *chimev1.CallbackOutcome, _ []*chimev1.JobCommand) {
+				require.Equal(t, "application/json", r.calls()[0].header.Get("Content-Type"), "a JSON body is sent as JSON")
+			},
+		},
+		{
+			name: "json-body-own-type", calls: 1, script: []http.HandlerFunc{status(200)},
+			mutate: func(d *chimev1.Due) {
+				d.Callback.JsonBody = true
+				d.Callback.Headers = map[string]string{"content-type": "application/vnd.shop+json"}
+			},
+			class: chimev1.OutcomeClass_OUTCOME_CLASS_SUCCESS, ack: chimev1.AckResult_ACK_RESULT_SUCCEEDED,
+			check: func(t *testing.T, r *receiver, _ *chimev1.CallbackOutcome, _ []*chimev1.JobCommand) {
+				require.Equal(t, []string{"application/vnd.shop+json"}, r.calls()[0].header.Values("Content-Type"), "the job's own type wins")
+			},
+		},
+		{
 			name: "bad-request", calls: 1, script: []http.HandlerFunc{status(400)},
 			class: chimev1.OutcomeClass_OUTCOME_CLASS_PERMANENT, ack: chimev1.AckResult_ACK_RESULT_FAILED, dead: true,
 		},

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -272,6 +274,11 @@ func (c *chimeProc) kill9() {
 // keeps in its state dir.
 func (c *chimeProc) credential() kafkaauth.Credential {
 	cred, err := kafkaauth.Load(filepath.Join(c.dir, "state", "kafka-credential"))
+	if errors.Is(err, fs.ErrNotExist) {
+		// A chime from before the embedded broker required SASL: the
+		// harness also measures older builds, to compare.
+		return kafkaauth.Credential{}
+	}
 	if err != nil {
 		fail("chime dev's Kafka credential: %v", err)
 	}

@@ -101,6 +101,11 @@ func main() {
 	add := func(r ...result) { results = append(results, r...) }
 	fmt.Fprintf(os.Stderr, "chime-bench: %d cores, %s\n", runtime.NumCPU(), runtime.Version())
 
+	if e2e.profileDir != "" {
+		if err := os.MkdirAll(e2e.profileDir, 0o755); err != nil {
+			fail("profile dir: %v", err)
+		}
+	}
 	if *soak > 0 {
 		printResults(benchSoak(ctx, e2e.chime, *soak))
 		return

@@ -339,7 +339,12 @@ type HttpCallback struct {
 	Headers map[string]string `protobuf:"bytes,3,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	Body    []byte            `protobuf:"bytes,4,opt,name=body,proto3" json:"body,omitempty"`
 	// Per-call timeout. Unset: the dispatcher's default (10s).
-	Timeout       *durationpb.Duration `protobuf:"bytes,5,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	Timeout *durationpb.Duration `protobuf:"bytes,5,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	// The body was given as a JSON value (not a string): the dispatcher sends
+	// it with Content-Type: application/json unless headers set their own.
+	// A flag, not a header stored in the map: a map entry in every job row
+	// and due cost the scheduler and dispatcher a quarter more CPU per fire.
+	JsonBody      bool `protobuf:"varint,6,opt,name=json_body,json=jsonBody,proto3" json:"json_body,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -407,6 +412,13 @@ func (x *HttpCallback) GetTimeout() *durationpb.Duration {
 		return x.Timeout
 	}
 	return nil
+}
+
+func (x *HttpCallback) GetJsonBody() bool {
+	if x != nil {
+		return x.JsonBody
+	}
+	return false
 }
 
 // KafkaTarget is delivered by the scheduler itself at fire time: it writes
@@ -1416,13 +1428,14 @@ const file_chime_v1_job_proto_rawDesc = "" +
 	"\x04expr\x18\x01 \x01(\tR\x04expr\x12\x1a\n" +
 	"\btimezone\x18\x02 \x01(\tR\btimezone\x125\n" +
 	"\bstart_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\astartAt\x121\n" +
-	"\x06end_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05endAt\"\xfc\x01\n" +
+	"\x06end_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05endAt\"\x99\x02\n" +
 	"\fHttpCallback\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
 	"\x06method\x18\x02 \x01(\tR\x06method\x12=\n" +
 	"\aheaders\x18\x03 \x03(\v2#.chime.v1.HttpCallback.HeadersEntryR\aheaders\x12\x12\n" +
 	"\x04body\x18\x04 \x01(\fR\x04body\x123\n" +
-	"\atimeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x1a:\n" +
+	"\atimeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12\x1b\n" +
+	"\tjson_body\x18\x06 \x01(\bR\bjsonBody\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc5\x01\n" +

@@ -2,6 +2,7 @@ package jobindex
 
 import (
 	"fmt"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -92,5 +93,25 @@ func TestParseCursor(t *testing.T) {
 	for _, bad := range []string{"!!", "bm9jb2xvbg", "MTox"[:3], "YWJjOmRlZg"} {
 		_, err := ParseCursor(bad)
 		require.ErrorIs(t, err, ErrBadCursor, bad)
+	}
+}
+
+// BenchmarkStatusChange is a fire's path through the index: a job of a
+// namespace with 100k jobs changes status and back.
+func BenchmarkStatusChange(b *testing.B) {
+	x := New()
+	const n = 100_000
+	for i := range n {
+		x.Change("ns", "job-"+strconv.Itoa(i), nil, sum(int64(i), chimev1.JobStatus_JOB_STATUS_SCHEDULED))
+	}
+	sched, firing := sum(0, chimev1.JobStatus_JOB_STATUS_SCHEDULED), sum(0, chimev1.JobStatus_JOB_STATUS_COMPLETED)
+	b.ResetTimer()
+	for i := range b.N {
+		j := i % n
+		id := "job-" + strconv.Itoa(j)
+		sched.Created, firing.Created = int64(j), int64(j)
+		x.Change("ns", id, sched, sched) // a fire that changes no status
+		x.Change("ns", id, sched, firing)
+		x.Change("ns", id, firing, sched)
 	}
 }
