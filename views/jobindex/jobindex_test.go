@@ -84,6 +84,49 @@ func TestStatusAndLiveCount(t *testing.T) {
 	require.Empty(t, x.ns, "an empty namespace is dropped")
 }
 
+// TestArenaCompacts: after most jobs of a namespace are removed, the ids
+// of the others are moved into a smaller arena, and listings still find
+// every one of them, in order, with its status.
+func TestArenaCompacts(t *testing.T) {
+	t.Parallel()
+	x := New()
+	const n = 20_000
+	id := func(i int) string { return fmt.Sprintf("job-%06d", i) }
+	for i := range n {
+		x.Change("ns", id(i), nil, sum(int64(i), scheduled))
+	}
+	before := len(x.ns["ns"].ids)
+	for i := range n {
+		if i%10 != 0 {
+			x.Change("ns", id(i), sum(int64(i), scheduled), nil)
+		}
+	}
+	require.Less(t, len(x.ns["ns"].ids), before/2, "compacted")
+	x.Change("ns", id(10), sum(10, scheduled), sum(10, paused))
+	require.EqualValues(t, n/10, x.Live("ns"))
+	var got []Entry
+	q := Query{Limit: 333}
+	for {
+		page, more := List([]*Index{x}, "ns", q)
+		got = append(got, page...)
+		if !more {
+			break
+		}
+		q.After = CursorAt(page[len(page)-1])
+	}
+	require.Len(t, got, n/10)
+	for k, e := range got {
+		i := n - 10 - 10*k
+		require.Equal(t, id(i), e.ID)
+		require.EqualValues(t, i, e.Created)
+		if i == 10 {
+			require.Equal(t, paused, e.Status)
+		} else {
+			require.Equal(t, scheduled, e.Status)
+		}
+	}
+}
+
 func TestParseCursor(t *testing.T) {
 	t.Parallel()
 	c := Cursor{Created: 1764000000000000000, ID: "job:with:colons"}
