@@ -55,16 +55,22 @@ func (s *signer) sign(id string, ts time.Time, body []byte) string {
 		if i > 0 {
 			out = append(out, ' ')
 		}
-		m := hmac.New(sha256.New, key)
-		m.Write([]byte(id))
-		m.Write([]byte{'.'})
-		m.Write([]byte(strconv.FormatInt(ts.Unix(), 10)))
-		m.Write([]byte{'.'})
-		m.Write(body)
 		out = append(out, "v1,"...)
-		out = base64.StdEncoding.AppendEncode(out, m.Sum(nil))
+		out = base64.StdEncoding.AppendEncode(out, mac(key, id, strconv.FormatInt(ts.Unix(), 10), body))
 	}
 	return string(out)
+}
+
+// mac is one Standard Webhooks signature before encoding:
+// HMAC-SHA256(key, id "." unix-seconds "." body).
+func mac(key []byte, id, unixSeconds string, body []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(id))
+	m.Write([]byte{'.'})
+	m.Write([]byte(unixSeconds))
+	m.Write([]byte{'.'})
+	m.Write(body)
+	return m.Sum(nil)
 }
 
 // headers are the three Standard Webhooks headers for one request.
@@ -85,10 +91,7 @@ func VerifySignature(secret, id, ts, sigHeader string, body []byte) bool {
 	if err != nil {
 		return false
 	}
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(id + "." + ts + "."))
-	m.Write(body)
-	want := m.Sum(nil)
+	want := mac(key, id, ts, body)
 	for _, sig := range strings.Fields(sigHeader) {
 		b64, ok := strings.CutPrefix(sig, "v1,")
 		if !ok {

@@ -49,6 +49,12 @@ func serveMetrics(ctx context.Context, e *env) error {
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	e.log.Info("metrics listening", "addr", ln.Addr().String())
+	return serveHTTP(ctx, srv, ln)
+}
+
+// serveHTTP serves srv on ln until ctx is done, then shuts it down,
+// letting requests in flight finish for up to 5 s.
+func serveHTTP(ctx context.Context, srv *http.Server, ln net.Listener) error {
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -98,8 +98,9 @@ func (j *nsJobs) entry(it item) Entry {
 // find looks the job up.
 func (j *nsJobs) find(id string, created int64) (item, bool) {
 	j.probe = id
-	defer func() { j.probe = "" }()
-	return j.tree.Get(item{created: created, off: probeOff})
+	it, ok := j.tree.Get(item{created: created, off: probeOff})
+	j.probe = ""
+	return it, ok
 }
 
 func (j *nsJobs) remove(id string, created int64) (item, bool) {
@@ -215,8 +216,8 @@ type Query struct {
 	Limit int
 }
 
-func (q Query) wants(e Entry) bool {
-	return len(q.Statuses) == 0 || slices.Contains(q.Statuses, e.Status)
+func (q Query) wants(status chimev1.JobStatus) bool {
+	return len(q.Statuses) == 0 || slices.Contains(q.Statuses, status)
 }
 
 // page appends up to n entries of ns after q.After that q wants.
@@ -231,7 +232,7 @@ func (x *Index) page(ns string, q Query, n int, out []Entry) []Entry {
 		if !q.After.IsZero() && it.created == q.After.Created && j.id(it) == q.After.ID {
 			return true // the cursor's own entry ended the previous page
 		}
-		if e := (Entry{Created: it.created, Status: chimev1.JobStatus(it.status)}); q.wants(e) {
+		if q.wants(chimev1.JobStatus(it.status)) {
 			out = append(out, j.entry(it))
 			n--
 		}
