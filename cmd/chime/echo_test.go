@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -30,14 +29,21 @@ func TestEchoPrintsAndVerifies(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 			ctx, cancel := context.WithCancel(context.Background())
 			out := &syncBuffer{}
 			done := make(chan error, 1)
+			// Port 0, and the address echo prints: a port picked free
+			// beforehand was taken by a parallel test once.
 			go func() {
-				done <- runEcho(ctx, []string{"--addr", addr, "--secret", secret, "--fail", tc.fail}, out, out)
+				done <- runEcho(ctx, []string{"--addr", "127.0.0.1:0", "--secret", secret, "--fail", tc.fail}, out, out)
 			}()
 			t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
+			var addr string
+			require.Eventually(t, func() bool {
+				_, rest, ok := strings.Cut(out.String(), "listening on http://")
+				addr, _, _ = strings.Cut(rest, "/")
+				return ok && addr != ""
+			}, 10*time.Second, 10*time.Millisecond)
 			var res *http.Response
 			require.Eventually(t, func() bool {
 				req, _ := http.NewRequest("POST", "http://"+addr+"/hook", strings.NewReader(`{"test": 2432232314}`))
