@@ -25,8 +25,19 @@ import (
 // chatty child never blocks it, and cmd.Wait does not wait for its output.
 func StartHelperProcess(t testing.TB, helper, ready string, env ...string) *exec.Cmd {
 	t.Helper()
+	return StartHelperProcessFiles(t, helper, ready, nil, env...)
+}
+
+// StartHelperProcessFiles is StartHelperProcess handing the child files
+// too: files[i] is the child's descriptor 3+i. A test that restarts a
+// server process passes its listening socket this way, so every
+// generation of the server accepts on the same address and no connection
+// is refused between two of them.
+func StartHelperProcessFiles(t testing.TB, helper, ready string, files []*os.File, env ...string) *exec.Cmd {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^"+helper+"$", "-test.v")
 	cmd.Env = append(append(os.Environ(), "CHIME_TEST_VERBOSE=1"), env...)
+	cmd.ExtraFiles = files
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatalf("kafkatest: start %s: %v", helper, err)
