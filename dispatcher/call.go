@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -52,9 +53,22 @@ type callResult struct {
 // a dialer guarded against SSRF, no proxy (a proxy would be the dialled
 // address and bypass the guard) and no redirects (a redirect is the
 // endpoint's answer; it is reported, not followed).
+//
+// A pooled connection may have been closed by the endpoint while it sat
+// idle (its keep-alive timeout, a restart); the call sent on it then ends
+// before any byte of an answer, and the endpoint never saw it or never
+// answered it. Such a call is sent once more through fresh, whose
+// connections are dialled for one call and closed after it, so the
+// second send cannot land on another stale pooled connection. fasthttp's
+// own resend (io.EOF only, MaxIdemponentCallAttempts times) takes the next
+// pooled connection, which after a restart is just as stale; it is off.
 type callClient struct {
-	fc    *fasthttp.Client
-	conns *connSet
+	pooled *fasthttp.Client
+	fresh  *fasthttp.Client
+	conns  *connSet
+	// cut is set when shutdown closes the connections to end the calls:
+	// those calls also end before an answer, and are not sent again.
+	cut atomic.Bool
 }
 
 // maxConnsPerHost bounds the connections to one host: calls beyond it wait
@@ -63,37 +77,65 @@ type callClient struct {
 // ends (every connection has its own buffers and wakeups).
 const maxConnsPerHost = 256
 
-func newCallClient(g *Guard, maxTimeout time.Duration) *callClient {
+func newCallClient(g *Guard, maxTimeout, idleConnTimeout time.Duration) *callClient {
 	conns := &connSet{m: map[*trackedConn]struct{}{}}
 	dialer := g.dialer()
-	return &callClient{conns: conns, fc: &fasthttp.Client{
-		Name: "chime-dispatcher",
-		Dial: func(addr string) (net.Conn, error) {
-			c, err := dialer.Dial("tcp", addr)
-			if err != nil {
-				return nil, err
-			}
-			return conns.add(c), nil
-		},
-		MaxConnsPerHost:     maxConnsPerHost,
-		MaxConnWaitTimeout:  maxTimeout,
-		MaxIdleConnDuration: 90 * time.Second,
-		// A request is sent once; only a pooled connection the server had
-		// already closed (io.EOF before any answer) is tried again on a
-		// new one. What follows a failed call is chime's decision.
-		MaxIdemponentCallAttempts: 2,
-		RetryIf:                   func(*fasthttp.Request) bool { return false },
-		// Bodies beyond the snippet are read up to drainLimit so the
-		// connection can be reused; a bigger one ends the call's read with
-		// ErrBodyTooLarge (status and headers are kept) and closes it.
-		MaxResponseBodySize:    drainLimit,
-		DisablePathNormalizing: true,
-	}}
+	client := func() *fasthttp.Client {
+		return &fasthttp.Client{
+			Name: "chime-dispatcher",
+			Dial: func(addr string) (net.Conn, error) {
+				c, err := dialer.Dial("tcp", addr)
+				if err != nil {
+					return nil, err
+				}
+				return conns.add(c), nil
+			},
+			MaxConnsPerHost:     maxConnsPerHost,
+			MaxConnWaitTimeout:  maxTimeout,
+			MaxIdleConnDuration: idleConnTimeout,
+			// One send per Do: what follows a failed call is callClient's
+			// (a closed connection) or chime's (everything else) decision.
+			MaxIdemponentCallAttempts: 1,
+			RetryIf:                   func(*fasthttp.Request) bool { return false },
+			// Bodies beyond the snippet are read up to drainLimit so the
+			// connection can be reused; a bigger one ends the call's read with
+			// ErrBodyTooLarge (status and headers are kept) and closes it.
+			MaxResponseBodySize:    drainLimit,
+			DisablePathNormalizing: true,
+		}
+	}
+	return &callClient{pooled: client(), fresh: client(), conns: conns}
+}
+
+// do sends req by deadline. A call whose connection ended before any byte
+// of an answer is sent once more on a new connection (resent), and what
+// that one gets is the result: a second failure is the endpoint's own.
+func (c *callClient) do(req *fasthttp.Request, resp *fasthttp.Response, deadline time.Time) (resent bool, err error) {
+	err = c.pooled.DoDeadline(req, resp, deadline)
+	if err == nil || !unanswered(err) || c.cut.Load() {
+		return false, err
+	}
+	// Connection: close keeps fresh's pool empty: every send through it
+	// dials.
+	req.SetConnectionClose()
+	return true, c.fresh.DoDeadline(req, resp, deadline)
+}
+
+// unanswered reports whether a call failed before any byte of an answer
+// came back: the connection was found closed on reading the first byte
+// (fasthttp reports every error there as ErrConnectionClosed), or writing
+// the request failed.
+func unanswered(err error) bool {
+	var op *net.OpError
+	return errors.Is(err, fasthttp.ErrConnectionClosed) || errors.As(err, &op) && op.Op == "write"
 }
 
 // cutAll closes every connection, so calls in flight end at once
 // (shutdown after RevokeWait).
-func (c *callClient) cutAll() { c.conns.closeAll() }
+func (c *callClient) cutAll() {
+	c.cut.Store(true)
+	c.conns.closeAll()
+}
 
 // connSet tracks the open connections.
 type connSet struct {
@@ -146,7 +188,9 @@ func (d *Dispatcher) timeoutOf(cb *chimev1.HttpCallback) time.Duration {
 }
 
 // call makes the HTTP call of due. It never retries: what happens next is
-// decided from the result.
+// decided from the result. (A call whose connection closed before any
+// byte of an answer is sent again by callClient.do: both sends are one
+// attempt, and the second one's result is the outcome.)
 func (d *Dispatcher) call(due *chimev1.Due, ns *chimev1.NamespaceConfig, consumed time.Time) callResult {
 	cb := due.GetCallback()
 	method := cb.GetMethod()
@@ -215,8 +259,11 @@ func (d *Dispatcher) call(due *chimev1.Due, ns *chimev1.NamespaceConfig, consume
 	if d.cfg.OnDispatch != nil {
 		d.cfg.OnDispatch(consumed, sent)
 	}
-	err = d.client.fc.DoDeadline(req, resp, sent.Add(timeout))
+	resent, err := d.client.do(req, resp, sent.Add(timeout))
 	r.latency = time.Since(sent)
+	if resent {
+		d.stats.resent.Add(1)
+	}
 	if err != nil && !(errors.Is(err, fasthttp.ErrBodyTooLarge) && resp.StatusCode() > 0) {
 		if errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout) {
 			r.class, r.errKind = chimev1.OutcomeClass_OUTCOME_CLASS_RETRYABLE, kindTimeout

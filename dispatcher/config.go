@@ -36,6 +36,17 @@ type StaticNamespaces map[string]*chimev1.NamespaceConfig
 // Namespace implements Namespaces.
 func (s StaticNamespaces) Namespace(ns string) *chimev1.NamespaceConfig { return s[ns] }
 
+// DefaultIdleConnTimeout is how long a callback connection may sit idle in
+// the pool: shorter than the idle timeouts endpoints commonly close
+// keep-alive connections after, so the dispatcher closes first and seldom
+// sends on a connection the endpoint is closing. The shortest common one
+// is Node.js's http.Server keepAliveTimeout, 5 s by default
+// (https://nodejs.org/api/http.html#serverkeepalivetimeout; Apache's
+// KeepAliveTimeout is 5 s too); 1 s below it leaves room for a call's
+// trip. An endpoint that closes sooner costs a resend, not a fire
+// (callClient.do). Go's own net/http keeps 90 s.
+const DefaultIdleConnTimeout = 4 * time.Second
+
 // Config configures a Dispatcher. Zero fields take the defaults documented
 // on each.
 type Config struct {
@@ -63,6 +74,9 @@ type Config struct {
 	DefaultTimeout time.Duration
 	// MaxTimeout caps a job's timeout. Default 60s.
 	MaxTimeout time.Duration
+	// IdleConnTimeout: a pooled connection idle this long is closed
+	// rather than reused. Default DefaultIdleConnTimeout.
+	IdleConnTimeout time.Duration
 	// MaxInFlight bounds concurrent calls over all namespaces. Default 1024.
 	MaxInFlight int
 	// DefaultMaxConcurrency bounds concurrent calls of a namespace whose
@@ -144,6 +158,9 @@ func (c *Config) defaults() error {
 	}
 	if c.MaxTimeout <= 0 {
 		c.MaxTimeout = 60 * time.Second
+	}
+	if c.IdleConnTimeout <= 0 {
+		c.IdleConnTimeout = DefaultIdleConnTimeout
 	}
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = 1024

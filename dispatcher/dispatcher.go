@@ -56,7 +56,7 @@ type Dispatcher struct {
 
 	stats struct {
 		consumed, completed, calls, duplicates atomic.Int64
-		held, probes                           atomic.Int64
+		held, probes, resent                   atomic.Int64
 		byClass                                [7]atomic.Int64
 	}
 }
@@ -69,6 +69,10 @@ type Stats struct {
 	// Held: dues deferred by their namespace's breaker; Probes: calls
 	// sent as half-open probes.
 	Held, Probes int64
+	// Resent: calls sent a second time, on a new connection, because the
+	// first send's connection closed before any byte of an answer (mostly
+	// one the endpoint had closed while it sat idle in the pool).
+	Resent int64
 	// ByClass counts outcomes by class.
 	ByClass map[chimev1.OutcomeClass]int64
 }
@@ -82,7 +86,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	d := &Dispatcher{
 		cfg:    cfg,
 		log:    cfg.Logger,
-		client: newCallClient(&cfg.Guard, cfg.MaxTimeout),
+		client: newCallClient(&cfg.Guard, cfg.MaxTimeout, cfg.IdleConnTimeout),
 		lanes:  newLanes(cfg.MaxInFlight, cfg.DefaultMaxConcurrency, cfg.MaxQueued),
 		dedup:  newDedup(cfg.DedupSize),
 		gate:   newGate(cfg.Breakers, cfg.BreakerRamp),
@@ -123,6 +127,7 @@ func (d *Dispatcher) Stats() Stats {
 		Duplicates: d.stats.duplicates.Load(),
 		Held:       d.stats.held.Load(),
 		Probes:     d.stats.probes.Load(),
+		Resent:     d.stats.resent.Load(),
 		ByClass:    map[chimev1.OutcomeClass]int64{},
 	}
 	for i := range d.stats.byClass {
