@@ -113,10 +113,11 @@ type JobView interface {
 	// Get returns the job's row, nil if there is none.
 	Get(ns, id string) (*chimev1.JobState, error)
 	// LiveJobs counts the namespace's jobs that have not ended
-	// (scheduled, paused or firing), for the pending-jobs quota.
+	// (scheduled, paused or firing), for the pending-jobs quota; chime's
+	// own jobs in it are not the namespace's and do not count.
 	LiveJobs(ns string) int64
 	// ListJobs returns a page of the namespace's jobs, newest first, and
-	// whether more follow.
+	// whether more follow; chime's own jobs only with q.Internal.
 	ListJobs(ns string, q jobindex.Query) ([]jobindex.Entry, bool)
 }
 

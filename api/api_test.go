@@ -989,6 +989,60 @@ func TestListings(t *testing.T) {
 	require.Equal(t, "", r.body["next_cursor"])
 }
 
+// TestInternalJobsAreNotTheNamespaces: chime's own job in a namespace
+// (the breaker's cool-off timer) is not listed to the namespace, nor
+// counted against its pending-jobs quota; the admin token lists it on
+// request, a namespace key asking for it gets a 403.
+func TestInternalJobsAreNotTheNamespaces(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *api.Config) { c.Quotas = api.Quotas{RequestsPerSecond: -1, JobsPerSecond: -1, PendingJobs: 2} })
+	shop := b.namespace(t, "shop", nil)
+	base := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
+	coolOff := schema.ReservedJobIDPrefix + "breaker-cooloff"
+	b.states.put("shop", "a", &chimev1.JobState{Status: chimev1.JobStatus_JOB_STATUS_SCHEDULED, CreatedAt: timestamppb.New(base)})
+	b.states.put("shop", coolOff, &chimev1.JobState{Status: chimev1.JobStatus_JOB_STATUS_SCHEDULED, CreatedAt: timestamppb.New(base.Add(time.Minute))})
+
+	tests := []struct {
+		name    string
+		token   string
+		query   string
+		want    []any
+		status  int
+		problem string // the field a 422 names
+	}{
+		{name: "namespace key", token: shop, want: []any{"a"}},
+		{name: "namespace key, internal=false", token: shop, query: "?internal=false", want: []any{"a"}},
+		{name: "namespace key asking for internal jobs", token: shop, query: "?internal=true", status: 403},
+		{name: "admin", token: adminToken, want: []any{"a"}},
+		{name: "admin, internal=true", token: adminToken, query: "?internal=true", want: []any{coolOff, "a"}},
+		{name: "admin, internal jobs by state", token: adminToken, query: "?internal=true&state=scheduled&limit=1", want: []any{coolOff}},
+		{name: "not a boolean", token: adminToken, query: "?internal=yes", status: 422, problem: "internal"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := b.do(t, "GET", "/v1/namespaces/shop/jobs"+tt.query, tt.token, nil)
+			if tt.status != 0 {
+				requireProblem(t, r, tt.status, tt.problem)
+				return
+			}
+			require.Equal(t, 200, r.status, "body: %s", r.raw)
+			var ids []any
+			for _, j := range r.body["jobs"].([]any) {
+				ids = append(ids, j.(map[string]any)["id"])
+			}
+			require.Equal(t, tt.want, ids)
+		})
+	}
+
+	t.Run("pending-jobs quota", func(t *testing.T) {
+		t.Parallel()
+		// a and the cool-off timer have not ended; only a is the
+		// namespace's, so one more job fits its quota of 2.
+		require.Equal(t, 201, b.do(t, "POST", "/v1/namespaces/shop/jobs", shop, oneShot("2026-11-23T11:00:00Z"), "Idempotency-Key", "q").status)
+	})
+}
+
 // TestKeysAndSecretRotation: keys are listed by id and revoked by id (the
 // key then gets 401); a rotation answers the new secret once and keeps the
 // old one signing for the overlap.

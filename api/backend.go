@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/chime-sched/chime/analytics"
+	"github.com/chime-sched/chime/infra/kafkaauth"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/views"
@@ -55,6 +56,9 @@ type BackendConfig struct {
 	Brokers  []string
 	Topics   schema.Topics
 	ClientID string // default "chime-api"
+	// SASL is the credential the job producer and the command publisher
+	// authenticate with; the zero value is none.
+	SASL kafkaauth.Credential
 	// ReplicationOf returns a table topic's replication factor, which goka
 	// checks; nil means 1.
 	ReplicationOf func(topic string) int
@@ -85,10 +89,11 @@ func NewBackend(cfg BackendConfig) (*Backend, error) {
 	}
 	b := &Backend{Namespaces: cfg.Namespaces, Breakers: cfg.Breakers, Jobs: cfg.Jobs, jobsReady: cfg.JobsReady}
 	var err error
-	if b.Producer, err = producer.New(producer.Brokers(cfg.Brokers), producer.TopicPrefix(cfg.Topics.Prefix), producer.ClientID(cfg.ClientID)); err != nil {
+	if b.Producer, err = producer.New(producer.Brokers(cfg.Brokers), producer.TopicPrefix(cfg.Topics.Prefix), producer.ClientID(cfg.ClientID),
+		producer.SASLPlain(cfg.SASL.User, cfg.SASL.Password)); err != nil {
 		return nil, err
 	}
-	if b.Control, err = NewKafkaControl(cfg.Brokers, cfg.Topics, kgo.ClientID(cfg.ClientID+"-control")); err != nil {
+	if b.Control, err = NewKafkaControl(cfg.Brokers, cfg.Topics, append(cfg.SASL.Kgo(), kgo.ClientID(cfg.ClientID+"-control"))...); err != nil {
 		b.Close()
 		return nil, err
 	}

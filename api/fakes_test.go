@@ -123,28 +123,26 @@ func (f *fakeJobStates) Get(ns, id string) (*chimev1.JobState, error) {
 	return f.rows[schema.JobKey(ns, id)], nil
 }
 
+// LiveJobs and ListJobs answer from a listing index of the rows, as the
+// scheduler and the API's view do.
 func (f *fakeJobStates) LiveJobs(ns string) int64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var n int64
-	for k, st := range f.rows {
-		if rns, _, _ := schema.SplitJobKey(k); rns == ns && !schema.JobEnded(st.GetStatus()) {
-			n++
-		}
-	}
-	return n
+	return jobindex.LiveIn([]*jobindex.Index{f.index(ns)}, ns)
 }
 
 func (f *fakeJobStates) ListJobs(ns string, q jobindex.Query) ([]jobindex.Entry, bool) {
+	return jobindex.List([]*jobindex.Index{f.index(ns)}, ns, q)
+}
+
+func (f *fakeJobStates) index(ns string) *jobindex.Index {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	x := jobindex.New()
 	for k, st := range f.rows {
 		if rns, id, _ := schema.SplitJobKey(k); rns == ns {
 			x.Change(ns, id, nil, &schema.JobSummary{Status: st.GetStatus(), Created: st.GetCreatedAt().AsTime().UnixNano()})
 		}
 	}
-	f.mu.Unlock()
-	return jobindex.List([]*jobindex.Index{x}, ns, q)
+	return x
 }
 
 func (f *fakeJobStates) put(ns, id string, st *chimev1.JobState) {

@@ -13,12 +13,17 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/api"
 	"github.com/chime-sched/chime/infra/kafkatest"
 	"github.com/chime-sched/chime/processors/breaker"
 	"github.com/chime-sched/chime/processors/namespaces"
 	"github.com/chime-sched/chime/processors/scheduler"
+	"github.com/chime-sched/chime/producer"
+	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/schema/chimev1"
 	"github.com/chime-sched/chime/views"
 )
 
@@ -27,9 +32,11 @@ import (
 type liveAPI struct {
 	base   string
 	client *http.Client
+	kafka  *kafkatest.Cluster
 }
 
-func startLive(t *testing.T) *liveAPI {
+// startLive serves the API; opts adjust its configuration.
+func startLive(t *testing.T, opts ...func(*api.Config)) *liveAPI {
 	t.Helper()
 	c := kafkatest.New(t)
 	topics := c.Topics()
@@ -70,6 +77,9 @@ func startLive(t *testing.T) *liveAPI {
 	cfg.AdminToken = adminToken
 	cfg.Logger = log
 	cfg.ConsistencyWait = 60 * time.Second
+	for _, o := range opts {
+		o(&cfg)
+	}
 	app, err := api.New(cfg)
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -80,7 +90,7 @@ func startLive(t *testing.T) *liveAPI {
 	defer rcancel()
 	require.NoError(t, be.WaitReady(rctx))
 	require.NoError(t, sched.WaitReady(rctx))
-	return &liveAPI{base: "http://" + ln.Addr().String(), client: &http.Client{Timeout: 90 * time.Second}}
+	return &liveAPI{base: "http://" + ln.Addr().String(), client: &http.Client{Timeout: 90 * time.Second}, kafka: c}
 }
 
 func (l *liveAPI) do(t *testing.T, method, path, token, body string, headers ...string) response {
@@ -222,4 +232,60 @@ func TestIntegration(t *testing.T) {
 
 	r = l.do(t, "GET", "/metrics", "", "")
 	require.Contains(t, string(r.raw), `chime_api_jobs_accepted_total 3`)
+}
+
+// TestInternalJobsIntegration: the breaker's cool-off timer, armed in a
+// namespace as the breaker arms it (its command on job-commands, the
+// scheduler's row, the API's view of the table), is not one of the
+// namespace's jobs: not listed to its key, not counted against its
+// pending-jobs quota; the admin token lists it with ?internal=true.
+func TestInternalJobsIntegration(t *testing.T) {
+	t.Parallel()
+	l := startLive(t, func(c *api.Config) {
+		c.Quotas = api.Quotas{RequestsPerSecond: -1, JobsPerSecond: -1, PendingJobs: 2}
+	})
+	require.Equal(t, 201, l.do(t, "PUT", "/v1/namespaces/shop", adminToken, `{}`).status)
+	r := l.do(t, "POST", "/v1/namespaces/shop/keys", adminToken, "")
+	require.Equal(t, 201, r.status, "body: %s", r.raw)
+	key := r.body["key"].(string)
+
+	topics := l.kafka.Topics()
+	raw, err := breaker.CoolOffCommand(topics, &chimev1.BreakerTimer{Namespace: "shop", Version: 1, FireAt: timestamppb.New(time.Now().Add(time.Hour))}, time.Now())
+	require.NoError(t, err)
+	cl := l.kafka.Client(t, kgo.RecordPartitioner(producer.GokaPartitioner()))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Topic: topics.JobCommands(), Key: []byte(schema.JobKey("shop", breaker.CoolOffJobID)), Value: raw}).FirstErr())
+	job := `{"id": "a", "schedule": {"in": "1h"}, "callback": {"url": "https://example.com/hook"}}`
+	require.Equal(t, 201, l.do(t, "POST", "/v1/namespaces/shop/jobs", key, job).status)
+
+	ids := func(r response) []any {
+		var ids []any
+		for _, j := range r.body["jobs"].([]any) {
+			ids = append(ids, j.(map[string]any)["id"])
+		}
+		return ids
+	}
+	kafkatest.WaitFor(t, 60*time.Second, "the admin's listing shows the cool-off timer and a", func() bool {
+		r = l.do(t, "GET", "/v1/namespaces/shop/jobs?internal=true", adminToken, "")
+		return r.status == 200 && len(ids(r)) == 2
+	})
+	require.ElementsMatch(t, []any{breaker.CoolOffJobID, "a"}, ids(r))
+	for _, token := range []string{key, adminToken} {
+		r = l.do(t, "GET", "/v1/namespaces/shop/jobs", token, "")
+		require.Equal(t, 200, r.status, "body: %s", r.raw)
+		require.Equal(t, []any{"a"}, ids(r))
+	}
+	requireProblem(t, l.do(t, "GET", "/v1/namespaces/shop/jobs?internal=true", key, ""), 403, "")
+
+	// Two pending jobs allowed: a and b are the namespace's, the timer is
+	// chime's.
+	require.Equal(t, 201, l.do(t, "POST", "/v1/namespaces/shop/jobs", key, strings.Replace(job, `"a"`, `"b"`, 1)).status)
+	kafkatest.WaitFor(t, 60*time.Second, "the listing shows b", func() bool {
+		r = l.do(t, "GET", "/v1/namespaces/shop/jobs", key, "")
+		return r.status == 200 && len(ids(r)) == 2
+	})
+	r = l.do(t, "POST", "/v1/namespaces/shop/jobs", key, strings.Replace(job, `"a"`, `"c"`, 1))
+	requireProblem(t, r, 429, "")
+	require.Contains(t, r.body["detail"], "has 2 jobs that have not ended")
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/chime-sched/chime/infra/kafkaauth"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -27,7 +26,7 @@ func NewKafkaControl(brokers []string, topics schema.Topics, opts ...kgo.Opt) (*
 		kgo.SeedBrokers(brokers...),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordPartitioner(producer.GokaPartitioner()),
-	}, append(kafkaauth.Current().Kgo(), opts...)...)
+	}, opts...)
 	cl, err := kgo.NewClient(all...)
 	if err != nil {
 		return nil, fmt.Errorf("api: kafka client: %w", err)

@@ -55,7 +55,10 @@ type jobList struct {
 
 // listJobs answers GET /v1/namespaces/{ns}/jobs: the namespace's jobs
 // from the jobs table's listing index, newest first, optionally only those
-// in the given states (comma-separated).
+// in the given states (comma-separated). chime's own jobs in the namespace
+// (the breaker's cool-off timer) are listed only with ?internal=true, for
+// the admin token: they are not the client's, and it could only stare at
+// them (their ids are refused on every other route).
 func (s *server) listJobs(c *fiber.Ctx) error {
 	ns := c.Params("ns")
 	limit, err := pageSize(c)
@@ -76,6 +79,9 @@ func (s *server) listJobs(c *fiber.Ctx) error {
 			q.Statuses = append(q.Statuses, st)
 		}
 	}
+	if q.Internal, err = internalParam(c); err != nil {
+		return err
+	}
 	entries, more := s.cfg.JobStates.ListJobs(ns, q)
 	out := jobList{Jobs: make([]jobResponse, 0, len(entries))}
 	for _, e := range entries {
@@ -92,6 +98,23 @@ func (s *server) listJobs(c *fiber.Ctx) error {
 		out.NextCursor = jobindex.CursorAt(entries[len(entries)-1]).String()
 	}
 	return c.JSON(out)
+}
+
+// internalParam reads ?internal=: whether to list chime's own jobs too,
+// which only the admin token may.
+func internalParam(c *fiber.Ctx) (bool, error) {
+	v := c.Query("internal")
+	if v == "" {
+		return false, nil
+	}
+	internal, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, invalidFields(FieldError{Field: "internal", Reason: "has " + strconv.Quote(v) + "; it is true or false"})
+	}
+	if p, _ := c.Locals(principalKey).(principal); internal && !p.admin {
+		return false, problem(fiber.StatusForbidden, "forbidden", "internal=true lists chime's own jobs (ids starting with %q), which needs the admin token; namespace keys see the namespace's jobs without it", schema.ReservedJobIDPrefix)
+	}
+	return internal, nil
 }
 
 type namespaceItem struct {

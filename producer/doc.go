@@ -12,6 +12,16 @@
 // scheduler's state can give (does the namespace exist, what is the job's
 // status): the producer knows nothing of that state.
 //
+// # Connecting
+//
+// A Producer takes everything it connects with as options: the brokers
+// ([Brokers]), the topic prefix ([TopicPrefix]), SASL/PLAIN ([SASLPlain]),
+// and TLS or other franz-go settings ([KgoOptions]). It reads no
+// environment variable and no process-wide setting. The embedded broker of
+// `chime dev` requires SASL/PLAIN: chime dev logs its address at start and
+// keeps the credential in <state dir>/kafka-credential ("user:password");
+// Example (ChimeDev) connects with both.
+//
 // # Guarantees
 //
 //   - A command is validated with [schema.ValidateCommand] before anything is

@@ -1,10 +1,14 @@
 package producer_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -65,6 +69,54 @@ func Example() {
 		log.Fatal(err)
 	}
 	// Output: durable on partition 5 at offset 0
+}
+
+// Example_chimeDev schedules a job through the Kafka of a `chime dev`
+// running on this machine, as a Go service beside it would. Its broker
+// requires SASL/PLAIN; chime dev logs where both halves are at start:
+//
+//	level=INFO msg="embedded broker started" addr=127.0.0.1:43469 ... credential=.chime/kafka-credential ...
+//
+// The address stays the same across restarts of chime dev (start it with
+// --embedded-broker-port to choose it); the credential file holds
+// "user:password". Here both are found as chime's own processes find
+// them: the address in CHIME_BROKERS, the file in the state dir
+// (CHIME_STATE_DIR, default ./.chime). The producer does not know which
+// namespaces exist: create it over the API first (PUT /v1/namespaces/acme,
+// as the README's quick start does) so its settings apply.
+func Example_chimeDev() {
+	brokers := strings.Split(cmp.Or(os.Getenv("CHIME_BROKERS"), "127.0.0.1:43469"), ",")
+	stateDir := cmp.Or(os.Getenv("CHIME_STATE_DIR"), ".chime")
+	raw, err := os.ReadFile(filepath.Join(stateDir, "kafka-credential"))
+	if err != nil {
+		log.Fatalf("is chime dev running with state dir %s? %v", stateDir, err)
+	}
+	user, password, _ := strings.Cut(strings.TrimSpace(string(raw)), ":")
+
+	p, err := producer.New(producer.Brokers(brokers), producer.SASLPlain(user, password))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer p.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// A call to `chime echo` (127.0.0.1:9999) in five seconds.
+	_, err = p.Schedule(ctx, &chimev1.JobSpec{
+		Namespace: "acme",
+		Id:        "hello",
+		Schedule: &chimev1.Schedule{Kind: &chimev1.Schedule_At{
+			At: timestamppb.New(time.Now().Add(5 * time.Second)),
+		}},
+		Target: &chimev1.Target{Kind: &chimev1.Target_Http{Http: &chimev1.HttpCallback{
+			Url:  "http://127.0.0.1:9999/hook",
+			Body: []byte("hello from the Go SDK"),
+		}}},
+	})
+	if err != nil {
+		log.Fatal(err) // a SASL error: the credential is not this chime dev's
+	}
+	fmt.Println("scheduled acme/hello")
 }
 
 func ExampleProducer_ScheduleMany() {

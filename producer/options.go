@@ -7,8 +7,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/chime-sched/chime/infra/kafkaauth"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 )
 
 // Option configures a Producer in New.
@@ -25,6 +24,7 @@ type config struct {
 	prefix   string
 	clientID string
 	now      func() time.Time
+	sasl     plain.Auth
 	kgoOpts  []kgo.Opt
 }
 
@@ -49,6 +49,21 @@ func ClientID(id string) Option {
 // notion of now. Default: time.Now.
 func Clock(now func() time.Time) Option {
 	return option(func(c *config) { c.now = now })
+}
+
+// SASLPlain authenticates to the brokers with SASL/PLAIN as user. The
+// embedded broker of `chime dev` requires it, with the credential that
+// chime dev keeps in <state dir>/kafka-credential as "user:password" (the
+// broker's address is in chime dev's log: "embedded broker started ...
+// addr=..."); a cluster that authenticates with PLAIN takes its own. PLAIN
+// sends the password as it is: beyond the local machine, add TLS with
+// KgoOptions(kgo.DialTLSConfig(...)).
+//
+// User and password both empty (say, from unset environment variables)
+// mean no authentication; one without the other makes New fail. This
+// mechanism is tried before any other passed with KgoOptions(kgo.SASL(...)).
+func SASLPlain(user, password string) Option {
+	return option(func(c *config) { c.sasl = plain.Auth{User: user, Pass: password} })
 }
 
 // KgoOptions passes options to the underlying franz-go client: TLS, SASL,
@@ -87,6 +102,12 @@ func newConfig(opts []Option) (config, error) {
 	if c.now == nil {
 		return c, errors.New("producer: Clock: nil clock (omit the option to use time.Now)")
 	}
+	switch {
+	case c.sasl.User == "" && c.sasl.Pass != "":
+		return c, errors.New("producer: SASLPlain: a password without a user: pass both (for chime dev, user:password from <state dir>/kafka-credential), or neither for no authentication")
+	case c.sasl.User != "" && c.sasl.Pass == "":
+		return c, fmt.Errorf("producer: SASLPlain: user %q without a password: pass both (for chime dev, user:password from <state dir>/kafka-credential), or neither for no authentication", c.sasl.User)
+	}
 	return c, nil
 }
 
@@ -99,9 +120,9 @@ func (c config) clientOpts() []kgo.Opt {
 		kgo.ProducerLinger(defaultLinger),
 		kgo.MaxBufferedRecords(defaultMaxBuffered),
 	}
-	// The chime binary's credential (none in other programs, which pass
-	// their own SASL in KgoOptions).
-	opts = append(opts, kafkaauth.Current().Kgo()...)
+	if c.sasl.User != "" {
+		opts = append(opts, kgo.SASL(c.sasl.AsMechanism()))
+	}
 	opts = append(opts, c.kgoOpts...)
 	return append(opts,
 		// Every replica in sync must have the command before it counts as

@@ -6,6 +6,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/chime-sched/chime/infra/kafkaauth"
 )
 
 // No test here reaches a broker: New does not dial.
@@ -23,6 +27,8 @@ func TestNewRejects(t *testing.T) {
 		{name: "empty broker list", opts: []Option{Brokers(nil)}, wantErr: "no brokers"},
 		{name: "empty address", opts: []Option{Brokers([]string{"127.0.0.1:9092", ""})}, wantErr: "address 1 is empty"},
 		{name: "nil clock", opts: []Option{Brokers(unusedBroker), Clock(nil)}, wantErr: "nil clock"},
+		{name: "SASL user without a password", opts: []Option{Brokers(unusedBroker), SASLPlain("chime", "")}, wantErr: `user "chime" without a password`},
+		{name: "SASL password without a user", opts: []Option{Brokers(unusedBroker), SASLPlain("", "secret")}, wantErr: "a password without a user"},
 		{
 			name:    "idempotence disabled",
 			opts:    []Option{Brokers(unusedBroker), KgoOptions(kgo.DisableIdempotentWrite())},
@@ -48,6 +54,7 @@ func TestNewClientOptions(t *testing.T) {
 		wantLinger time.Duration
 		wantID     string
 		wantTopic  string
+		wantSASL   []string // mechanism names, in the order they are tried
 	}{
 		{
 			name:       "defaults",
@@ -68,6 +75,29 @@ func TestNewClientOptions(t *testing.T) {
 			wantID:     "billing",
 			wantTopic:  "staging.job-commands",
 		},
+		{
+			name:       "SASL/PLAIN, as chime dev's broker requires",
+			opts:       []Option{Brokers(unusedBroker), SASLPlain("chime", "secret")},
+			wantLinger: defaultLinger,
+			wantID:     defaultClientID,
+			wantTopic:  "chime.job-commands",
+			wantSASL:   []string{"PLAIN"},
+		},
+		{
+			name:       "no credential (unset environment variables) is no SASL",
+			opts:       []Option{Brokers(unusedBroker), SASLPlain("", "")},
+			wantLinger: defaultLinger,
+			wantID:     defaultClientID,
+			wantTopic:  "chime.job-commands",
+		},
+		{
+			name:       "SASLPlain is tried before a mechanism in KgoOptions",
+			opts:       []Option{Brokers(unusedBroker), KgoOptions(kgo.SASL(scram.Auth{User: "u", Pass: "p"}.AsSha256Mechanism())), SASLPlain("chime", "secret")},
+			wantLinger: defaultLinger,
+			wantID:     defaultClientID,
+			wantTopic:  "chime.job-commands",
+			wantSASL:   []string{"PLAIN", "SCRAM-SHA-256"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -81,6 +111,31 @@ func TestNewClientOptions(t *testing.T) {
 			require.Equal(t, tt.wantLinger, p.cl.OptValue(kgo.ProducerLinger))
 			require.Equal(t, tt.wantID, p.cl.OptValue(kgo.ClientID))
 			require.Equal(t, tt.wantTopic, p.topic)
+			require.Equal(t, tt.wantSASL, mechanisms(p.cl))
 		})
 	}
+}
+
+// mechanisms names the client's SASL mechanisms.
+func mechanisms(cl *kgo.Client) []string {
+	var names []string
+	for _, m := range cl.OptValue(kgo.SASL).([]sasl.Mechanism) {
+		names = append(names, m.Name())
+	}
+	return names
+}
+
+// TestProcessCredentialIsNotRead: the producer authenticates with what it
+// is given, never with the credential the chime binary sets for its own
+// process (kafkaauth.Use): a library must not change behaviour with a
+// global its caller never saw. Not parallel: it sets that global, and
+// restores it before any parallel test resumes.
+func TestProcessCredentialIsNotRead(t *testing.T) {
+	kafkaauth.Use(kafkaauth.Credential{User: "chime", Password: "process-wide"})
+	defer kafkaauth.Use(kafkaauth.Credential{})
+
+	p, err := New(Brokers(unusedBroker))
+	require.NoError(t, err)
+	defer p.Close()
+	require.Empty(t, mechanisms(p.cl))
 }

@@ -35,11 +35,12 @@ func (j *Jobs) Get(namespace, id string) (*chimev1.JobState, error) {
 	return st, err
 }
 
-// LiveJobs returns the namespace's live (not ended) jobs in the table.
+// LiveJobs returns the namespace's live (not ended) jobs in the table,
+// chime's own (the breaker's cool-off timer) left out.
 func (j *Jobs) LiveJobs(ns string) int64 { return jobindex.LiveIn(j.live.indexes(), ns) }
 
 // ListJobs returns a page of the namespace's jobs, newest first, and
-// whether more follow.
+// whether more follow; chime's own only with q.Internal.
 func (j *Jobs) ListJobs(ns string, q jobindex.Query) ([]jobindex.Entry, bool) {
 	return jobindex.List(j.live.indexes(), ns, q)
 }

@@ -62,6 +62,7 @@ func runAPI(ctx context.Context, e *env, dev bool, src *analyticsSource, shared 
 		Brokers:       e.brokers,
 		Topics:        e.cfg.Topics(),
 		ClientID:      e.cfg.ClientID + "-api",
+		SASL:          e.sasl,
 		ReplicationOf: e.replicationOf,
 		Logger:        log,
 	}

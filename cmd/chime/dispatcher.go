@@ -62,6 +62,9 @@ func runDispatcher(ctx context.Context, e *env, dev bool, rm *readModels) error 
 			return cfg
 		}),
 		Breakers: rm.breakers,
+		// The producer of its Retry/Defer/Ack commands (the Go SDK)
+		// authenticates with what it is given only.
+		KgoOptions: e.sasl.Kgo(),
 	})
 	if err != nil {
 		return err

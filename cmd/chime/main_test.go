@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/chime-sched/chime/infra/config"
 	"github.com/chime-sched/chime/infra/kafkaauth"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
@@ -146,7 +147,7 @@ func TestDevSurvivesKill9AndStopsCleanly(t *testing.T) {
 	acancel()
 	anon.Close()
 	require.Error(t, err, "a client without the credential may not produce")
-	cred, err := kafkaauth.Load(filepath.Join(stateDir, KafkaCredentialFile))
+	cred, err := kafkaauth.Load(filepath.Join(stateDir, config.KafkaCredentialFile))
 	require.NoError(t, err)
 
 	p, err := producer.New(producer.Brokers(brokers), producer.KgoOptions(cred.Kgo()...))

@@ -40,6 +40,10 @@ type env struct {
 	replication int16          // of the scheduler table
 	replicas    map[string]int // per table topic
 	embedded    *broker.Broker
+	// sasl is what every Kafka client of the process authenticates with
+	// (none against a cluster without SASL): components that take it as
+	// an argument get it from here, the rest from kafkaauth.Current.
+	sasl kafkaauth.Credential
 	// membership is the process's part in chime's consumer groups.
 	membership groups.Membership
 }
@@ -118,10 +122,6 @@ func startCPUProfile(path string) (func(), error) {
 	}, nil
 }
 
-// KafkaCredentialFile, in the state dir, holds the embedded broker's
-// generated SASL credential ("user:password", 0600).
-const KafkaCredentialFile = "kafka-credential"
-
 // errRoleDone ends a role's errgroup when the role itself returned.
 var errRoleDone = errors.New("role done")
 
@@ -131,9 +131,10 @@ func (e *env) connect(ctx context.Context) error {
 	e.brokers = e.cfg.Brokers
 	cred := kafkaauth.Credential{User: e.cfg.KafkaSASLUser, Password: e.cfg.KafkaSASLPassword}
 	if e.cfg.Embedded() {
-		if !cred.Enabled() {
+		fromEnv := cred.Enabled()
+		if !fromEnv {
 			var err error
-			if cred, err = kafkaauth.LoadOrCreate(filepath.Join(e.cfg.StateDir, KafkaCredentialFile)); err != nil {
+			if cred, err = kafkaauth.LoadOrCreate(e.cfg.KafkaCredentialPath()); err != nil {
 				return err
 			}
 		}
@@ -157,11 +158,10 @@ func (e *env) connect(ctx context.Context) error {
 		}
 		e.embedded = b
 		e.brokers = b.Addrs()
-		e.log.Info("embedded broker started", "addr", strings.Join(e.brokers, ","), "data_dir", b.DataDir(),
-			"hint", "other chime processes can share it with CHIME_BROKERS="+strings.Join(e.brokers, ",")+
-				" CHIME_KAFKA_SASL_USER="+cred.User+" and CHIME_KAFKA_SASL_PASSWORD from "+filepath.Join(e.cfg.StateDir, KafkaCredentialFile))
+		e.logEmbeddedBroker(cred, fromEnv)
 	}
 	// Before any client is made: every one of them authenticates with it.
+	e.sasl = cred
 	kafkaauth.Use(cred)
 	cl, err := kgo.NewClient(append(kafkaauth.Current().Kgo(), kgo.SeedBrokers(e.brokers...), kgo.ClientID(e.cfg.ClientID+"-admin"))...)
 	if err != nil {
@@ -196,6 +196,29 @@ func (e *env) connect(ctx context.Context) error {
 	}
 	e.replication = int16(e.replicationOf(t.SchedulerTable()))
 	return nil
+}
+
+// logEmbeddedBroker says where the embedded broker listens and how to
+// authenticate to it, for whoever connects next: a chime process sharing
+// it, or a service with the Go SDK (producer.Brokers, producer.SASLPlain).
+// docs/operations.md shows the line; TestEmbeddedBrokerKeepsItsPort holds
+// it to this.
+func (e *env) logEmbeddedBroker(cred kafkaauth.Credential, fromEnv bool) {
+	addr := strings.Join(e.brokers, ",")
+	if was := e.embedded.Moved(); was != 0 {
+		e.log.Warn("embedded broker moved to another port: the one it had is taken by another process",
+			"was", fmt.Sprintf("127.0.0.1:%d", was), "addr", addr,
+			"hint", "give its clients the new address; --embedded-broker-port pins one")
+	}
+	// The file's path, or the variables it came from: never the password.
+	credential, password := e.cfg.KafkaCredentialPath(), "$(cut -d: -f2 "+e.cfg.KafkaCredentialPath()+")"
+	if fromEnv {
+		credential, password = "CHIME_KAFKA_SASL_USER, CHIME_KAFKA_SASL_PASSWORD", "<this process's>"
+	}
+	e.log.Info("embedded broker started", "addr", addr, "data_dir", e.embedded.DataDir(),
+		"sasl_user", cred.User, "credential", credential,
+		"hint", "other chime processes share it with CHIME_BROKERS="+addr+" CHIME_KAFKA_SASL_USER="+cred.User+
+			" CHIME_KAFKA_SASL_PASSWORD="+password+"; Go services with producer.SASLPlain (SASL/PLAIN)")
 }
 
 // replicationOf is the replication factor of a table topic, as goka must

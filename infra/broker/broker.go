@@ -11,8 +11,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -44,7 +46,10 @@ type Options struct {
 	// broker that forgets everything on restart would break chime's
 	// promise that nothing acknowledged is lost.
 	DataDir string
-	// Port is the TCP port on 127.0.0.1 to listen on; 0 picks a free one.
+	// Port is the TCP port on 127.0.0.1 to listen on. 0 listens on the
+	// port the last broker on DataDir listened on while it is free
+	// (PortFileName), else on a free one (Moved says which was taken).
+	// Either way the port is kept for the next start.
 	Port int
 	// CleanerBackoff is the pause between compaction passes
 	// (log.cleaner.backoff.ms); 0 means DefaultCleanerBackoff.
@@ -83,6 +88,7 @@ type Broker struct {
 	stopCompact chan struct{}
 	compactDone chan struct{}
 	trim        *trimmer
+	moved       int
 
 	closeOnce sync.Once
 	closeErr  error
@@ -122,12 +128,15 @@ func Start(opts Options) (*Broker, error) {
 		opts.Logf("broker: a compaction was interrupted; %d table partitions restored as they were before it", restored)
 	}
 
+	port, remembered := opts.Port, 0
+	if port == 0 {
+		if remembered, err = rememberedPort(opts.DataDir); err != nil && opts.Logf != nil {
+			opts.Logf("broker: a free port instead of the one used before: %v", err)
+		}
+		port = remembered
+	}
 	kopts := []kfake.Opt{
 		kfake.DataDir(opts.DataDir),
-		// One port means one broker: a multi-node kfake shares one
-		// process and one disk, so extra nodes add nothing but
-		// replication factor bookkeeping.
-		kfake.Ports(opts.Port),
 		kfake.ClusterID("chime"),
 		// AllowAutoTopicCreation stays off: chime provisions every topic
 		// (infra/topics). An auto-created topic gets cleanup.policy=delete
@@ -151,7 +160,17 @@ func Start(opts Options) (*Broker, error) {
 	if opts.Logf != nil {
 		kopts = append(kopts, kfake.WithLogger(logger{opts.Logf}))
 	}
-	cluster, err := kfake.NewCluster(kopts...)
+	// One port means one broker: a multi-node kfake shares one process
+	// and one disk, so extra nodes add nothing but replication factor
+	// bookkeeping.
+	cluster, err := kfake.NewCluster(append(kopts, kfake.Ports(port))...)
+	moved := 0
+	if err != nil && remembered != 0 && errors.Is(err, syscall.EADDRINUSE) {
+		// Another process took the port while the broker was down. Only a
+		// fixed port (opts.Port) is worth failing for.
+		moved = remembered
+		cluster, err = kfake.NewCluster(append(kopts, kfake.Ports(0))...)
+	}
 	if err != nil {
 		_ = lock.Release()
 		return nil, fmt.Errorf("broker: start on data dir %q: %w", opts.DataDir, err)
@@ -163,8 +182,12 @@ func Start(opts Options) (*Broker, error) {
 		dir:         opts.DataDir,
 		addrs:       cluster.ListenAddrs(),
 		log:         opts.Logf,
+		moved:       moved,
 		stopCompact: make(chan struct{}),
 		compactDone: make(chan struct{}),
+	}
+	if err := rememberPort(opts.DataDir, portOf(b.addrs)); err != nil {
+		b.logf("broker: the next start may listen on another port: remembering this one: %v", err)
 	}
 	minDirty := opts.MinDirtyBytes
 	if minDirty <= 0 {
@@ -272,6 +295,26 @@ func (b *Broker) tableBytes(topics []string) int64 {
 // stays valid after Close (kfake's own ListenAddrs would block forever then).
 func (b *Broker) Addrs() []string {
 	return append([]string(nil), b.addrs...)
+}
+
+// Moved returns the port the broker listened on before, when Options.Port
+// was 0 and another process had taken it, so the broker listens on a new
+// one (Addrs): whoever was given the old address must be given the new.
+// It returns 0 when the broker listens where it did before, or had no
+// port to go back to.
+func (b *Broker) Moved() int { return b.moved }
+
+// portOf is the port of the first of addrs ("127.0.0.1:port").
+func portOf(addrs []string) int {
+	if len(addrs) == 0 {
+		return 0
+	}
+	_, p, err := net.SplitHostPort(addrs[0])
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(p)
+	return n
 }
 
 // DataDir returns the directory the broker persists to.

@@ -5,11 +5,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -253,6 +255,117 @@ func TestSecondStartOnSameDirFails(t *testing.T) {
 	b2, err := broker.Start(broker.Options{DataDir: tb.dir})
 	require.NoError(t, err)
 	require.NoError(t, b2.Close())
+}
+
+// TestPortIsKeptAcrossRestarts: a broker started without a fixed port
+// comes back on the port it had, so the address its clients were given
+// stays good; if another process took that port it listens on another and
+// says which it lost (Moved); a fixed port is used as given. Whatever it
+// listens on is kept for the next start.
+func TestPortIsKeptAcrossRestarts(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		earlier  bool   // a broker ran on the data dir and was closed
+		portFile string // what the port file holds, if not the earlier broker's port
+		taken    bool   // another process listens on the earlier broker's port
+		fixed    bool   // Options.Port is set
+		want     string // the port the broker listens on: "earlier", "fixed" or "new"
+		wantLog  string
+	}{
+		{name: "first start", want: "new"},
+		{name: "restart", earlier: true, want: "earlier"},
+		{name: "restart, the port taken meanwhile", earlier: true, taken: true, want: "new"},
+		{name: "restart with a fixed port", earlier: true, fixed: true, want: "fixed"},
+		{name: "port file not a port", portFile: "nope\n", want: "new", wantLog: "not a port"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			earlier := 0
+			if tt.earlier {
+				b, err := broker.Start(broker.Options{DataDir: dir})
+				require.NoError(t, err)
+				earlier = portOf(t, b)
+				require.NoError(t, b.Close())
+			}
+			if tt.portFile != "" {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, broker.PortFileName), []byte(tt.portFile), 0o600))
+			}
+			if tt.taken {
+				ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(earlier)))
+				if err == nil {
+					t.Cleanup(func() { ln.Close() })
+				} else {
+					require.ErrorIs(t, err, syscall.EADDRINUSE, "taken by another test meanwhile is as good")
+				}
+			}
+			var mu sync.Mutex
+			var logs []string
+			opts := broker.Options{DataDir: dir, Logf: func(f string, a ...any) {
+				mu.Lock()
+				defer mu.Unlock()
+				logs = append(logs, fmt.Sprintf(f, a...))
+			}}
+			if tt.fixed {
+				opts.Port = freePort(t)
+			}
+			b, err := broker.Start(opts)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = b.Close() })
+
+			got := portOf(t, b)
+			switch tt.want {
+			case "earlier":
+				require.Equal(t, earlier, got)
+			case "fixed":
+				require.Equal(t, opts.Port, got)
+			case "new":
+				require.NotEqual(t, earlier, got)
+			}
+			if tt.taken {
+				require.Equal(t, earlier, b.Moved(), "Moved names the port that was taken")
+			} else {
+				require.Zero(t, b.Moved())
+			}
+			raw, err := os.ReadFile(filepath.Join(dir, broker.PortFileName))
+			require.NoError(t, err)
+			require.Equal(t, strconv.Itoa(got)+"\n", string(raw), "the port is kept for the next start")
+			mu.Lock()
+			defer mu.Unlock()
+			if tt.wantLog != "" {
+				require.Contains(t, strings.Join(logs, "\n"), tt.wantLog)
+			}
+		})
+	}
+
+	t.Run("a fixed port that is taken is an error", func(t *testing.T) {
+		t.Parallel()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer ln.Close()
+		_, err = broker.Start(broker.Options{DataDir: t.TempDir(), Port: ln.Addr().(*net.TCPAddr).Port})
+		require.ErrorIs(t, err, syscall.EADDRINUSE)
+	})
+}
+
+func portOf(t *testing.T, b *broker.Broker) int {
+	t.Helper()
+	_, p, err := net.SplitHostPort(b.Addrs()[0])
+	require.NoError(t, err)
+	n, err := strconv.Atoi(p)
+	require.NoError(t, err)
+	return n
+}
+
+// freePort is a port nothing listened on a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }
 
 func TestAutoTopicCreationIsOff(t *testing.T) {

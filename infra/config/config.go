@@ -35,6 +35,11 @@ const DefaultStateDir = "./.chime"
 // chime dev generated (and chime client reads).
 const AdminTokenFile = "admin-token"
 
+// KafkaCredentialFile is the file in the state dir that holds the SASL/PLAIN
+// credential ("user:password", 0600) the embedded broker requires,
+// generated at its first start.
+const KafkaCredentialFile = "kafka-credential"
+
 // Scheduler storage back ends.
 const (
 	StorageDisk = "disk"
@@ -49,7 +54,8 @@ type Config struct {
 	// Brokers are the Kafka seed brokers; empty runs the embedded broker.
 	Brokers []string
 	// EmbeddedBrokerPort is the port of the embedded broker on 127.0.0.1
-	// when Brokers is empty; 0 picks a free port.
+	// when Brokers is empty; 0 reuses the port of its last start while it
+	// is free, else picks a free one.
 	EmbeddedBrokerPort int
 	// TopicPrefix goes in front of every topic and group name.
 	TopicPrefix string
@@ -148,6 +154,9 @@ func (c Config) Topics() schema.Topics { return schema.NewTopics(c.TopicPrefix) 
 // BrokerDataDir is where the embedded broker keeps its data.
 func (c Config) BrokerDataDir() string { return filepath.Join(c.StateDir, "broker") }
 
+// KafkaCredentialPath is the embedded broker's credential file.
+func (c Config) KafkaCredentialPath() string { return filepath.Join(c.StateDir, KafkaCredentialFile) }
+
 // ClickHouseDataDir is where the local ClickHouse keeps its data.
 func (c Config) ClickHouseDataDir() string { return filepath.Join(c.StateDir, "clickhouse") }
 
@@ -179,7 +188,7 @@ var settings = []setting{
 	},
 	{
 		env: "CHIME_EMBEDDED_BROKER_PORT", flag: "embedded-broker-port",
-		usage: "`port` of the embedded broker on 127.0.0.1 when no brokers are given; 0 picks a free one",
+		usage: "`port` of the embedded broker on 127.0.0.1 when no brokers are given; 0 reuses the port of its last start while it is free, else picks a free one",
 		def:   func(c Config) string { return strconv.Itoa(c.EmbeddedBrokerPort) },
 		apply: func(c *Config, v string) error {
 			n, err := strconv.Atoi(v)

@@ -8,11 +8,13 @@
 // from CHIME_KAFKA_SASL_USER and CHIME_KAFKA_SASL_PASSWORD.
 //
 // The process's credential is set once, by the chime binary at start and
-// before it makes any client (Use), and read by every place that builds a
-// Kafka client (Current): the credential belongs to the process, as the
-// broker addresses do, and carrying it through each component's config
-// would add a field to a dozen of them that they only pass on. Programs that
-// never call Use (tests, the benchmark harness) connect without SASL.
+// before it makes any client (Use), and read by the places that build a
+// Kafka client and do not take it as an argument yet (Current). The
+// producer package (the Go SDK, also used by programs that are not chime)
+// and the API's backend take it as an argument and never read Current:
+// a library must not authenticate with a global its caller never set.
+// Programs that never call Use (tests, the benchmark harness) connect
+// without SASL.
 package kafkaauth
 
 import (

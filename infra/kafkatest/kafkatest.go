@@ -11,13 +11,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
-	"net"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chime-sched/chime/infra/broker"
+	"github.com/chime-sched/chime/infra/kafkaauth"
 	"github.com/chime-sched/chime/infra/topics"
 	"github.com/chime-sched/chime/schema"
 )
@@ -46,6 +43,7 @@ type options struct {
 	cleanerBackoff time.Duration
 	logs           bool
 	seeds          []string
+	sasl           kafkaauth.Credential
 }
 
 // WithExternalBrokers uses the cluster at seeds as if CHIME_TEST_BROKERS
@@ -58,6 +56,14 @@ func WithExternalBrokers(seeds ...string) Option {
 // (default TestCleanerBackoff). It has no effect on an external cluster.
 func WithCleanerBackoff(d time.Duration) Option {
 	return func(o *options) { o.cleanerBackoff = d }
+}
+
+// WithSASL makes the embedded broker require SASL/PLAIN with cred, as
+// `chime dev`'s broker does; the cluster's own clients (Client, Admin,
+// Provision, the cleanup) authenticate with it. A test that uses it is
+// skipped on an external cluster, whose credentials it cannot know.
+func WithSASL(cred kafkaauth.Credential) Option {
+	return func(o *options) { o.sasl = cred }
 }
 
 // WithBrokerLogs sends the embedded broker's warnings and errors to t.Logf.
@@ -94,6 +100,9 @@ func New(t testing.TB, opts ...Option) *Cluster {
 	if len(seeds) == 0 {
 		seeds = splitSeeds(os.Getenv(EnvBrokers))
 	}
+	if len(seeds) > 0 && c.opts.sasl.Enabled() {
+		t.Skipf("kafkatest: the test needs the embedded broker with SASL, but runs on the external cluster %v", seeds)
+	}
 	if len(seeds) > 0 {
 		c.external = true
 		c.brokers = seeds
@@ -101,7 +110,7 @@ func New(t testing.TB, opts ...Option) *Cluster {
 		return c
 	}
 	c.dir = t.TempDir()
-	c.start(t, 0)
+	c.start(t)
 	t.Cleanup(func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -125,24 +134,23 @@ func splitSeeds(s string) []string {
 	return out
 }
 
-// start runs the embedded broker on c.dir, on port if it is free, else on
-// any free port. c.mu must be held or c not yet shared.
-func (c *Cluster) start(t testing.TB, port int) {
+// start runs the embedded broker on c.dir: on the port it had before, if
+// any and still free (the broker remembers it), else on a free one. c.mu
+// must be held or c not yet shared.
+func (c *Cluster) start(t testing.TB) {
 	t.Helper()
-	opts := broker.Options{DataDir: c.dir, Port: port, CleanerBackoff: c.opts.cleanerBackoff}
+	opts := broker.Options{DataDir: c.dir, CleanerBackoff: c.opts.cleanerBackoff, SASL: c.opts.sasl}
 	if c.opts.logs {
 		opts.Logf = c.logf
 	}
 	b, err := broker.Start(opts)
-	if err != nil && port != 0 && errors.Is(err, syscall.EADDRINUSE) {
-		// Something else took the port while we were down; tests that
-		// must keep the address would fail anyway, the rest go on.
-		t.Logf("kafkatest: port %d is taken, restarting on a free port (clients seeded with the old address must be recreated)", port)
-		opts.Port = 0
-		b, err = broker.Start(opts)
-	}
 	if err != nil {
 		t.Fatalf("kafkatest: start embedded broker: %v", err)
+	}
+	if was := b.Moved(); was != 0 {
+		// Tests that must keep the address would fail anyway, the rest
+		// go on.
+		t.Logf("kafkatest: port %d is taken, restarted on %v (clients seeded with the old address must be recreated)", was, b.Addrs())
 	}
 	c.b = b
 	c.brokers = b.Addrs()
@@ -181,34 +189,20 @@ func (c *Cluster) Restart(t testing.TB) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	port := 0
 	if c.b != nil {
-		port = portOf(c.brokers)
 		if err := c.b.Close(); err != nil {
 			t.Fatalf("kafkatest: close broker for restart: %v", err)
 		}
 		c.b = nil
 	}
-	c.start(t, port)
-}
-
-func portOf(addrs []string) int {
-	if len(addrs) == 0 {
-		return 0
-	}
-	_, p, err := net.SplitHostPort(addrs[0])
-	if err != nil {
-		return 0
-	}
-	n, _ := strconv.Atoi(p)
-	return n
+	c.start(t)
 }
 
 // Client returns a franz-go client seeded with the cluster, closed when the
 // test ends. Options are appended after the seeds.
 func (c *Cluster) Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Brokers()...)}, opts...)...)
+	cl, err := kgo.NewClient(append(append([]kgo.Opt{kgo.SeedBrokers(c.Brokers()...)}, c.opts.sasl.Kgo()...), opts...)...)
 	if err != nil {
 		t.Fatalf("kafkatest: new client: %v", err)
 	}
@@ -240,7 +234,7 @@ func (c *Cluster) Provision(t testing.TB, tt schema.Topics, partitions int32) {
 func (c *Cluster) deletePrefixed(t testing.TB) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers()...))
+	cl, err := kgo.NewClient(append(c.opts.sasl.Kgo(), kgo.SeedBrokers(c.Brokers()...))...)
 	if err != nil {
 		t.Logf("kafkatest: cleanup: %v", err)
 		return

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/chime-sched/chime/infra/kafkaauth"
 	"github.com/chime-sched/chime/infra/kafkatest"
 )
 
@@ -69,6 +70,37 @@ func TestEmbeddedClusterRestartKeepsDataAndPort(t *testing.T) {
 	require.NoError(t, fs.Err())
 	require.Len(t, fs.Records(), 1)
 	require.Equal(t, "v", string(fs.Records()[0].Value))
+}
+
+// TestEmbeddedClusterWithSASL: WithSASL gives the test a broker that, as
+// chime dev's, refuses clients without the credential; the cluster's own
+// clients carry it.
+func TestEmbeddedClusterWithSASL(t *testing.T) {
+	t.Parallel()
+	cred := kafkaauth.Credential{User: "chime", Password: "test-secret"}
+	c := kafkatest.New(t, kafkatest.WithSASL(cred))
+	tt := c.Topics()
+	c.Provision(t, tt, 1)
+	rec := func() *kgo.Record { return &kgo.Record{Topic: tt.Due(), Value: []byte("v")} }
+	require.NoError(t, c.Client(t).ProduceSync(ctxT(t), rec()).FirstErr())
+
+	tests := []struct {
+		name string
+		opts []kgo.Opt
+	}{
+		{name: "no credential"},
+		{name: "wrong password", opts: kafkaauth.Credential{User: "chime", Password: "guess"}.Kgo()},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cl, err := kgo.NewClient(append(tc.opts, kgo.SeedBrokers(c.Brokers()...), kgo.RequestRetries(0))...)
+			require.NoError(t, err)
+			defer cl.Close()
+			_, err = kadm.NewClient(cl).BrokerMetadata(ctxT(t))
+			require.Error(t, err)
+		})
+	}
 }
 
 func TestExternalClusterUsesPrefixAndCleansUp(t *testing.T) {

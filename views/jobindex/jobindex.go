@@ -2,6 +2,12 @@
 // each namespace's jobs ordered newest first, with their status, and the
 // count of those that have not ended (the pending-jobs quota).
 //
+// chime's own jobs in a namespace (ids under schema.ReservedJobIDPrefix,
+// such as the breaker's cool-off timer) are indexed too, but they are not
+// the namespace's: a listing shows them only when asked (Query.Internal),
+// and the live count leaves them out, so a tripped breaker neither shows
+// in a client's job list nor takes a place of its quota.
+//
 // The scheduler keeps one beside each partition of its table (it knows a
 // row before and after each change), and the API's view of the table keeps
 // one per partition from the writes its storage sees; a listing merges the
@@ -150,6 +156,9 @@ func (j *nsJobs) compact() {
 	}
 }
 
+// internal says whether id is one of chime's own jobs.
+func internal(id string) bool { return strings.HasPrefix(id, schema.ReservedJobIDPrefix) }
+
 // New returns an empty index.
 func New() *Index { return &Index{ns: map[string]*nsJobs{}} }
 
@@ -177,17 +186,18 @@ func (x *Index) Change(ns, id string, before, after *schema.JobSummary) {
 		j = newNSJobs()
 		x.ns[ns] = j
 	}
+	counted := !internal(id)
 	if before != nil && (after == nil || before.Created != after.Created) {
-		if it, ok := j.remove(id, before.Created); ok && !schema.JobEnded(chimev1.JobStatus(it.status)) {
+		if it, ok := j.remove(id, before.Created); ok && counted && !schema.JobEnded(chimev1.JobStatus(it.status)) {
 			j.live--
 		}
 	}
 	if after != nil {
 		prev, replaced := j.put(id, after.Created, after.Status)
-		if replaced && !schema.JobEnded(chimev1.JobStatus(prev.status)) {
+		if replaced && counted && !schema.JobEnded(chimev1.JobStatus(prev.status)) {
 			j.live--
 		}
-		if after.Live() {
+		if counted && after.Live() {
 			j.live++
 		}
 	}
@@ -196,7 +206,7 @@ func (x *Index) Change(ns, id string, before, after *schema.JobSummary) {
 	}
 }
 
-// Live is the namespace's jobs that have not ended.
+// Live is the namespace's jobs that have not ended, chime's own left out.
 func (x *Index) Live(ns string) int64 {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -214,6 +224,10 @@ type Query struct {
 	After Cursor
 	// Limit is the page size (at least 1).
 	Limit int
+	// Internal lists chime's own jobs in the namespace too (ids under
+	// schema.ReservedJobIDPrefix); without it a listing shows the
+	// namespace's jobs only.
+	Internal bool
 }
 
 func (q Query) wants(status chimev1.JobStatus) bool {
@@ -232,7 +246,7 @@ func (x *Index) page(ns string, q Query, n int, out []Entry) []Entry {
 		if !q.After.IsZero() && it.created == q.After.Created && j.id(it) == q.After.ID {
 			return true // the cursor's own entry ended the previous page
 		}
-		if q.wants(chimev1.JobStatus(it.status)) {
+		if q.wants(chimev1.JobStatus(it.status)) && (q.Internal || !internal(j.id(it))) {
 			out = append(out, j.entry(it))
 			n--
 		}
@@ -274,7 +288,7 @@ func List(idxs []*Index, ns string, q Query) (page []Entry, more bool) {
 	return all, false
 }
 
-// LiveIn sums ns's live jobs over the indexes.
+// LiveIn sums ns's live jobs over the indexes, chime's own left out.
 func LiveIn(idxs []*Index, ns string) int64 {
 	var n int64
 	for _, x := range idxs {

@@ -84,6 +84,74 @@ func TestStatusAndLiveCount(t *testing.T) {
 	require.Empty(t, x.ns, "an empty namespace is dropped")
 }
 
+// TestInternalJobs: chime's own jobs in a namespace (ids under
+// schema.ReservedJobIDPrefix, such as the breaker's cool-off timer) are
+// not the namespace's: a listing shows them only when asked for, and the
+// live count behind the pending-jobs quota never counts them, whatever
+// their status does.
+func TestInternalJobs(t *testing.T) {
+	t.Parallel()
+	coolOff := schema.ReservedJobIDPrefix + "breaker-cooloff"
+	idxs := []*Index{New(), New()}
+	idxs[0].Change("ns", "a", nil, sum(1, scheduled))
+	idxs[1].Change("ns", coolOff, nil, sum(2, scheduled))
+	idxs[0].Change("ns", "b", nil, sum(3, paused))
+	idxs[1].Change("other", coolOff, nil, sum(4, scheduled))
+
+	tests := []struct {
+		name     string
+		q        Query
+		want     []string
+		wantMore bool
+	}{
+		{name: "the namespace's jobs", q: Query{Limit: 10}, want: []string{"b", "a"}},
+		{name: "internal ones too", q: Query{Limit: 10, Internal: true}, want: []string{"b", coolOff, "a"}},
+		{name: "a full page is not made up of internal jobs", q: Query{Limit: 1, After: Cursor{Created: 3, ID: "b"}}, want: []string{"a"}},
+		{name: "internal ones page like the rest", q: Query{Limit: 1, Internal: true, After: Cursor{Created: 3, ID: "b"}}, want: []string{coolOff}, wantMore: true},
+		{name: "by status", q: Query{Limit: 10, Statuses: []chimev1.JobStatus{scheduled}}, want: []string{"a"}},
+		{name: "by status, internal too", q: Query{Limit: 10, Statuses: []chimev1.JobStatus{scheduled}, Internal: true}, want: []string{coolOff, "a"}},
+		{name: "a namespace with internal jobs only", q: Query{Limit: 10}, want: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ns := "ns"
+			if tt.want == nil {
+				ns = "other"
+			}
+			page, more := List(idxs, ns, tt.q)
+			var got []string
+			for _, e := range page {
+				got = append(got, e.ID)
+			}
+			require.Equal(t, tt.want, got)
+			require.Equal(t, tt.wantMore, more)
+		})
+	}
+
+	t.Run("live count", func(t *testing.T) {
+		t.Parallel()
+		x := New()
+		x.Change("ns", "a", nil, sum(1, scheduled))
+		steps := []struct {
+			before, after *schema.JobSummary
+		}{
+			{nil, sum(2, scheduled)},               // armed
+			{sum(2, scheduled), sum(2, cancelled)}, // fired, ended
+			{sum(2, cancelled), sum(5, scheduled)}, // re-armed at the next trip
+			{sum(5, scheduled), sum(5, paused)},
+			{sum(5, paused), nil}, // removed
+		}
+		for i, st := range steps {
+			x.Change("ns", coolOff, st.before, st.after)
+			require.EqualValues(t, 1, x.Live("ns"), "step %d: only a counts", i)
+			require.EqualValues(t, 1, LiveIn([]*Index{x}, "ns"))
+		}
+		x.Change("other", coolOff, nil, sum(1, scheduled))
+		require.Zero(t, x.Live("other"))
+	})
+}
+
 // TestArenaCompacts: after most jobs of a namespace are removed, the ids
 // of the others are moved into a smaller arena, and listings still find
 // every one of them, in order, with its status.
