@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -22,7 +23,7 @@ import (
 
 // clientSynopsis is the client's one-line usage, under a usage error that
 // names no command.
-const clientSynopsis = "chime client [--url URL] [--token TOKEN] [--state-dir DIR] [-o table|json] [--utc] COMMAND ARGS..."
+const clientSynopsis = "chime client [--url URL] [--token TOKEN] [--state-dir DIR] [-o table|json] [--utc] [--insecure-http] COMMAND ARGS..."
 
 // clientUsage is the help text, and the one place each command's arguments
 // are written: a usage error quotes the command's line (commandUsage), and
@@ -32,7 +33,8 @@ const clientUsage = `chime client: call the chime HTTP API.
 
 Usage: ` + clientSynopsis + `
 
-  --url URL        $CHIME_API_URL, else http://127.0.0.1:8080
+  --url URL        $CHIME_API_URL, else http://127.0.0.1:8080; plain http only to
+                   a loopback address (127.0.0.1, ::1, localhost) unless --insecure-http
   --token TOKEN    else $CHIME_TOKEN, else $CHIME_ADMIN_TOKEN, else the admin-token
                    file in --state-dir ($CHIME_STATE_DIR, else ./.chime: what chime dev wrote)
   -o table|json    a table or "field value" lines (the default), or the API's JSON
@@ -374,6 +376,57 @@ func clientToken(flagToken *string, stateDir string, lookupEnv func(string) (str
 	return token, file, nil
 }
 
+// apiURL checks --url. Plain http goes only to a loopback address unless
+// insecureHTTP: anywhere else the token would cross the network in the
+// clear.
+func apiURL(raw string, insecureHTTP bool) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("--url %q: want http(s)://host[:port]", raw)
+	}
+	if u.Scheme == "http" && !insecureHTTP && !isLoopback(u.Hostname()) {
+		return nil, fmt.Errorf("--url %s: refusing to send the token over plain http to %s, which is not a loopback address; use https, or pass --insecure-http if the network is trusted", raw, u.Host)
+	}
+	return u, nil
+}
+
+// isLoopback reports whether host names this machine: a loopback IP, or
+// localhost (which resolves to one, RFC 6761).
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// errOtherOrigin stops a redirect away from --url's origin.
+var errOtherOrigin = errors.New("not following a redirect to another origin with the token")
+
+// apiClient follows redirects only within the origin (scheme, host and
+// port) of the first request: net/http keeps the Authorization header on
+// a redirect to the same host name, whatever its port or scheme.
+func apiClient() *http.Client {
+	return &http.Client{CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if from := origin(via[0].URL); origin(req.URL) != from {
+			return fmt.Errorf("redirected to %s, outside %s: %w (point --url at the API itself)", origin(req.URL), from, errOtherOrigin)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}}
+}
+
+// origin is u's scheme, host and port, the port filled in from the scheme.
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+	}
+	return strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+}
+
 // runClient is `chime client`.
 func runClient(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("chime client", flag.ContinueOnError)
@@ -385,6 +438,7 @@ func runClient(ctx context.Context, args []string, lookupEnv func(string) (strin
 	output := fs.String("o", "table", "")
 	fs.StringVar(output, "output", "table", "")
 	utc := fs.Bool("utc", false, "")
+	insecureHTTP := fs.Bool("insecure-http", false, "")
 	usageError := func(err error, usage string) int {
 		fmt.Fprintf(stderr, "chime client: %v\nusage: %s\n", err, usage)
 		return 2
@@ -413,6 +467,11 @@ func runClient(ctx context.Context, args []string, lookupEnv func(string) (strin
 	if *base == "" {
 		*base = "http://" + config.Default().APIAddr
 	}
+	api, err := apiURL(*base, *insecureHTTP)
+	if err != nil {
+		fmt.Fprintln(stderr, "chime client:", err)
+		return 2
+	}
 	var given *string
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "token" {
@@ -434,7 +493,7 @@ func runClient(ctx context.Context, args []string, lookupEnv func(string) (strin
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, call.method, strings.TrimSuffix(*base, "/")+call.path, strings.NewReader(call.body))
+	req, err := http.NewRequestWithContext(ctx, call.method, strings.TrimSuffix(api.String(), "/")+call.path, strings.NewReader(call.body))
 	if err != nil {
 		fmt.Fprintln(stderr, "chime client:", err)
 		return 2
@@ -443,9 +502,13 @@ func runClient(ctx context.Context, args []string, lookupEnv func(string) (strin
 	if call.body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := apiClient().Do(req)
 	if err != nil {
-		fmt.Fprintf(stderr, "chime client: %s %s: %v (is chime running? set --url or CHIME_API_URL)\n", call.method, call.path, err)
+		hint := " (is chime running? set --url or CHIME_API_URL)"
+		if errors.Is(err, errOtherOrigin) {
+			hint = ""
+		}
+		fmt.Fprintf(stderr, "chime client: %s %s: %v%s\n", call.method, call.path, err, hint)
 		return 1
 	}
 	defer res.Body.Close()

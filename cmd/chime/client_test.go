@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -74,7 +75,7 @@ func TestClientUsageMatchesCommands(t *testing.T) {
 			require.Contains(t, u, "--"+f, "%s: usage %q", name, u)
 		}
 	}
-	require.Contains(t, clientUsage, "$CHIME_API_URL, else http://"+config.Default().APIAddr, "the default --url")
+	require.Contains(t, clientUsage, "$CHIME_API_URL, else http://"+config.Default().APIAddr+";", "the default --url")
 }
 
 // clientBundle is a fake chime API on 127.0.0.1 and the client run
@@ -315,4 +316,102 @@ func TestClientToken(t *testing.T) {
 	})
 	// Only the good ones called the API, each with the token.
 	require.Equal(t, []string{"Bearer tok", "Bearer tok", "Bearer tok"}, b.tokens())
+}
+
+// TestClientRedirects: a redirect within the API's origin is followed; one
+// to another port of the same host is not, so the token stays with the
+// API.
+func TestClientRedirects(t *testing.T) {
+	t.Parallel()
+	other := setupClient(t, fakeAPI)
+	api := setupClient(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/namespaces/moved":
+			http.Redirect(w, r, "/v1/namespaces/acme", http.StatusTemporaryRedirect)
+		case "/v1/namespaces/elsewhere":
+			http.Redirect(w, r, other.srv.URL+"/v1/namespaces/acme", http.StatusTemporaryRedirect)
+		default:
+			fakeAPI(w, r)
+		}
+	})
+	code, out, errOut := api.run(tokEnv, "ns-put", "moved")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "version")
+	require.Equal(t, []string{"Bearer tok", "Bearer tok"}, api.tokens(), "followed with the token")
+
+	code, _, errOut = api.run(tokEnv, "ns-put", "elsewhere")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "redirected to http://"+other.srv.Listener.Addr().String()+", outside "+api.srv.URL+": not following a redirect to another origin with the token")
+	require.Empty(t, other.tokens(), "the other port got nothing")
+}
+
+// TestClientPlainHTTP: the token goes over plain http only to a loopback
+// address, unless --insecure-http.
+func TestClientPlainHTTP(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t, fakeAPI)
+	// 0.0.0.0 is not a loopback address, yet Linux connects it to this
+	// machine: the refusal is tested without traffic leaving it.
+	anyAddr := strings.Replace(b.srv.URL, "127.0.0.1", "0.0.0.0", 1)
+	tests := []struct {
+		name string
+		url  string
+		args []string
+		code int
+		err  string
+	}{
+		{"loopback", b.srv.URL, nil, 0, ""},
+		{"not loopback", anyAddr, nil, 2, "refusing to send the token over plain http to " + strings.TrimPrefix(anyAddr, "http://") + ", which is not a loopback address; use https, or pass --insecure-http"},
+		{"not loopback, --insecure-http", anyAddr, []string{"--insecure-http"}, 0, ""},
+		{"not http", "ftp://127.0.0.1/", nil, 2, `--url "ftp://127.0.0.1/": want http(s)://host[:port]`},
+		{"no scheme", "127.0.0.1:8080", nil, 2, "want http(s)://host[:port]"},
+	}
+	t.Run("cases", func(t *testing.T) {
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				t.Parallel()
+				code, _, errOut := b.run(map[string]string{"CHIME_TOKEN": "tok", "CHIME_API_URL": tt.url}, append(tt.args, "ns-put", "acme")...)
+				require.Equal(t, tt.code, code, errOut)
+				require.Contains(t, errOut, tt.err)
+			})
+		}
+	})
+	require.Len(t, b.tokens(), 2, "only the loopback and --insecure-http calls were made")
+
+	// The rule without a network: what counts as loopback.
+	for raw, ok := range map[string]bool{
+		"http://127.0.0.1:8080":     true,
+		"http://127.8.9.10":         true,
+		"http://[::1]:8080":         true,
+		"http://LocalHost:8080":     true,
+		"https://chime.example.com": true,
+		"http://chime.example.com":  false,
+		"http://10.0.0.5:8080":      false,
+		"http://[::]:8080":          false,
+		"http://localhost.evil.com": false,
+	} {
+		_, err := apiURL(raw, false)
+		require.Equal(t, ok, err == nil, "%s: %v", raw, err)
+	}
+}
+
+func TestClientOrigin(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		a, b string
+		same bool
+	}{
+		{"http://127.0.0.1:8080/x", "http://127.0.0.1:8080/y?z", true},
+		{"http://Host/x", "http://host:80/y", true},
+		{"https://host/x", "https://host:443/", true},
+		{"http://127.0.0.1:8080/", "http://127.0.0.1:8081/", false},
+		{"https://host/", "http://host:443/", false},
+		{"https://host/", "https://other/", false},
+	} {
+		a, err := url.Parse(tt.a)
+		require.NoError(t, err)
+		b, err := url.Parse(tt.b)
+		require.NoError(t, err)
+		require.Equal(t, tt.same, origin(a) == origin(b), "%s vs %s", tt.a, tt.b)
+	}
 }
