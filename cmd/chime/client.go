@@ -8,10 +8,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -19,16 +21,32 @@ import (
 	"github.com/chime-sched/chime/infra/config"
 )
 
+// clientSynopsis is the client's one-line usage, under a usage error that
+// names no command.
+const clientSynopsis = "chime client [--url URL] [--token TOKEN] [--state-dir DIR] [-o table|json] [--utc] [--insecure-http] COMMAND ARGS..."
+
+// clientUsage is the help text, and the one place each command's arguments
+// are written: a usage error quotes the command's line (commandUsage), and
+// a test holds the lines to clientCommands. A line is the usage, then two
+// or more spaces and what it does; " | " separates commands on one line.
 const clientUsage = `chime client: call the chime HTTP API.
 
-Usage:
-  chime client [--url URL] [--token TOKEN] [--state-dir DIR] [-o table|json] COMMAND ARGS...
-  chime client [flags] METHOD PATH [BODY|-]          any route (GET, POST, PUT, DELETE)
+Usage: ` + clientSynopsis + `
 
+  --url URL        $CHIME_API_URL, else http://127.0.0.1:8080; plain http only to
+                   a loopback address (127.0.0.1, ::1, localhost) unless --insecure-http
+  --token TOKEN    else $CHIME_TOKEN, else $CHIME_ADMIN_TOKEN, else the admin-token
+                   file in --state-dir ($CHIME_STATE_DIR, else ./.chime: what chime dev wrote)
+  -o table|json    a table or "field value" lines (the default), or the API's JSON
+  --utc            times in UTC; the default is local time (both show the zone)
+
+Any route:
+  METHOD PATH [BODY|-]                GET, POST, PUT, DELETE or PATCH; BODY "-" reads standard input
 Namespaces (admin token):
-  namespaces                          list, with breaker states
-  ns NS | ns-put NS [JSON]            show | create or replace (JSON defaults to {})
-  keys NS | key NS | revoke-key NS ID list keys | create one (shown once) | revoke one
+  namespaces [--limit N] [--cursor C]  list, with breaker states
+  ns|ns-get NS | ns-put NS [JSON]     show | create or replace (JSON defaults to {})
+  keys NS | key NS                    list keys | create one (shown once)
+  revoke-key NS ID                    revoke one
   rotate-secret NS [--overlap 24h]    new signing secret; the old one signs beside it meanwhile
 Jobs:
   jobs NS [--state S] [--limit N] [--cursor C]   list, newest first
@@ -41,21 +59,19 @@ Dead letters:
   replay-all NS [--job-prefix P] [--from T] [--to T] [--limit N]
 Breaker and stats:
   breaker NS | history NS [--from T] [--to T]
-  force NS open|closed|auto | reset NS (admin token)
+  force NS open|closed|auto [--note N] | reset NS [--note N]   (admin token)
   stats NS [--from T] [--to T] [--step D]
 
-URL defaults to $CHIME_API_URL, else http://127.0.0.1:8080. The token is
---token, else $CHIME_TOKEN, else $CHIME_ADMIN_TOKEN, else the admin-token file
-in --state-dir ($CHIME_STATE_DIR, else ./.chime: what chime dev wrote). Output
-is a table (-o json for the API's JSON). BODY "-" reads standard input.
-Problems (RFC 9457) are printed and make the exit status 1.
+Problems (RFC 9457) are printed and make the exit status 1; a command line
+the client cannot use makes it 2.
 `
 
 // clientCall is one API request the CLI makes, and how to print its answer.
 type clientCall struct {
 	method, path, body string
-	// table prints the answer; nil prints the JSON.
-	table func(w io.Writer, v map[string]any)
+	// view prints the decoded answer unless -o json; nil prints it as
+	// fields (fieldsTable).
+	view func(w io.Writer, v map[string]any)
 }
 
 // clientCommand builds a call from positional arguments and flags.
@@ -184,30 +200,34 @@ func jobAction(method, suffix string) clientCommand {
 }
 
 // clientRequest turns the arguments after the global flags into a call.
+// Its errors are usage errors: runClient prints them with the command's
+// usage line (usageLine).
 func clientRequest(args []string) (clientCall, error) {
-	if len(args) == 0 {
-		return clientCall{}, errors.New("nothing to call")
-	}
 	name := args[0]
 	if c, ok := clientCommands[name]; ok {
 		pos, flags, err := splitFlags(args[1:], c.flags)
 		if err != nil {
 			return clientCall{}, fmt.Errorf("%s: %w", name, err)
 		}
-		// ns-put and schedule take an optional or required JSON body.
-		want := c.args
+		// ns-put takes an optional JSON body.
 		switch {
 		case name == "ns-put" && len(pos) == 2:
 			call, _ := c.build(pos, flags)
 			call.body = pos[1]
 			return call, nil
-		case len(pos) != want:
-			return clientCall{}, fmt.Errorf("%s needs %d argument(s), got %d", name, want, len(pos))
+		case len(pos) < c.args:
+			return clientCall{}, fmt.Errorf("%s: %s", name, missingArgs(name, len(pos), c.args))
+		case len(pos) > c.args:
+			return clientCall{}, fmt.Errorf("%s: unexpected argument %q", name, pos[c.args])
 		}
-		return c.build(pos, flags)
+		call, err := c.build(pos, flags)
+		if err != nil {
+			return clientCall{}, fmt.Errorf("%s: %w", name, err)
+		}
+		return call, nil
 	}
 	m := strings.ToUpper(name)
-	if !slices.Contains([]string{"GET", "POST", "PUT", "DELETE", "PATCH"}, m) {
+	if !isMethod(m) {
 		return clientCall{}, fmt.Errorf("unknown command or method %q", name)
 	}
 	if len(args) < 2 || !strings.HasPrefix(args[1], "/") {
@@ -218,6 +238,71 @@ func clientRequest(args []string) (clientCall, error) {
 		call.body = args[2]
 	}
 	return call, nil
+}
+
+func isMethod(name string) bool {
+	return slices.Contains([]string{"GET", "POST", "PUT", "DELETE", "PATCH"}, strings.ToUpper(name))
+}
+
+// usageGap separates a help line's usage from what it does.
+var usageGap = regexp.MustCompile(` {2,}`)
+
+// commandUsage is name's usage as clientUsage writes it ("jobs NS [--state
+// S] [--limit N] [--cursor C]"), or "" if it has none.
+func commandUsage(name string) string {
+	for _, line := range strings.Split(clientUsage, "\n") {
+		// Commands are indented two spaces; flags and wrapped lines are not
+		// commands.
+		if len(line) < 3 || line[:2] != "  " || line[2] == ' ' || line[2] == '-' {
+			continue
+		}
+		syntax := usageGap.Split(strings.TrimSpace(line), 2)[0]
+		for _, alt := range strings.Split(syntax, " | ") {
+			names, rest, _ := strings.Cut(alt, " ")
+			if slices.Contains(strings.Split(names, "|"), name) {
+				return strings.TrimSpace(name + " " + rest)
+			}
+		}
+	}
+	return ""
+}
+
+// usageLine is the one line printed under a usage error: the usage of the
+// command args name, else the client's.
+func usageLine(args []string) string {
+	if len(args) > 0 {
+		if u := commandUsage(args[0]); u != "" {
+			return "chime client " + u
+		}
+		if isMethod(args[0]) {
+			return "chime client " + commandUsage("METHOD")
+		}
+	}
+	return clientSynopsis + ` ("chime client" alone lists the commands)`
+}
+
+// requiredArgs are a usage's positional arguments outside brackets:
+// "schedule NS JSON|-" has NS and JSON|-.
+func requiredArgs(usage string) []string {
+	var req []string
+	depth := 0
+	for _, w := range strings.Fields(usage)[1:] {
+		if depth == 0 && !strings.HasPrefix(w, "[") {
+			req = append(req, w)
+		}
+		depth += strings.Count(w, "[") - strings.Count(w, "]")
+	}
+	return req
+}
+
+// missingArgs says which arguments a command line lacks, by the names its
+// usage gives them.
+func missingArgs(name string, got, want int) string {
+	req := requiredArgs(commandUsage(name))
+	if len(req) != want || got >= want {
+		return fmt.Sprintf("needs %d argument(s), got %d", want, got)
+	}
+	return "missing " + strings.Join(req[got:], " ")
 }
 
 // splitFlags separates "--name value" and "--name=value" (names from
@@ -250,18 +335,31 @@ func splitFlags(args, allowed []string) (pos []string, flags map[string]string, 
 }
 
 // clientToken finds the token and says where it came from (or where it
-// looked).
-func clientToken(flagToken, stateDir string, getenv func(string) string) (token, source string, err error) {
-	if flagToken != "" {
-		return flagToken, "--token", nil
-	}
-	for _, env := range []string{"CHIME_TOKEN", "CHIME_ADMIN_TOKEN"} {
-		if v := getenv(env); v != "" {
-			return v, "$" + env, nil
+// looked). flagToken is nil when --token was not given. A token given
+// empty is an error, not a reason to look further: falling back would
+// send the admin token where the user meant a narrower one.
+func clientToken(flagToken *string, stateDir string, lookupEnv func(string) (string, bool)) (token, source string, err error) {
+	if flagToken != nil {
+		if strings.TrimSpace(*flagToken) == "" {
+			return "", "", errors.New("--token is empty: pass a token, or leave --token out to use $CHIME_TOKEN, $CHIME_ADMIN_TOKEN or the admin-token file")
 		}
+		return *flagToken, "--token", nil
+	}
+	for _, env := range []struct{ name, next string }{
+		{"CHIME_TOKEN", "$CHIME_ADMIN_TOKEN or the admin-token file"},
+		{"CHIME_ADMIN_TOKEN", "the admin-token file"},
+	} {
+		v, set := lookupEnv(env.name)
+		if !set {
+			continue
+		}
+		if strings.TrimSpace(v) == "" {
+			return "", "", fmt.Errorf("$%s is set but empty: set it to a token, or unset it to use %s", env.name, env.next)
+		}
+		return v, "$" + env.name, nil
 	}
 	if stateDir == "" {
-		stateDir = getenv("CHIME_STATE_DIR")
+		stateDir, _ = lookupEnv("CHIME_STATE_DIR")
 	}
 	if stateDir == "" {
 		stateDir = config.DefaultStateDir
@@ -271,34 +369,116 @@ func clientToken(flagToken, stateDir string, getenv func(string) string) (token,
 	if err != nil {
 		return "", "", fmt.Errorf("no token: looked at --token, $CHIME_TOKEN, $CHIME_ADMIN_TOKEN and %s (%v); pass --token, or --state-dir where chime dev keeps its state", file, errors.Unwrap(err))
 	}
-	return strings.TrimSpace(string(raw)), file, nil
+	token = strings.TrimSpace(string(raw))
+	if token == "" {
+		return "", "", fmt.Errorf("%s is empty: pass --token, or restart chime dev to write a new admin token", file)
+	}
+	return token, file, nil
+}
+
+// apiURL checks --url. Plain http goes only to a loopback address unless
+// insecureHTTP: anywhere else the token would cross the network in the
+// clear.
+func apiURL(raw string, insecureHTTP bool) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("--url %q: want http(s)://host[:port]", raw)
+	}
+	if u.Scheme == "http" && !insecureHTTP && !isLoopback(u.Hostname()) {
+		return nil, fmt.Errorf("--url %s: refusing to send the token over plain http to %s, which is not a loopback address; use https, or pass --insecure-http if the network is trusted", raw, u.Host)
+	}
+	return u, nil
+}
+
+// isLoopback reports whether host names this machine: a loopback IP, or
+// localhost (which resolves to one, RFC 6761).
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// errOtherOrigin stops a redirect away from --url's origin.
+var errOtherOrigin = errors.New("not following a redirect to another origin with the token")
+
+// apiClient follows redirects only within the origin (scheme, host and
+// port) of the first request: net/http keeps the Authorization header on
+// a redirect to the same host name, whatever its port or scheme.
+func apiClient() *http.Client {
+	return &http.Client{CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if from := origin(via[0].URL); origin(req.URL) != from {
+			return fmt.Errorf("redirected to %s, outside %s: %w (point --url at the API itself)", origin(req.URL), from, errOtherOrigin)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}}
+}
+
+// origin is u's scheme, host and port, the port filled in from the scheme.
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+	}
+	return strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
 // runClient is `chime client`.
-func runClient(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+func runClient(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("chime client", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	base := fs.String("url", getenv("CHIME_API_URL"), "")
+	envURL, _ := lookupEnv("CHIME_API_URL")
+	base := fs.String("url", envURL, "")
 	flagToken := fs.String("token", "", "")
 	stateDir := fs.String("state-dir", "", "")
 	output := fs.String("o", "table", "")
 	fs.StringVar(output, "output", "table", "")
-	if err := fs.Parse(args); err != nil || (*output != "table" && *output != "json") {
-		if err == nil {
-			err = fmt.Errorf("-o %q: use table or json", *output)
-		}
-		fmt.Fprintf(stderr, "chime client: %v\n\n%s", err, clientUsage)
+	utc := fs.Bool("utc", false, "")
+	insecureHTTP := fs.Bool("insecure-http", false, "")
+	usageError := func(err error, usage string) int {
+		fmt.Fprintf(stderr, "chime client: %v\nusage: %s\n", err, usage)
 		return 2
 	}
-	if *base == "" {
-		*base = "http://127.0.0.1:8080"
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, clientUsage)
+		return 0
+	case err != nil:
+		return usageError(err, clientSynopsis)
+	case *output != "table" && *output != "json":
+		return usageError(fmt.Errorf("-o %q: use table or json", *output), clientSynopsis)
+	case fs.NArg() == 0:
+		fmt.Fprint(stderr, clientUsage)
+		return 2
+	}
+	format := answerFormat{json: *output == "json", loc: time.Local}
+	if *utc {
+		format.loc = time.UTC
 	}
 	call, err := clientRequest(fs.Args())
 	if err != nil {
-		fmt.Fprintf(stderr, "chime client: %v\n\n%s", err, clientUsage)
+		return usageError(err, usageLine(fs.Args()))
+	}
+	if *base == "" {
+		*base = "http://" + config.Default().APIAddr
+	}
+	api, err := apiURL(*base, *insecureHTTP)
+	if err != nil {
+		fmt.Fprintln(stderr, "chime client:", err)
 		return 2
 	}
-	token, source, err := clientToken(*flagToken, *stateDir, getenv)
+	var given *string
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "token" {
+			given = flagToken
+		}
+	})
+	token, source, err := clientToken(given, *stateDir, lookupEnv)
 	if err != nil {
 		fmt.Fprintln(stderr, "chime client:", err)
 		return 1
@@ -313,7 +493,7 @@ func runClient(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, call.method, strings.TrimSuffix(*base, "/")+call.path, strings.NewReader(call.body))
+	req, err := http.NewRequestWithContext(ctx, call.method, strings.TrimSuffix(api.String(), "/")+call.path, strings.NewReader(call.body))
 	if err != nil {
 		fmt.Fprintln(stderr, "chime client:", err)
 		return 2
@@ -322,34 +502,30 @@ func runClient(ctx context.Context, args []string, getenv func(string) string, s
 	if call.body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := apiClient().Do(req)
 	if err != nil {
-		fmt.Fprintf(stderr, "chime client: %s %s: %v (is chime running? set --url or CHIME_API_URL)\n", call.method, call.path, err)
+		hint := " (is chime running? set --url or CHIME_API_URL)"
+		if errors.Is(err, errOtherOrigin) {
+			hint = ""
+		}
+		fmt.Fprintf(stderr, "chime client: %s %s: %v%s\n", call.method, call.path, err, hint)
 		return 1
 	}
 	defer res.Body.Close()
 	raw, _ := io.ReadAll(res.Body)
 	if res.StatusCode >= 400 {
 		fmt.Fprintf(stderr, "%s %s: %s\n", call.method, call.path, res.Status)
-		_, _ = stderr.Write(indentJSON(raw))
+		format.print(stderr, raw, fieldsTable)
 		if res.StatusCode == http.StatusUnauthorized {
 			fmt.Fprintf(stderr, "(the token came from %s)\n", source)
 		}
 		return 1
 	}
-	var v map[string]any
-	if *output == "json" || call.table == nil || json.Unmarshal(raw, &v) != nil {
-		_, _ = stdout.Write(indentJSON(raw))
+	if len(bytes.TrimSpace(raw)) == 0 && !format.json {
+		// An answer without a body (204): say it worked.
+		fmt.Fprintln(stdout, res.Status)
 		return 0
 	}
-	call.table(stdout, v)
+	format.print(stdout, raw, call.view)
 	return 0
-}
-
-func indentJSON(raw []byte) []byte {
-	var pretty bytes.Buffer
-	if json.Indent(&pretty, raw, "", "  ") == nil {
-		return append(pretty.Bytes(), '\n')
-	}
-	return raw
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +10,69 @@ import (
 	"text/tabwriter"
 	"time"
 )
+
+// timeLayout is how tables and fields show a time: 24-hour, with its zone
+// (the console's format too).
+const timeLayout = "2006-01-02 15:04:05 MST"
+
+// answerFormat is how every command prints its answer, decided once from
+// -o and --utc: the API's JSON, or text (a table or fields) with times in
+// loc.
+type answerFormat struct {
+	json bool
+	loc  *time.Location
+}
+
+// print writes raw, an answer: decoded and printed by view (fields when
+// nil), or with -o json, or when it is not a JSON object, as it came
+// (JSON indented).
+func (f answerFormat) print(w io.Writer, raw []byte, view func(io.Writer, map[string]any)) {
+	var v map[string]any
+	if f.json || json.Unmarshal(raw, &v) != nil {
+		_, _ = w.Write(indentJSON(raw))
+		return
+	}
+	if view == nil {
+		view = fieldsTable
+	}
+	view(w, showTimes(v, f.loc).(map[string]any))
+}
+
+// showTimes returns v with each RFC 3339 time written in loc with
+// timeLayout, except in callback bodies: those are the receiver's payload,
+// shown as chime sends it.
+func showTimes(v any, loc *time.Location) any {
+	switch x := v.(type) {
+	case string:
+		if t, err := time.Parse(time.RFC3339Nano, x); err == nil {
+			return t.In(loc).Format(timeLayout)
+		}
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if k != "body" {
+				e = showTimes(e, loc)
+			}
+			out[k] = e
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = showTimes(e, loc)
+		}
+		return out
+	}
+	return v
+}
+
+func indentJSON(raw []byte) []byte {
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, raw, "", "  ") == nil {
+		return append(pretty.Bytes(), '\n')
+	}
+	return raw
+}
 
 // column is one column of a table: its header and the answer's field
 // (a dotted path into nested objects).
@@ -29,16 +93,13 @@ func lookup(v map[string]any, path string) any {
 	return cur
 }
 
-// cell formats a value for a table: times shortened, numbers without
-// exponents, absent values as "-".
+// cell formats a value for a table: numbers without exponents, absent
+// values as "-". Times are already shown (answerFormat.print).
 func cell(v any) string {
 	switch x := v.(type) {
 	case nil:
 		return "-"
 	case string:
-		if t, err := time.Parse(time.RFC3339Nano, x); err == nil {
-			return t.Local().Format("2006-01-02 15:04:05")
-		}
 		if x == "" {
 			return "-"
 		}

@@ -35,10 +35,13 @@ with their environment variables.
 var version = "dev"
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr))
 }
 
-func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+// run takes the environment as os.LookupEnv does: the client tells a
+// variable set empty from one not set.
+func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) int {
+	getenv := func(k string) string { v, _ := lookupEnv(k); return v }
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -67,7 +70,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	case "sink":
 		err = runRole(ctx, "sink", rest, getenv, stdout, stderr, roleSink)
 	case "client":
-		return runClient(ctx, rest, getenv, os.Stdin, stdout, stderr)
+		return runClient(ctx, rest, lookupEnv, os.Stdin, stdout, stderr)
 	case "echo":
 		err = runEcho(ctx, rest, stdout, stderr)
 	case "topics":

@@ -34,7 +34,7 @@ import (
 // embedded broker and the scheduler with its LevelDB storage.
 func TestMain(m *testing.M) {
 	if os.Getenv("CHIME_RUN_MAIN") == "1" {
-		os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+		os.Exit(run(os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }
@@ -225,7 +225,7 @@ func TestUsageAndBadFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var out, errOut strings.Builder
-		code := run(tt.args, func(string) string { return "" }, &out, &errOut)
+		code := run(tt.args, func(string) (string, bool) { return "", false }, &out, &errOut)
 		require.Equal(t, tt.code, code, "args %q: %s", tt.args, errOut.String())
 		require.Contains(t, errOut.String(), tt.err)
 	}
