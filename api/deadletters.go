@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -228,7 +229,10 @@ func (s *server) replayDeadLetter(c *fiber.Ctx) error {
 	now := s.now()
 	pctx, pcancel := s.publishCtx(c)
 	defer pcancel()
-	id, st, existed, pending, err := s.replayOne(pctx, ns, nsCfg, d, now)
+	id, st, existed, pending, err := s.replayOne(pctx, ns, nsCfg, d, now, s.jobQuota(c))
+	if refusal := (*jobRefusal)(nil); errors.As(err, &refusal) {
+		return refusal.problem(c)
+	}
 	if err != nil {
 		return err
 	}
@@ -243,8 +247,10 @@ func (s *server) replayDeadLetter(c *fiber.Ctx) error {
 // replayOne schedules dead letter d again (see replayDeadLetter): it
 // returns the replay job's id and row (pending: as this API accepted it,
 // not yet in the table), and existed when an earlier replay already
-// created it (nothing is published then).
-func (s *server) replayOne(ctx context.Context, ns string, nsCfg *chimev1.NamespaceConfig, d *analytics.DeadLetter, now time.Time) (id string, st *chimev1.JobState, existed, pending bool, err error) {
+// created it (nothing is published then). The new job is taken from
+// quota, as a create's is, just before it is published; a refusal is a
+// *jobRefusal.
+func (s *server) replayOne(ctx context.Context, ns string, nsCfg *chimev1.NamespaceConfig, d *analytics.DeadLetter, now time.Time, quota *jobQuota) (id string, st *chimev1.JobState, existed, pending bool, err error) {
 	dlID := d.ID
 	id = replayJobID(d.JobID, d.ID)
 	row, err := s.cfg.JobStates.Get(ns, id)
@@ -293,6 +299,9 @@ func (s *server) replayOne(ctx context.Context, ns string, nsCfg *chimev1.Namesp
 	if err := schema.ValidateCommand(cmd, schema.ValidateOptions{Now: now}); err != nil {
 		return id, nil, false, false, problem(fiber.StatusUnprocessableEntity, "dead-letter-not-replayable", "dead letter %q cannot be replayed as job %q: %s", dlID, id, validationReason(err))
 	}
+	if refusal := quota.take(1); refusal != nil {
+		return id, nil, false, false, refusal
+	}
 	if _, err := s.cfg.Jobs.Publish(ctx, cmd); err != nil {
 		return id, nil, false, false, unavailable("the replay", err)
 	}
@@ -333,7 +342,13 @@ type bulkReplayResponse struct {
 	Replayed        int             `json:"replayed"`
 	AlreadyReplayed int             `json:"already_replayed"`
 	Failed          []replayFailure `json:"failed"`
-	Jobs            []string        `json:"jobs"`
+	// QuotaRefused were not replayed because the namespace's job quotas
+	// had no room left (QuotaReason says which and when to retry): a
+	// bulk replay replays what fits, newest first, and leaves the rest
+	// for a later one.
+	QuotaRefused int      `json:"quota_refused"`
+	QuotaReason  string   `json:"quota_reason,omitempty"`
+	Jobs         []string `json:"jobs"`
 	// More says the limit cut the selection: the same request again
 	// replays the next ones (those done are already_replayed).
 	More bool `json:"more"`
@@ -403,9 +418,17 @@ func (s *server) replayDeadLetters(c *fiber.Ctx) error {
 	now := s.now()
 	pctx, pcancel := s.publishCtx(c)
 	defer pcancel()
+	quota := s.jobQuota(c)
+	var refusal *jobRefusal
 	for i := range list {
-		id, _, existed, _, err := s.replayOne(pctx, ns, nsCfg, &list[i], now)
+		id, _, existed, _, err := s.replayOne(pctx, ns, nsCfg, &list[i], now, quota)
 		switch {
+		case errors.As(err, &refusal):
+			// The quota has no room for this one: none for the rest
+			// either (jobs do not end, nor does the rate refill, within
+			// a request), so they are not tried.
+			out.QuotaRefused = len(list) - i
+			out.QuotaReason = refusal.Error()
 		case err != nil:
 			reason := err.Error()
 			if p, ok := err.(*Problem); ok {
@@ -418,7 +441,15 @@ func (s *server) replayDeadLetters(c *fiber.Ctx) error {
 		default:
 			out.Replayed++
 		}
+		if refusal != nil {
+			break
+		}
 		out.Jobs = append(out.Jobs, id)
+	}
+	if refusal != nil && out.Replayed == 0 {
+		// Nothing replayed for the quota: the create's 429, so that a
+		// client backs off as it would from a create.
+		return tooMany(c, refusal.wait, "the job quotas left no room for the %d dead letters not replayed yet (none was replayed): %s", out.QuotaRefused, refusal.reason)
 	}
 	return c.JSON(out)
 }
