@@ -162,25 +162,32 @@ func (s *Store) GetDeadLetter(ctx context.Context, namespace, id string) (*DeadL
 	return &out[0], nil
 }
 
-// RecordReplay records that dead letter d was replayed at as job jobID.
-// The API calls it once Kafka confirmed the job, never before: a replay
-// recorded but not published would leave the dead letter marked replayed
-// and its callback never sent. Recording a replay again is harmless; the
-// first one stays.
-func (s *Store) RecordReplay(ctx context.Context, d *DeadLetter, jobID string, at time.Time) error {
-	if d.Namespace == "" || d.ID == "" || jobID == "" {
-		return fmt.Errorf("%w: a replay needs the namespace, the dead letter id and the job id", ErrInvalid)
+// RecordReplays records the Replay of each dead letter of ds, in one
+// insert. The API calls it once Kafka confirmed the replays' jobs, never
+// before: a replay recorded but not published would leave its dead letter
+// marked replayed and the callback never sent. Recording a replay again is
+// harmless; the first one stays.
+func (s *Store) RecordReplays(ctx context.Context, ds []*DeadLetter) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	for _, d := range ds {
+		if d.Namespace == "" || d.ID == "" || d.Replay == nil || d.Replay.JobID == "" {
+			return fmt.Errorf("%w: a replay needs the namespace, the dead letter id and the job id (dead letter %q)", ErrInvalid, d.ID)
+		}
 	}
 	bt, err := s.conn.PrepareBatch(ctx, "INSERT INTO "+TableDeadLetterReplays+" (namespace, dead_letter_id, dead_lettered_at, job_id, replayed_at)")
 	if err != nil {
-		return classify("prepare the replay record", err)
+		return classify("prepare the replay records", err)
 	}
-	if err := bt.Append(d.Namespace, d.ID, d.At, jobID, at.UTC()); err != nil {
-		_ = bt.Abort()
-		return classify("record the replay", err)
+	for _, d := range ds {
+		if err := bt.Append(d.Namespace, d.ID, d.At, d.Replay.JobID, d.Replay.At.UTC()); err != nil {
+			_ = bt.Abort()
+			return classify("record the replays", err)
+		}
 	}
 	if err := bt.Send(); err != nil {
-		return classify("record the replay", err)
+		return classify("record the replays", err)
 	}
 	return nil
 }

@@ -119,12 +119,18 @@ func TestDeadLetterReplays(t *testing.T) {
 		return d
 	}
 
+	replay := func(d *analytics.DeadLetter, job string, at time.Time) *analytics.DeadLetter {
+		d.Replay = &analytics.Replay{JobID: job, At: at}
+		return d
+	}
 	d1 := get(tb.store, "shop", "dl-shop-job-1")
 	require.Nil(t, d1.Replay, "not replayed yet")
 	first := base.Add(time.Hour)
-	require.NoError(t, tb.store.RecordReplay(tb.ctx, d1, "job.replay-1", first.Add(time.Second)))
-	require.NoError(t, tb.store.RecordReplay(tb.ctx, d1, "job.replay-1", first))
-	require.NoError(t, tb.store.RecordReplay(tb.ctx, get(tb.store, "shop", "dl-shop-job-3"), "job.replay-3", first.Add(time.Minute)))
+	require.NoError(t, tb.store.RecordReplays(tb.ctx, []*analytics.DeadLetter{replay(d1, "job.replay-1", first.Add(time.Second))}))
+	require.NoError(t, tb.store.RecordReplays(tb.ctx, []*analytics.DeadLetter{
+		replay(get(tb.store, "shop", "dl-shop-job-1"), "job.replay-1", first),
+		replay(get(tb.store, "shop", "dl-shop-job-3"), "job.replay-3", first.Add(time.Minute)),
+	}))
 	require.Equal(t, &analytics.Replay{JobID: "job.replay-1", At: first}, get(tb.store, "shop", "dl-shop-job-1").Replay, "the first replay")
 	require.Nil(t, get(tb.store, "other", "dl-shop-job-1").Replay, "another namespace's dead letter is not replayed by shop's replay")
 
@@ -172,5 +178,5 @@ func TestDeadLetterReplays(t *testing.T) {
 	defer again.Close()
 	require.Equal(t, []string{"dl-shop-job-3 as job.replay-3 at 11:01:00", "dl-shop-job-1 as job.replay-1 at 11:00:00"}, replayed(again, analytics.DeadLetterQuery{Replayed: &yes}))
 
-	require.ErrorIs(t, tb.store.RecordReplay(tb.ctx, &analytics.DeadLetter{Namespace: "shop", ID: "dl-x"}, "", first), analytics.ErrInvalid)
+	require.ErrorIs(t, tb.store.RecordReplays(tb.ctx, []*analytics.DeadLetter{{Namespace: "shop", ID: "dl-x"}}), analytics.ErrInvalid)
 }

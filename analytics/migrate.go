@@ -245,7 +245,7 @@ var migrations = []migration{
 		`DROP VIEW IF EXISTS sink_offsets_dead_letters_mv`,
 	}},
 	// A dead letter's replays, recorded by the API once Kafka confirmed
-	// the replay's job (see RecordReplay). The API, not the sink, writes
+	// the replay's job (see RecordReplays). The API, not the sink, writes
 	// it: the next listing on any API process shows the replay at once,
 	// with no topic in between. Every column but replayed_at derives from
 	// the dead letter, so the key is the dead letter; replays recorded
