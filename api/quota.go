@@ -191,9 +191,7 @@ type jobRefusal struct {
 func (r *jobRefusal) problem(c *fiber.Ctx) error { return tooMany(c, r.wait, "%s", r.reason) }
 
 // Error is the reason with when to retry, as the problem's detail says it.
-func (r *jobRefusal) Error() string {
-	return r.reason + "; retry after " + strconv.Itoa(retryAfterSeconds(r.wait)) + " s"
-}
+func (r *jobRefusal) Error() string { return r.reason + retryHint(r.wait) }
 
 // limitNamespaces refuses a new namespace once Quotas.Namespaces exist:
 // each costs a row in every view and a breaker, and a leaked admin token
@@ -214,13 +212,17 @@ func (s *server) limitNamespaces() error {
 }
 
 func tooMany(c *fiber.Ctx, wait time.Duration, format string, args ...any) error {
-	secs := retryAfterSeconds(wait)
-	c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
+	c.Set(fiber.HeaderRetryAfter, strconv.Itoa(retryAfterSeconds(wait)))
 	p := problem(fiber.StatusTooManyRequests, "quota-exceeded", format, args...)
-	p.Detail += "; retry after " + strconv.Itoa(secs) + " s"
+	p.Detail += retryHint(wait)
 	return p
 }
 
 // retryAfterSeconds is wait as Retry-After says it: whole seconds, at
 // least one.
 func retryAfterSeconds(wait time.Duration) int { return max(1, int(math.Ceil(wait.Seconds()))) }
+
+// retryHint ends a quota refusal's detail with when to retry.
+func retryHint(wait time.Duration) string {
+	return "; retry after " + strconv.Itoa(retryAfterSeconds(wait)) + " s"
+}
