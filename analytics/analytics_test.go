@@ -48,13 +48,13 @@ func TestMigrateIsIdempotentAndAppliesRetention(t *testing.T) {
 
 	v, err := analytics.SchemaVersion(tb.ctx, tb.store.Conn())
 	require.NoError(t, err)
-	require.Equal(t, uint32(5), v)
+	require.Equal(t, uint32(6), v)
 
 	// Again, with another retention: no new version rows, TTL changed.
 	again, err := analytics.Open(tb.ctx, tb.dsn, analytics.Options{Retention: 30 * 24 * time.Hour})
 	require.NoError(t, err)
 	defer again.Close()
-	require.Equal(t, uint64(5), count(t, tb, "SELECT count() FROM schema_migrations FINAL"))
+	require.Equal(t, uint64(6), count(t, tb, "SELECT count() FROM schema_migrations FINAL"))
 	var ddl string
 	require.NoError(t, tb.store.Conn().QueryRow(tb.ctx,
 		"SELECT create_table_query FROM system.tables WHERE database = currentDatabase() AND name = 'callback_attempts'").Scan(&ddl))
@@ -62,6 +62,9 @@ func TestMigrateIsIdempotentAndAppliesRetention(t *testing.T) {
 	require.NoError(t, tb.store.Conn().QueryRow(tb.ctx,
 		"SELECT create_table_query FROM system.tables WHERE database = currentDatabase() AND name = 'sink_day_offsets'").Scan(&ddl))
 	require.Contains(t, ddl, "toIntervalDay(30)")
+	require.NoError(t, tb.store.Conn().QueryRow(tb.ctx,
+		"SELECT create_table_query FROM system.tables WHERE database = currentDatabase() AND name = 'dead_letter_replays'").Scan(&ddl))
+	require.Contains(t, ddl, "toIntervalDay(30)", "a replay is kept as long as its dead letter")
 
 	_, err = analytics.Open(tb.ctx, tb.dsn, analytics.Options{Retention: 36 * time.Hour})
 	require.ErrorContains(t, err, "whole number of days")

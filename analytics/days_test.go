@@ -200,7 +200,7 @@ func TestMigration5KeepsTheOldOffsets(t *testing.T) {
 	tb.store = store
 	v, err := analytics.SchemaVersion(tb.ctx, conn)
 	require.NoError(t, err)
-	require.Equal(t, uint32(5), v)
+	require.Equal(t, uint32(6), v)
 	require.Zero(t, count(t, tb, "SELECT count() FROM system.tables WHERE database = currentDatabase() AND name LIKE 'sink\\_offsets\\_%'"),
 		"the views without a day are gone")
 	require.Equal(t, uint64(10), count(t, tb, "SELECT count() FROM callback_attempts"))
@@ -230,5 +230,5 @@ func TestMigration5KeepsTheOldOffsets(t *testing.T) {
 	again, err := analytics.Open(tb.ctx, db.DSN, analytics.Options{})
 	require.NoError(t, err)
 	again.Close()
-	require.Equal(t, uint64(5), count(t, tb, "SELECT count() FROM schema_migrations FINAL"))
+	require.Equal(t, uint64(6), count(t, tb, "SELECT count() FROM schema_migrations FINAL"))
 }

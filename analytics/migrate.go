@@ -22,6 +22,10 @@ const (
 
 	// TableSinkDayOffsets replaces TableSinkOffsets from migration 5.
 	TableSinkDayOffsets = "sink_day_offsets"
+
+	// TableDeadLetterReplays, from migration 6, is written by the API,
+	// not the sink: which dead letters were replayed, when, as which job.
+	TableDeadLetterReplays = "dead_letter_replays"
 )
 
 // DefaultRetention is how long rows are kept when Options.Retention is 0.
@@ -240,6 +244,26 @@ var migrations = []migration{
 		`DROP VIEW IF EXISTS sink_offsets_job_events_mv`,
 		`DROP VIEW IF EXISTS sink_offsets_dead_letters_mv`,
 	}},
+	// A dead letter's replays, recorded by the API once Kafka confirmed
+	// the replay's job (see RecordReplays). The API, not the sink, writes
+	// it: the next listing on any API process shows the replay at once,
+	// with no topic in between. Every column but replayed_at derives from
+	// the dead letter, so the key is the dead letter; replays recorded
+	// twice (a retry, two API processes racing) merge into the first one
+	// (min), which the queries read with the same min before merges. It
+	// lives in its dead letter's partition and dies with it (TTL).
+	{6, "dead letter replays", []string{
+		`CREATE TABLE IF NOT EXISTS dead_letter_replays (
+			namespace        LowCardinality(String),
+			dead_letter_id   String,
+			dead_lettered_at DateTime64(3, 'UTC'),
+			job_id           String,
+			replayed_at      SimpleAggregateFunction(min, DateTime64(3, 'UTC'))
+		) ENGINE = AggregatingMergeTree
+		PARTITION BY toDate(dead_lettered_at)
+		ORDER BY (namespace, dead_letter_id, dead_lettered_at, job_id)
+		TTL toDateTime(dead_lettered_at) + INTERVAL {ttl} DAY`,
+	}},
 }
 
 // ttlExprs are the TTL of each table that has one, for a retention change.
@@ -249,6 +273,8 @@ var ttlExprs = map[string]string{
 	TableJobEvents:   "toDateTime(at) + INTERVAL {ttl} DAY",
 	TableAttempts1m:  "minute + INTERVAL {ttl} DAY",
 	TableDeadLetters: "toDateTime(at) + INTERVAL {ttl} DAY",
+	// A replay goes when its dead letter does.
+	TableDeadLetterReplays: "toDateTime(dead_lettered_at) + INTERVAL {ttl} DAY",
 	// A day's offsets outlive its rows (at + {ttl} days, at up to the end
 	// of the day) by a margin, so a replay never re-inserts kept rows.
 	TableSinkDayOffsets: "day + INTERVAL {ttl} DAY + INTERVAL 24 HOUR",

@@ -46,6 +46,12 @@ type AnalyticsStore interface {
 	ListDeadLetters(ctx context.Context, namespace string, q analytics.DeadLetterQuery) ([]analytics.DeadLetter, error)
 	// GetDeadLetter returns nil, nil for an unknown id.
 	GetDeadLetter(ctx context.Context, namespace, id string) (*analytics.DeadLetter, error)
+	// CountDeadLetters counts what ListDeadLetters selects, without its
+	// limit and cursor.
+	CountDeadLetters(ctx context.Context, namespace string, q analytics.DeadLetterQuery) (int, error)
+	// RecordReplays stores the Replay of each dead letter, once Kafka
+	// confirmed its job (see replayOne).
+	RecordReplays(ctx context.Context, ds []*analytics.DeadLetter) error
 }
 
 var _ AnalyticsStore = (*analytics.Store)(nil)

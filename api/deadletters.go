@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -46,8 +47,11 @@ type deadLetterJSON struct {
 	// AttemptHistory lists the fire's attempts, oldest first (at most the
 	// scheduler's MaxAttemptHistory before the last).
 	AttemptHistory []historyJSON `json:"attempt_history"`
-	// ReplayJobID is the job a replay creates (or created).
-	ReplayJobID string `json:"replay_job_id"`
+	// Replayed says whether the dead letter was replayed; ReplayedAt and
+	// ReplayJobID, set only then, say when first and as which job.
+	Replayed    bool    `json:"replayed"`
+	ReplayedAt  *string `json:"replayed_at,omitempty"`
+	ReplayJobID string  `json:"replay_job_id,omitempty"`
 	// ReplayPath is where to POST the replay (the id percent-encoded).
 	ReplayPath string `json:"replay_path"`
 }
@@ -93,7 +97,7 @@ func renderDeadLetter(d *analytics.DeadLetter) deadLetterJSON {
 	if method == "" {
 		method = "POST"
 	}
-	return deadLetterJSON{
+	out := deadLetterJSON{
 		ID:             d.ID,
 		Namespace:      d.Namespace,
 		JobID:          d.JobID,
@@ -107,9 +111,12 @@ func renderDeadLetter(d *analytics.DeadLetter) deadLetterJSON {
 		LastStatusCode: d.StatusCode,
 		LastError:      d.Error,
 		AttemptHistory: renderHistory(d.Due.GetHistory()),
-		ReplayJobID:    replayJobID(d.JobID, d.ID),
 		ReplayPath:     "/v1/namespaces/" + d.Namespace + "/dead-letters/" + url.PathEscape(d.ID) + "/replay",
 	}
+	if r := d.Replay; r != nil {
+		out.Replayed, out.ReplayedAt, out.ReplayJobID = true, fmtTime(timestamppb.New(r.At)), r.JobID
+	}
+	return out
 }
 
 // replayJobID names the job that replays a dead letter:
@@ -169,6 +176,14 @@ func (s *server) listDeadLetters(c *fiber.Ctx) error {
 	if len(q.JobIDPrefix) > schema.MaxJobIDLen {
 		return badQuery("job_id_prefix", "is longer than a job id (%d bytes)", schema.MaxJobIDLen)
 	}
+	switch v := c.Query("replayed"); v {
+	case "":
+	case "true", "false":
+		replayed := v == "true"
+		q.Replayed = &replayed
+	default:
+		return badQuery("replayed", "%q is neither true (only those replayed) nor false (only those not replayed yet)", v)
+	}
 	if q.From, _, err = queryTime(c, "from"); err != nil {
 		return err
 	}
@@ -193,12 +208,21 @@ func (s *server) listDeadLetters(c *fiber.Ctx) error {
 	return c.JSON(out)
 }
 
+// replayAnswer is the answer to POST .../dead-letters/{id}/replay: the
+// replay's job, as GET .../jobs/{id} shows it, and the replay.
+type replayAnswer struct {
+	jobResponse
+	DeadLetterID string `json:"dead_letter_id"`
+	// AlreadyReplayed says an earlier replay created the job (200; this
+	// one published nothing), at ReplayedAt.
+	AlreadyReplayed bool    `json:"already_replayed"`
+	ReplayedAt      *string `json:"replayed_at"`
+}
+
 // replayDeadLetter schedules the dead letter's callback again as a new
 // one-shot job, due now, with the original retry policy and labels plus
-// chime.replay_of. The job id and the command id derive from the dead
-// letter's id: replaying it again answers the job already created (200),
-// and a replay that races another is ignored by the scheduler as the same
-// command.
+// chime.replay_of. A dead letter is replayed once: a repeat answers 200
+// with the job the first replay created (see replayOne).
 func (s *server) replayDeadLetter(c *fiber.Ctx) error {
 	store, err := s.analyticsStore()
 	if err != nil {
@@ -225,44 +249,91 @@ func (s *server) replayDeadLetter(c *fiber.Ctx) error {
 		return problem(fiber.StatusNotFound, "dead-letter-not-found",
 			"namespace %q has no dead letter %q (GET /v1/namespaces/%s/dead-letters lists them; they are kept for the analytics retention)", ns, dlID, ns)
 	}
-	now := s.now()
 	pctx, pcancel := s.publishCtx(c)
-	defer pcancel()
-	id, st, existed, pending, err := s.replayOne(pctx, ns, nsCfg, d, now)
+	res, err := s.replayOne(pctx, ns, nsCfg, d, s.now(), s.jobQuota(c))
+	pcancel()
+	if refusal := (*jobRefusal)(nil); errors.As(err, &refusal) {
+		return refusal.problem(c)
+	}
 	if err != nil {
 		return err
 	}
-	if existed {
-		c.Set(headerReplayed, "true")
-		return c.JSON(renderJob(ns, id, st, pending))
+	if res.record {
+		if err := s.recordReplays(c, store, []*analytics.DeadLetter{d}); err != nil {
+			return err
+		}
 	}
-	c.Location("/v1/namespaces/" + ns + "/jobs/" + id)
-	return c.Status(fiber.StatusCreated).JSON(renderJob(ns, id, st, true))
+	out := replayAnswer{jobResponse: jobResponse{ID: res.jobID, Namespace: ns}, DeadLetterID: d.ID,
+		AlreadyReplayed: res.already, ReplayedAt: fmtTime(timestamppb.New(d.Replay.At))}
+	if res.row != nil {
+		out.jobResponse = renderJob(ns, res.jobID, res.row, res.pending)
+	}
+	if res.already {
+		c.Set(headerReplayed, "true")
+		return c.JSON(out)
+	}
+	c.Location("/v1/namespaces/" + ns + "/jobs/" + res.jobID)
+	return c.Status(fiber.StatusCreated).JSON(out)
 }
 
-// replayOne schedules dead letter d again (see replayDeadLetter): it
-// returns the replay job's id and row (pending: as this API accepted it,
-// not yet in the table), and existed when an earlier replay already
-// created it (nothing is published then).
-func (s *server) replayOne(ctx context.Context, ns string, nsCfg *chimev1.NamespaceConfig, d *analytics.DeadLetter, now time.Time) (id string, st *chimev1.JobState, existed, pending bool, err error) {
-	dlID := d.ID
-	id = replayJobID(d.JobID, d.ID)
-	row, err := s.cfg.JobStates.Get(ns, id)
-	if err != nil {
-		return id, nil, false, false, err
+// replayResult is what replayOne did with a dead letter.
+type replayResult struct {
+	jobID string
+	// row is the replay's job as this process knows it: the table's row,
+	// or (pending) the command it accepted and the table does not show
+	// yet; nil once the table removed the ended job.
+	row     *chimev1.JobState
+	pending bool
+	// already: an earlier replay created the job; nothing was published.
+	already bool
+	// record: the dead letter's Replay is not stored yet; the caller
+	// stores it (recordReplays).
+	record bool
+}
+
+// replayOne replays dead letter d, at most once however often it is
+// asked, on whichever API process, and sets d.Replay.
+//
+// Where the replay state lives: ClickHouse's dead_letter_replays, beside
+// the dead letters, recorded by the API after Kafka confirmed the job and
+// joined into every dead-letter query (d.Replay). It survives restarts, is
+// shared by every API process, and each process reads it at once (no
+// topic and no sink in between). Recording is idempotent: the job id and
+// the command id derive from the dead letter, and the table keeps the
+// first replay of each dead letter. Before a record exists the job itself
+// says a replay happened: this process's memory of what it accepted, or
+// the jobs table (a replay by an older chime, or one whose record failed):
+// such a replay is recorded now, as of the job's creation. Two replays
+// racing on two processes may both publish: the same command id, which
+// the scheduler applies once.
+//
+// A new job is taken from quota just before it is published, as a
+// create's is; a refusal is a *jobRefusal.
+func (s *server) replayOne(ctx context.Context, ns string, nsCfg *chimev1.NamespaceConfig, d *analytics.DeadLetter, now time.Time, quota *jobQuota) (replayResult, error) {
+	if r := d.Replay; r != nil {
+		row, pending, err := s.knownJob(ns, r.JobID, now)
+		return replayResult{jobID: r.JobID, row: row, pending: pending, already: true}, err
 	}
-	if p := s.recent.get(schema.JobKey(ns, id), row, now); p != nil {
-		return id, p, true, true, nil
+	dlID := d.ID
+	id := replayJobID(d.JobID, d.ID)
+	row, pending, err := s.knownJob(ns, id, now)
+	if err != nil {
+		return replayResult{}, err
 	}
 	if row != nil {
-		return id, row, true, false, nil
+		at := now
+		if row.GetCreatedAt().IsValid() {
+			at = row.GetCreatedAt().AsTime()
+		}
+		d.Replay = newReplay(id, at)
+		return replayResult{jobID: id, row: row, pending: pending, already: true, record: true}, nil
 	}
 	cb := d.Due.GetCallback()
 	if cb.GetUrl() == "" {
-		return id, nil, false, false, problem(fiber.StatusUnprocessableEntity, "dead-letter-not-replayable", "dead letter %q holds no HTTP callback to replay", dlID)
+		return replayResult{}, problem(fiber.StatusUnprocessableEntity, "dead-letter-not-replayable", "dead letter %q holds no HTTP callback to replay", dlID)
 	}
 	if host, ok := hostAllowed(nsCfg.GetAllowedHosts(), cb.GetUrl()); !ok {
-		return id, nil, false, false, problem(fiber.StatusUnprocessableEntity, "dead-letter-not-replayable",
+		return replayResult{}, problem(fiber.StatusUnprocessableEntity, "dead-letter-not-replayable",
 			"dead letter %q calls host %q, which is no longer in namespace %q's allowed_hosts %q; add it with PUT /v1/namespaces/%s to replay it",
 			dlID, host, ns, nsCfg.GetAllowedHosts(), ns)
 	}
@@ -291,20 +362,64 @@ func (s *server) replayOne(ctx context.Context, ns string, nsCfg *chimev1.Namesp
 		Command:   &chimev1.JobCommand_Upsert{Upsert: &chimev1.Upsert{Spec: spec}},
 	}
 	if err := schema.ValidateCommand(cmd, schema.ValidateOptions{Now: now}); err != nil {
-		return id, nil, false, false, problem(fiber.StatusUnprocessableEntity, "dead-letter-not-replayable", "dead letter %q cannot be replayed as job %q: %s", dlID, id, validationReason(err))
+		return replayResult{}, problem(fiber.StatusUnprocessableEntity, "dead-letter-not-replayable", "dead letter %q cannot be replayed as job %q: %s", dlID, id, validationReason(err))
+	}
+	if refusal := quota.take(1); refusal != nil {
+		return replayResult{}, refusal
 	}
 	if _, err := s.cfg.Jobs.Publish(ctx, cmd); err != nil {
-		return id, nil, false, false, unavailable("the replay", err)
+		return replayResult{}, unavailable("the replay", err)
 	}
 	next := fmtTime(timestamppb.New(now))
 	s.accepted(&converted{cmd: cmd, next: next}, now)
 	s.metrics.jobsAccepted.Inc()
-	st = &chimev1.JobState{
+	st := &chimev1.JobState{
 		Spec: spec, Status: chimev1.JobStatus_JOB_STATUS_SCHEDULED,
 		CreatedAt: timestamppb.New(now), UpdatedAt: timestamppb.New(now),
 		NextScheduledAt: timestamppb.New(now), LastCommandId: cmd.GetCommandId(),
 	}
-	return id, st, false, true, nil
+	d.Replay = newReplay(id, now)
+	return replayResult{jobID: id, row: st, pending: true, record: true}, nil
+}
+
+// newReplay is a replay at, to the millisecond as ClickHouse keeps it: the
+// answer says what every later listing says.
+func newReplay(jobID string, at time.Time) *analytics.Replay {
+	return &analytics.Replay{JobID: jobID, At: time.UnixMilli(at.UnixMilli()).UTC()}
+}
+
+// knownJob is job id as this process knows it: what it accepted and the
+// table does not show yet (pending), else the table's row; nil if neither.
+func (s *server) knownJob(ns, id string, now time.Time) (row *chimev1.JobState, pending bool, err error) {
+	row, err = s.cfg.JobStates.Get(ns, id)
+	if err != nil {
+		return nil, false, err
+	}
+	if p := s.recent.get(schema.JobKey(ns, id), row, now); p != nil {
+		return p, true, nil
+	}
+	return row, false, nil
+}
+
+// recordReplays stores the Replay of each of ds, whose jobs Kafka has
+// confirmed. A failure leaves them listed as not replayed: replaying them
+// again finds their jobs and records them then, without a second job.
+func (s *server) recordReplays(c *fiber.Ctx, store AnalyticsStore, ds []*analytics.DeadLetter) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	ctx, cancel := s.analyticsCtx(c)
+	defer cancel()
+	err := store.RecordReplays(ctx, ds)
+	if err == nil {
+		return nil
+	}
+	what := fmt.Sprintf("dead letter %q was replayed as job %q", ds[0].ID, ds[0].Replay.JobID)
+	if len(ds) > 1 {
+		what = fmt.Sprintf("%d dead letters were replayed", len(ds))
+	}
+	return problem(fiber.StatusServiceUnavailable, "analytics-unavailable",
+		"%s, but ClickHouse did not record it (%v): until it does, GET .../dead-letters lists them as not replayed; repeat the request to record it (no job is created twice)", what, err)
 }
 
 // DefaultBulkReplay and MaxBulkReplay bound one bulk replay.
@@ -326,23 +441,34 @@ type replayFailure struct {
 }
 
 type bulkReplayResponse struct {
-	// Matched is how many dead letters the filter selected (at most
-	// the limit); Replayed were scheduled now, AlreadyReplayed had been
-	// before (their jobs are listed too), Failed could not be.
+	// Matched is how many dead letters not replayed yet the filter
+	// selected (newest first, at most the limit); Replayed were scheduled
+	// now, Failed could not be. AlreadyReplayed counts those the filter
+	// selects that were replayed before: skipped, and not counted in
+	// Matched, unless found replayed only while this request ran (a
+	// racing replay; one by a chime that did not record replays).
 	Matched         int             `json:"matched"`
 	Replayed        int             `json:"replayed"`
 	AlreadyReplayed int             `json:"already_replayed"`
 	Failed          []replayFailure `json:"failed"`
-	Jobs            []string        `json:"jobs"`
+	// QuotaRefused were not replayed because the namespace's job quotas
+	// had no room left (QuotaReason says which and when to retry): a
+	// bulk replay replays what fits, newest first, and leaves the rest
+	// for a later one.
+	QuotaRefused int    `json:"quota_refused"`
+	QuotaReason  string `json:"quota_reason,omitempty"`
+	// Jobs are the jobs this request created.
+	Jobs []string `json:"jobs"`
 	// More says the limit cut the selection: the same request again
-	// replays the next ones (those done are already_replayed).
+	// replays the next ones.
 	More bool `json:"more"`
 }
 
 // replayDeadLetters answers POST .../dead-letters:replay: the dead letters
-// a filter selects (time range, job id prefix; newest first, at most
-// limit) are replayed as replayDeadLetter does one, each once however
-// often the request is repeated.
+// not replayed yet that a filter selects (time range, job id prefix;
+// newest first, at most limit) are replayed as replayDeadLetter does one.
+// Those replayed before are skipped and counted, so repeating the request
+// walks through the rest and never replays one twice.
 func (s *server) replayDeadLetters(c *fiber.Ctx) error {
 	store, err := s.analyticsStore()
 	if err != nil {
@@ -391,34 +517,66 @@ func (s *server) replayDeadLetters(c *fiber.Ctx) error {
 	// One more than the limit says whether more match.
 	limit := q.Limit
 	q.Limit++
+	replayed, notReplayed := true, false
+	q.Replayed = &notReplayed
+	done := q
+	done.Replayed = &replayed
 	ctx, cancel := s.analyticsCtx(c)
 	list, err := store.ListDeadLetters(ctx, ns, q)
+	var skipped int
+	if err == nil {
+		skipped, err = store.CountDeadLetters(ctx, ns, done)
+	}
 	cancel()
 	if err != nil {
 		return analyticsError(err)
 	}
 	more := len(list) > limit
 	list = list[:min(len(list), limit)]
-	out := bulkReplayResponse{Matched: len(list), Failed: []replayFailure{}, Jobs: []string{}, More: more}
+	out := bulkReplayResponse{Matched: len(list), AlreadyReplayed: skipped, Failed: []replayFailure{}, Jobs: []string{}, More: more}
 	now := s.now()
 	pctx, pcancel := s.publishCtx(c)
 	defer pcancel()
+	quota := s.jobQuota(c)
+	var (
+		refusal *jobRefusal
+		record  []*analytics.DeadLetter
+	)
 	for i := range list {
-		id, _, existed, _, err := s.replayOne(pctx, ns, nsCfg, &list[i], now)
+		res, err := s.replayOne(pctx, ns, nsCfg, &list[i], now, quota)
+		if res.record {
+			record = append(record, &list[i])
+		}
 		switch {
+		case errors.As(err, &refusal):
+			// The quota has no room for this one: none for the rest
+			// either (jobs do not end, nor does the rate refill, within
+			// a request), so they are not tried.
+			out.QuotaRefused = len(list) - i
+			out.QuotaReason = refusal.Error()
 		case err != nil:
 			reason := err.Error()
 			if p, ok := err.(*Problem); ok {
 				reason = p.Detail
 			}
 			out.Failed = append(out.Failed, replayFailure{ID: list[i].ID, Reason: reason})
-			continue
-		case existed:
+		case res.already:
 			out.AlreadyReplayed++
 		default:
 			out.Replayed++
+			out.Jobs = append(out.Jobs, res.jobID)
 		}
-		out.Jobs = append(out.Jobs, id)
+		if refusal != nil {
+			break
+		}
+	}
+	if err := s.recordReplays(c, store, record); err != nil {
+		return err
+	}
+	if refusal != nil && out.Replayed == 0 {
+		// Nothing replayed for the quota: the create's 429, so that a
+		// client backs off as it would from a create.
+		return tooMany(c, refusal.wait, "the job quotas left no room for the %d dead letters not replayed yet (none was replayed): %s", out.QuotaRefused, refusal.reason)
 	}
 	return c.JSON(out)
 }

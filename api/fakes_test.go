@@ -160,7 +160,11 @@ type fakeAnalytics struct {
 	points      []analytics.Point
 	attempts    []analytics.Attempt
 	dead        []analytics.DeadLetter // newest first
-	queries     []analyticsQuery
+	// replays are the first replay recorded of each dead letter, by
+	// namespace and id; recordErr fails RecordReplays.
+	replays   map[string]analytics.Replay
+	recordErr error
+	queries   []analyticsQuery
 }
 
 type analyticsQuery struct {
@@ -212,14 +216,8 @@ func (f *fakeAnalytics) ListDeadLetters(_ context.Context, ns string, q analytic
 		return nil, err
 	}
 	var out []analytics.DeadLetter
-	for _, d := range f.dead {
-		if d.Namespace != ns {
-			continue
-		}
+	for _, d := range f.selected(ns, q) {
 		if !before.IsZero() && !(d.At.Before(before.At) || d.At.Equal(before.At) && d.ID < before.ID) {
-			continue
-		}
-		if (!q.From.IsZero() && d.At.Before(q.From)) || (!q.To.IsZero() && !d.At.Before(q.To)) || !strings.HasPrefix(d.JobID, q.JobIDPrefix) {
 			continue
 		}
 		if len(out) < limit {
@@ -229,14 +227,68 @@ func (f *fakeAnalytics) ListDeadLetters(_ context.Context, ns string, q analytic
 	return out, nil
 }
 
+func (f *fakeAnalytics) CountDeadLetters(_ context.Context, ns string, q analytics.DeadLetterQuery) (int, error) {
+	if err := f.record(analyticsQuery{kind: "count-dead-letters", ns: ns}); err != nil {
+		return 0, err
+	}
+	return len(f.selected(ns, q)), nil
+}
+
+// selected are the namespace's dead letters q's filters keep, newest
+// first, with their replays.
+func (f *fakeAnalytics) selected(ns string, q analytics.DeadLetterQuery) []analytics.DeadLetter {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []analytics.DeadLetter
+	for _, d := range f.dead {
+		if d.Namespace != ns {
+			continue
+		}
+		if (!q.From.IsZero() && d.At.Before(q.From)) || (!q.To.IsZero() && !d.At.Before(q.To)) || !strings.HasPrefix(d.JobID, q.JobIDPrefix) {
+			continue
+		}
+		if r, ok := f.replays[ns+"\x00"+d.ID]; ok {
+			d.Replay = &r
+		}
+		if q.Replayed != nil && *q.Replayed != (d.Replay != nil) {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
 func (f *fakeAnalytics) GetDeadLetter(_ context.Context, ns, id string) (*analytics.DeadLetter, error) {
 	if err := f.record(analyticsQuery{kind: "dead-letter", ns: ns, id: id}); err != nil {
 		return nil, err
 	}
-	for _, d := range f.dead {
-		if d.Namespace == ns && d.ID == id {
+	for _, d := range f.selected(ns, analytics.DeadLetterQuery{}) {
+		if d.ID == id {
 			return &d, nil
 		}
 	}
 	return nil, nil
+}
+
+// RecordReplays keeps the first replay of each dead letter, as the
+// table's min does.
+func (f *fakeAnalytics) RecordReplays(_ context.Context, ds []*analytics.DeadLetter) error {
+	if err := f.record(analyticsQuery{kind: "record-replays"}); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.recordErr != nil {
+		return f.recordErr
+	}
+	if f.replays == nil {
+		f.replays = map[string]analytics.Replay{}
+	}
+	for _, d := range ds {
+		k := d.Namespace + "\x00" + d.ID
+		if r, ok := f.replays[k]; !ok || d.Replay.At.Before(r.At) {
+			f.replays[k] = *d.Replay
+		}
+	}
+	return nil
 }

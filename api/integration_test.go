@@ -35,8 +35,23 @@ type liveAPI struct {
 	kafka  *kafkatest.Cluster
 }
 
-// startLive serves the API; opts adjust its configuration.
-func startLive(t *testing.T, opts ...func(*api.Config)) *liveAPI {
+// liveKafka is a real broker with the processors running, for one or
+// more API processes.
+type liveKafka struct {
+	cluster *kafkatest.Cluster
+	topics  schema.Topics
+	log     *slog.Logger
+	ctx     context.Context
+	// run runs a component until the test ends.
+	run func(func(context.Context) error)
+}
+
+func startLive(t *testing.T, mutate ...func(*api.Config)) *liveAPI {
+	t.Helper()
+	return startKafka(t).api(t, mutate...)
+}
+
+func startKafka(t *testing.T) *liveKafka {
 	t.Helper()
 	c := kafkatest.New(t)
 	topics := c.Topics()
@@ -68,29 +83,36 @@ func startLive(t *testing.T, opts ...func(*api.Config)) *liveAPI {
 	run(sched.Run)
 	run(namespaces.New(namespaces.Config{Brokers: c.Brokers(), Topics: topics, Logger: log}).Run)
 	run(breaker.New(breaker.Config{Brokers: c.Brokers(), Topics: topics, Logger: log, Namespaces: views.StaticNamespaces{}}).Run)
+	rctx, rcancel := context.WithTimeout(ctx, 60*time.Second)
+	defer rcancel()
+	require.NoError(t, sched.WaitReady(rctx))
+	return &liveKafka{cluster: c, topics: topics, log: log, ctx: ctx, run: run}
+}
 
-	be, err := api.NewBackend(api.BackendConfig{Brokers: c.Brokers(), Topics: topics, Logger: log})
+// api starts one API process, with views of its own.
+func (k *liveKafka) api(t *testing.T, mutate ...func(*api.Config)) *liveAPI {
+	t.Helper()
+	be, err := api.NewBackend(api.BackendConfig{Brokers: k.cluster.Brokers(), Topics: k.topics, Logger: k.log})
 	require.NoError(t, err)
 	t.Cleanup(be.Close)
-	run(be.Run)
+	k.run(be.Run)
 	cfg := be.Config()
 	cfg.AdminToken = adminToken
-	cfg.Logger = log
+	cfg.Logger = k.log
 	cfg.ConsistencyWait = 60 * time.Second
-	for _, o := range opts {
-		o(&cfg)
+	for _, m := range mutate {
+		m(&cfg)
 	}
 	app, err := api.New(cfg)
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	run(func(ctx context.Context) error { return api.Serve(ctx, app, ln) })
+	k.run(func(ctx context.Context) error { return api.Serve(ctx, app, ln) })
 
-	rctx, rcancel := context.WithTimeout(ctx, 60*time.Second)
+	rctx, rcancel := context.WithTimeout(k.ctx, 60*time.Second)
 	defer rcancel()
 	require.NoError(t, be.WaitReady(rctx))
-	require.NoError(t, sched.WaitReady(rctx))
-	return &liveAPI{base: "http://" + ln.Addr().String(), client: &http.Client{Timeout: 90 * time.Second}, kafka: c}
+	return &liveAPI{base: "http://" + ln.Addr().String(), client: &http.Client{Timeout: 90 * time.Second}, kafka: k.cluster}
 }
 
 func (l *liveAPI) do(t *testing.T, method, path, token, body string, headers ...string) response {

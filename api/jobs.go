@@ -80,7 +80,7 @@ type jobCreated struct {
 type jobResponse struct {
 	ID          string            `json:"id"`
 	Namespace   string            `json:"namespace"`
-	State       string            `json:"state"`
+	State       string            `json:"state,omitempty"` // unset only in a repeated replay's answer once its job was removed
 	NextFireAt  *string           `json:"next_fire_at"`
 	Schedule    *scheduleJSON     `json:"schedule,omitempty"`
 	Callback    *callbackOut      `json:"callback,omitempty"`

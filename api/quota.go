@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"sync"
@@ -119,9 +120,18 @@ func (s *server) limitRequests(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-// limitJobs is the per-namespace quota of jobs created, for n jobs: the
-// namespace's pending jobs first (a refused request takes no rate), then
-// the rate.
+// limitJobs is the per-namespace quota of jobs created, for n jobs (see
+// jobQuota.take); a refusal is the 429 problem.
+func (s *server) limitJobs(c *fiber.Ctx, n int) error {
+	if r := s.jobQuota(c).take(n); r != nil {
+		return r.problem(c)
+	}
+	return nil
+}
+
+// jobQuota is one request's hold on its namespace's job quotas: every
+// route that creates jobs (create, batch, dead-letter replay) takes them
+// from here, so no route creates jobs past them.
 //
 // The pending count is the jobs table as this process reads it, so it
 // trails the commands in flight by the scheduler's lag: a namespace can
@@ -129,22 +139,59 @@ func (s *server) limitRequests(c *fiber.Ctx) error {
 // its jobs-per-second quota). A job created again under an id it already
 // has counts as a new one here, so a namespace at its quota can update a
 // job by cancelling it first.
-func (s *server) limitJobs(c *fiber.Ctx, n int) error {
+type jobQuota struct {
+	s  *server
+	ns string
+	// off: the admin token is not limited.
+	off bool
+	// live is the namespace's jobs not ended when the request came, and
+	// taken those this request was admitted since: the table shows
+	// neither of the latter yet.
+	live, taken int64
+}
+
+func (s *server) jobQuota(c *fiber.Ctx) *jobQuota {
 	p, _ := c.Locals(principalKey).(principal)
-	if p.admin {
+	q := &jobQuota{s: s, ns: p.namespace, off: p.admin}
+	if !q.off && s.quotas.cfg.PendingJobs > 0 {
+		q.live = s.cfg.JobStates.LiveJobs(p.namespace)
+	}
+	return q
+}
+
+// take admits n more jobs, or says why not: the pending jobs first (a
+// refused request takes no rate), then the rate.
+func (q *jobQuota) take(n int) *jobRefusal {
+	if q.off {
 		return nil
 	}
-	if limit := s.quotas.cfg.PendingJobs; limit > 0 {
-		if live := s.cfg.JobStates.LiveJobs(p.namespace); float64(live+int64(n)) > limit {
-			return tooMany(c, pendingRetryAfter, "namespace %s has %d jobs that have not ended, and its quota is %g (%d asked); cancel jobs or wait for them to fire",
-				p.namespace, live, limit, n)
+	cfg := q.s.quotas.cfg
+	if limit := cfg.PendingJobs; limit > 0 {
+		if live := q.live + q.taken; float64(live+int64(n)) > limit {
+			return &jobRefusal{pendingRetryAfter, fmt.Sprintf("namespace %s has %d jobs that have not ended, and its quota is %g (%d asked); cancel jobs or wait for them to fire",
+				q.ns, live, limit, n)}
 		}
 	}
-	if wait, ok := take(s.quotas.of(p.namespace).jobs, n, s.now()); !ok {
-		return tooMany(c, wait, "namespace %s is over its quota of %g jobs created/s on this API process (%d asked)", p.namespace, s.quotas.cfg.JobsPerSecond, n)
+	if wait, ok := take(q.s.quotas.of(q.ns).jobs, n, q.s.now()); !ok {
+		return &jobRefusal{wait, fmt.Sprintf("namespace %s is over its quota of %g jobs created/s on this API process (%d asked)", q.ns, cfg.JobsPerSecond, n)}
 	}
+	q.taken += int64(n)
 	return nil
 }
+
+// jobRefusal is why the job quotas refused new jobs, and how long to
+// wait; as an error, a route that reports it in its answer (bulk replay)
+// tells it from other failures.
+type jobRefusal struct {
+	wait   time.Duration
+	reason string
+}
+
+// problem is the 429 a create gets, Retry-After set on c.
+func (r *jobRefusal) problem(c *fiber.Ctx) error { return tooMany(c, r.wait, "%s", r.reason) }
+
+// Error is the reason with when to retry, as the problem's detail says it.
+func (r *jobRefusal) Error() string { return r.reason + retryHint(r.wait) }
 
 // limitNamespaces refuses a new namespace once Quotas.Namespaces exist:
 // each costs a row in every view and a breaker, and a leaked admin token
@@ -165,9 +212,17 @@ func (s *server) limitNamespaces() error {
 }
 
 func tooMany(c *fiber.Ctx, wait time.Duration, format string, args ...any) error {
-	secs := max(1, int(math.Ceil(wait.Seconds())))
-	c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
+	c.Set(fiber.HeaderRetryAfter, strconv.Itoa(retryAfterSeconds(wait)))
 	p := problem(fiber.StatusTooManyRequests, "quota-exceeded", format, args...)
-	p.Detail += "; retry after " + strconv.Itoa(secs) + " s"
+	p.Detail += retryHint(wait)
 	return p
+}
+
+// retryAfterSeconds is wait as Retry-After says it: whole seconds, at
+// least one.
+func retryAfterSeconds(wait time.Duration) int { return max(1, int(math.Ceil(wait.Seconds()))) }
+
+// retryHint ends a quota refusal's detail with when to retry.
+func retryHint(wait time.Duration) string {
+	return "; retry after " + strconv.Itoa(retryAfterSeconds(wait)) + " s"
 }

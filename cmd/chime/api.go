@@ -281,3 +281,19 @@ func (h *analyticsHandle) GetDeadLetter(ctx context.Context, ns, id string) (*an
 	}
 	return s.GetDeadLetter(ctx, ns, id)
 }
+
+func (h *analyticsHandle) CountDeadLetters(ctx context.Context, ns string, q analytics.DeadLetterQuery) (int, error) {
+	s, err := h.get()
+	if err != nil {
+		return 0, err
+	}
+	return s.CountDeadLetters(ctx, ns, q)
+}
+
+func (h *analyticsHandle) RecordReplays(ctx context.Context, ds []*analytics.DeadLetter) error {
+	s, err := h.get()
+	if err != nil {
+		return err
+	}
+	return s.RecordReplays(ctx, ds)
+}

@@ -54,9 +54,9 @@ Jobs:
   schedule NS JSON|-                  create
   trigger|pause|resume|cancel NS ID
 Dead letters:
-  dead-letters NS [--limit N] [--job-prefix P] [--from T] [--to T]
-  replay NS ID                        replay one
-  replay-all NS [--job-prefix P] [--from T] [--to T] [--limit N]
+  dead-letters NS [--limit N] [--job-prefix P] [--from T] [--to T] [--replayed true|false]
+  replay NS ID                        replay one (once: a repeat says when it was)
+  replay-all NS [--job-prefix P] [--from T] [--to T] [--limit N]   those not replayed yet
 Breaker and stats:
   breaker NS | history NS [--from T] [--to T]
   force NS open|closed|auto [--note N] | reset NS [--note N]   (admin token)
@@ -141,13 +141,14 @@ var clientCommands = map[string]clientCommand{
 	"pause":   jobAction("POST", "/pause"),
 	"resume":  jobAction("POST", "/resume"),
 	"cancel":  jobAction("DELETE", ""),
-	"dead-letters": {1, []string{"limit", "job-prefix", "from", "to", "before"}, func(p []string, f map[string]string) (clientCall, error) {
+	"dead-letters": {1, []string{"limit", "job-prefix", "from", "to", "before", "replayed"}, func(p []string, f map[string]string) (clientCall, error) {
 		f["job-id-prefix"] = f["job-prefix"]
-		return clientCall{"GET", nsPath(p[0], "/dead-letters") + query(f, "limit", "job-id-prefix", "from", "to", "before"), "", tableOf("dead_letters",
-			col("ID", "id"), col("JOB", "job_id"), col("ATTEMPTS", "attempts"), col("AT", "at"), col("REASON", "reason"))}, nil
+		return clientCall{"GET", nsPath(p[0], "/dead-letters") + query(f, "limit", "job-id-prefix", "from", "to", "before", "replayed"), "", tableOf("dead_letters",
+			col("ID", "id"), col("JOB", "job_id"), col("ATTEMPTS", "attempts"), col("AT", "at"), col("REASON", "reason"),
+			col("REPLAYED", "replayed_at"), col("REPLAY JOB", "replay_job_id"))}, nil
 	}},
 	"replay": {2, nil, func(p []string, _ map[string]string) (clientCall, error) {
-		return clientCall{"POST", nsPath(p[0], "/dead-letters/", url.PathEscape(p[1]), "/replay"), "", fieldsTable}, nil
+		return clientCall{"POST", nsPath(p[0], "/dead-letters/", url.PathEscape(p[1]), "/replay"), "", replayAnswer}, nil
 	}},
 	"replay-all": {1, []string{"job-prefix", "from", "to", "limit"}, func(p []string, f map[string]string) (clientCall, error) {
 		m := map[string]any{}
@@ -164,7 +165,7 @@ var clientCommands = map[string]clientCommand{
 			m["limit"] = n
 		}
 		b, _ := json.Marshal(m)
-		return clientCall{"POST", nsPath(p[0], "/dead-letters:replay"), string(b), fieldsTable}, nil
+		return clientCall{"POST", nsPath(p[0], "/dead-letters:replay"), string(b), bulkReplayAnswer}, nil
 	}},
 	"breaker": {1, nil, get(func(p []string) string { return nsPath(p[0], "/breaker") }, fieldsTable)},
 	"history": {1, []string{"from", "to"}, func(p []string, f map[string]string) (clientCall, error) {

@@ -35,6 +35,7 @@ func TestClientRequest(t *testing.T) {
 		{[]string{"jobs", "acme", "--state", "paused", "--limit=5"}, "GET", "/v1/namespaces/acme/jobs?limit=5&state=paused", "", ""},
 		{[]string{"jobs", "--state", "dead", "acme"}, "GET", "/v1/namespaces/acme/jobs?state=dead", "", ""},
 		{[]string{"dead-letters", "acme", "--job-prefix", "order-"}, "GET", "/v1/namespaces/acme/dead-letters?job_id_prefix=order-", "", ""},
+		{[]string{"dead-letters", "acme", "--replayed", "false"}, "GET", "/v1/namespaces/acme/dead-letters?replayed=false", "", ""},
 		{[]string{"replay", "acme", "dl-acme/j/1#2"}, "POST", "/v1/namespaces/acme/dead-letters/dl-acme%2Fj%2F1%232/replay", "", ""},
 		{[]string{"replay-all", "acme", "--limit", "10"}, "POST", "/v1/namespaces/acme/dead-letters:replay", `{"limit":10}`, ""},
 		{[]string{"force", "acme", "open"}, "PUT", "/v1/namespaces/acme/breaker", `{"mode":"force_open"}`, ""},

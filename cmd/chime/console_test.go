@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chime-sched/chime/infra/clickhouse"
+	"github.com/chime-sched/chime/infra/kafkatest"
 )
 
 // chromiumPath is Debian's Chromium, installed by `make chromium`.
@@ -175,10 +177,20 @@ func TestConsoleInChromium(t *testing.T) {
 	} else if os.Getenv("CHIME_REQUIRE_CLICKHOUSE") != "" {
 		t.Fatal("CHIME_REQUIRE_CLICKHOUSE is set and no local ClickHouse is installed (make clickhouse)")
 	}
-	// A receiver: /ok answers 200, /fail 500.
+	// A receiver: /ok answers 200, /fail 500, /flaky/... 500 the first
+	// time, then 200 (a dead letter's replay succeeds, and makes no new
+	// dead letter while the test looks at the list).
+	var (
+		mu    sync.Mutex
+		calls = map[string]int{}
+	)
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
-		if strings.HasPrefix(r.URL.Path, "/fail") {
+		mu.Lock()
+		calls[r.URL.Path]++
+		first := calls[r.URL.Path] == 1
+		mu.Unlock()
+		if strings.HasPrefix(r.URL.Path, "/fail") || strings.HasPrefix(r.URL.Path, "/flaky/") && first {
 			w.WriteHeader(http.StatusInternalServerError)
 		}
 	}))
@@ -196,7 +208,9 @@ func TestConsoleInChromium(t *testing.T) {
 	for _, j := range []string{
 		`{"id": "tick", "schedule": {"every": "1s"}, "callback": {"url": "` + rcv.URL + `/ok", "body": {"hello": "<chime>"}}}`,
 		`{"id": "later", "schedule": {"in": "1h"}, "callback": {"url": "` + rcv.URL + `/ok"}}`,
-		`{"id": "broken", "schedule": {"in": "1s"}, "callback": {"url": "` + rcv.URL + `/fail"}}`,
+		`{"id": "broken", "schedule": {"in": "1s"}, "callback": {"url": "` + rcv.URL + `/flaky/1"}}`,
+		`{"id": "broken-2", "schedule": {"in": "1s"}, "callback": {"url": "` + rcv.URL + `/flaky/2"}}`,
+		`{"id": "broken-3", "schedule": {"in": "1s"}, "callback": {"url": "` + rcv.URL + `/flaky/3"}}`,
 	} {
 		status, body := dev.call(t, "POST", "/v1/namespaces/shop/jobs", nsKey, j)
 		require.Equal(t, 201, status, "%v", body)
@@ -246,13 +260,34 @@ func TestConsoleInChromium(t *testing.T) {
 	waitText(t, ctx, "#jobs tbody", "broken")
 	require.NotContains(t, text(t, ctx, "#jobs tbody"), "tick")
 
-	// Dead letters, replayed from the console.
+	// Dead letters, replayed from the console: one from its button, then
+	// the rest with the bulk button, which counts only those not replayed.
 	if analytics {
+		kafkatest.WaitFor(t, 90*time.Second, "the sink stored the three dead letters", func() bool {
+			_, body := dev.call(t, "GET", "/v1/namespaces/shop/dead-letters", admin, "")
+			dls, _ := body["dead_letters"].([]any)
+			return len(dls) == 3
+		})
 		click(t, ctx, "#tab-dead")
 		waitText(t, ctx, "#dead-letters", "broken")
+		waitText(t, ctx, "#replay-all", "Replay these 3")
 		screenshot(t, ctx, "04-dead-letters")
 		click(t, ctx, "#dead-letters button.replay")
-		waitText(t, ctx, "#toast", "Replayed as job broken.replay-")
+		waitText(t, ctx, "#toast", "Replayed as job broken")
+		waitText(t, ctx, "#replay-all", "Replay these 2")
+		waitText(t, ctx, "#dead-letters tr.replayed", "replayed")
+		require.Contains(t, text(t, ctx, "#dead-letters tr.replayed .replay-job"), ".replay-", "the row names the replay's job")
+		untilTrue(t, ctx, "one row replayed, two to replay", `document.querySelectorAll("#dead-letters tr.replayed").length === 1 &&
+			document.querySelectorAll("#dead-letters button.replay").length === 2`)
+		screenshot(t, ctx, "04b-dead-letter-replayed")
+		click(t, ctx, "#replay-all")
+		waitText(t, ctx, "#toast", "Replayed 2, already replayed 1, failed 0")
+		waitText(t, ctx, "#dl-all-replayed", "Every dead letter listed is replayed")
+		untilTrue(t, ctx, "every row replayed", `document.querySelectorAll("#dead-letters tr.replayed").length === 3 &&
+			!document.querySelector("#dead-letters button.replay") && !document.querySelector("#replay-all")`)
+		screenshot(t, ctx, "04c-dead-letters-all-replayed")
+		fill(t, ctx, "#dl-replayed", "false")
+		waitText(t, ctx, "#dl-empty", "No dead letters left to replay")
 	}
 
 	// A job: its fields, JSON body shown as JSON, run now.

@@ -319,44 +319,75 @@ async function renderJobs(ns) {
   await load(true).catch((e) => { el.textContent = e.message; });
 }
 
+// renderDeadLetters lists the newest dead letters with their replay: when
+// and as which job, or a button to replay one. "Replay these N" counts and
+// replays only those listed that were not replayed yet (the bulk route
+// skips the others); the list is read again after every replay.
 async function renderDeadLetters(ns) {
   const el = document.getElementById("tab");
-  el.innerHTML = `<div id="dl" class="muted">Loading…</div>`;
+  el.innerHTML = `
+    <div class="row">
+      <label>Show <select id="dl-replayed">
+        <option value="">all</option><option value="false">not replayed</option><option value="true">replayed</option>
+      </select></label>
+    </div>
+    <div id="dl" class="muted">Loading…</div>`;
+  const box = document.getElementById("dl");
   const load = async () => {
-    const data = await api("GET", nsPath(ns, "/dead-letters?limit=100"));
-    if (data.dead_letters.length === 0) {
-      el.innerHTML = `<p class="muted" id="dl-empty">No dead letters.</p>`;
+    const q = new URLSearchParams({ limit: "100" });
+    const filter = document.getElementById("dl-replayed").value;
+    if (filter) q.set("replayed", filter);
+    const letters = (await api("GET", nsPath(ns, "/dead-letters?" + q))).dead_letters;
+    box.className = "";
+    if (letters.length === 0) {
+      box.innerHTML = `<p class="muted" id="dl-empty">No dead letters${filter === "false" ? " left to replay" : filter === "true" ? " replayed" : ""}.</p>`;
       return;
     }
-    el.innerHTML = `
-      <div class="row"><button id="replay-all" class="primary">Replay these ${data.dead_letters.length}</button>
-        <span class="muted">each dead letter is replayed once, however often you press it</span></div>
-      <table id="dead-letters"><thead><tr><th>Job</th><th>Fire</th><th>Attempts</th><th>At</th><th>Reason</th><th></th></tr></thead><tbody>` +
-      data.dead_letters.map((d) => `<tr>
+    const todo = letters.filter((d) => !d.replayed);
+    box.innerHTML = `
+      <div class="row">${todo.length > 0
+        ? `<button id="replay-all" class="primary">Replay these ${todo.length}</button>
+           <span class="muted">${todo.length} of the ${letters.length} listed not replayed yet; each dead letter is replayed once</span>`
+        : `<span class="muted" id="dl-all-replayed">Every dead letter listed is replayed.</span>`}</div>
+      <table id="dead-letters"><thead><tr><th>Job</th><th>Fire</th><th>Attempts</th><th>At</th><th>Reason</th><th>Replay</th></tr></thead><tbody>` +
+      letters.map((d) => `<tr class="${d.replayed ? "replayed" : ""}">
         <td><a href="#/ns/${encodeURIComponent(ns)}/job/${encodeURIComponent(d.job_id)}">${esc(d.job_id)}</a></td>
         <td class="num">${esc(d.fire_seq)}</td><td class="num">${esc(d.attempts)}</td><td>${fmtTime(d.at)}</td>
         <td>${esc(d.reason)}</td>
-        <td><button class="replay" data-path="${esc(d.replay_path)}">Replay</button></td></tr>`).join("") +
+        <td>${d.replayed
+          ? `<span class="state replayed">replayed</span> <span class="replay-when">${fmtTime(d.replayed_at)}</span>
+             as <a class="replay-job" href="#/ns/${encodeURIComponent(ns)}/job/${encodeURIComponent(d.replay_job_id)}">${esc(d.replay_job_id)}</a>`
+          : `<button class="replay" data-path="${esc(d.replay_path)}">Replay</button>`}</td></tr>`).join("") +
       `</tbody></table>`;
-    for (const b of el.querySelectorAll("button.replay")) {
+    for (const b of box.querySelectorAll("button.replay")) {
       b.addEventListener("click", async () => {
         b.disabled = true;
         try {
-          const job = await api("POST", b.dataset.path);
-          toast("Replayed as job " + job.id);
-          b.textContent = "Replayed";
+          const r = await api("POST", b.dataset.path);
+          toast(r.already_replayed ? `Already replayed ${fmtTime(r.replayed_at)} as job ${r.id}` : "Replayed as job " + r.id);
+          await load();
         } catch (e) { toast(e.message); b.disabled = false; }
       });
     }
-    const oldest = data.dead_letters[data.dead_letters.length - 1].at;
-    document.getElementById("replay-all").addEventListener("click", async () => {
+    const all = document.getElementById("replay-all");
+    if (!all) return;
+    all.addEventListener("click", async () => {
+      all.disabled = true;
       try {
-        const r = await api("POST", nsPath(ns, "/dead-letters:replay"), { from: oldest, limit: data.dead_letters.length });
-        toast(`Replayed ${r.replayed}, already replayed ${r.already_replayed}, failed ${r.failed.length}`);
-      } catch (e) { toast(e.message); }
+        // The listed window, newest first (to: just past the newest), so a
+        // dead letter that arrived since is not replayed in one's place.
+        const to = new Date(Date.parse(letters[0].at) + 1).toISOString();
+        const r = await api("POST", nsPath(ns, "/dead-letters:replay"), { from: letters[letters.length - 1].at, to, limit: todo.length });
+        let msg = `Replayed ${r.replayed}, already replayed ${r.already_replayed}, failed ${r.failed.length}`;
+        if (r.quota_refused > 0) msg += `, over the job quotas ${r.quota_refused}: ${r.quota_reason}`;
+        toast(msg);
+        await load();
+      } catch (e) { toast(e.message); all.disabled = false; }
     });
   };
-  await load().catch((e) => { el.textContent = e.status === 503 ? "Analytics unavailable: " + e.message : e.message; });
+  const show = () => load().catch((e) => { box.textContent = e.status === 503 ? "Analytics unavailable: " + e.message : e.message; });
+  document.getElementById("dl-replayed").addEventListener("change", show);
+  await show();
 }
 
 async function renderJob(ns, id) {
