@@ -22,7 +22,7 @@ func TestClientDeadLetterAnswers(t *testing.T) {
 		want   []string
 		not    []string
 	}{
-		{"dead-letters, one replayed", list.table,
+		{"dead-letters, one replayed", list.view,
 			`{"dead_letters": [{"id": "dl-2", "job_id": "j", "attempts": 3, "at": "2026-11-23T09:00:00Z", "reason": "HTTP 500", "replayed": false},
 			  {"id": "dl-1", "job_id": "j", "attempts": 3, "at": "2026-11-23T08:00:00Z", "reason": "HTTP 500", "replayed": true,
 			   "replayed_at": "2026-11-23T10:00:00Z", "replay_job_id": "j.replay-1"}], "next_before": null}`,
