@@ -317,8 +317,8 @@ func TestConsoleInChromium(t *testing.T) {
 	waitText(t, ctx, "#breaker-state", "closed")
 
 	if analytics {
-		// Another range: 24 hours by 15 minutes, then 15 minutes by the
-		// minute; the pick is remembered across a reload.
+		// Another range: 24 hours by 15 minutes, 7 days by the hour, then
+		// 15 minutes by the minute; the pick is remembered across a reload.
 		click(t, ctx, `#range button[data-range="24h"]`)
 		do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`#chart-requests svg[data-range="24h"][data-steps="96"]`)))
 		waitText(t, ctx, "#chart-requests-title", "per 15 minutes, last 24 h")
@@ -326,6 +326,11 @@ func TestConsoleInChromium(t *testing.T) {
 		require.Empty(t, eval[[]string](t, ctx, chartLabelsOutside))
 		screenshot(t, ctx, "04-charts-24h")
 		ticks24 := eval[string](t, ctx, `[...document.querySelectorAll("#chart-requests svg text.tick")].map((e) => e.textContent).join(" ")`)
+		click(t, ctx, `#range button[data-range="7d"]`)
+		do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`#chart-requests svg[data-range="7d"][data-steps="168"]`)))
+		waitText(t, ctx, "#chart-requests-title", "per hour, last 7 d")
+		require.Regexp(t, `^\d\d-\d\d( \d\d-\d\d)+$`, eval[string](t, ctx, `[...document.querySelectorAll("#chart-requests svg text.tick")].map((e) => e.textContent).join(" ")`), "days on a week's axis")
+		require.Empty(t, eval[[]string](t, ctx, chartLabelsOutside))
 		click(t, ctx, `#range button[data-range="15m"]`)
 		do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`#chart-requests svg[data-range="15m"][data-steps="15"]`)))
 		require.NotEqual(t, ticks24, eval[string](t, ctx, `[...document.querySelectorAll("#chart-requests svg text.tick")].map((e) => e.textContent).join(" ")`))
