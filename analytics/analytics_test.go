@@ -95,9 +95,9 @@ func TestStatsMatchOutcomesExactly(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)
 
-	type want struct{ success, retryable, permanent, deferred, expired int }
+	type want struct{ success, retryable, permanent, deferred, expired, refused int }
 	minutes := []want{
-		{success: 50, retryable: 7, permanent: 3, deferred: 2, expired: 1},
+		{success: 50, retryable: 7, permanent: 3, deferred: 2, expired: 1, refused: 4},
 		{}, // nothing in minute 1
 		{success: 9, retryable: 1, deferred: 20},
 	}
@@ -116,6 +116,7 @@ func TestStatsMatchOutcomesExactly(t *testing.T) {
 		add(m, chimev1.OutcomeClass_OUTCOME_CLASS_PERMANENT, w.permanent, 20*time.Millisecond)
 		add(m, chimev1.OutcomeClass_OUTCOME_CLASS_DEFERRED, w.deferred, 0)
 		add(m, chimev1.OutcomeClass_OUTCOME_CLASS_EXPIRED, w.expired, 0)
+		add(m, chimev1.OutcomeClass_OUTCOME_CLASS_REFUSED, w.refused, 0)
 	}
 	// Another namespace in the same minutes must not leak in.
 	b.AddOutcome(outcome("other", "x", 1, 1, chimev1.OutcomeClass_OUTCOME_CLASS_SUCCESS, base, time.Second), analytics.Pos{Offset: off})
@@ -136,6 +137,7 @@ func TestStatsMatchOutcomesExactly(t *testing.T) {
 			Permanent: uint64(w.permanent),
 			Deferred:  uint64(w.deferred),
 			Expired:   uint64(w.expired),
+			Refused:   uint64(w.refused),
 			P50Ms:     p.P50Ms,
 			P99Ms:     p.P99Ms,
 		}, p, "minute %d", m)
@@ -255,18 +257,103 @@ func TestAttemptsOfAJob(t *testing.T) {
 	b.AddOutcome(outcome("acme", "job-2", 1, 1, chimev1.OutcomeClass_OUTCOME_CLASS_SUCCESS, base, time.Millisecond), analytics.Pos{Offset: 3})
 	require.NoError(t, tb.store.Insert(tb.ctx, &b, "x"))
 
-	got, err := tb.store.Attempts(tb.ctx, "acme", "job-1")
+	got, more, err := tb.store.Attempts(tb.ctx, "acme", "job-1", analytics.AttemptQuery{Limit: 10})
 	require.NoError(t, err)
+	require.False(t, more)
 	require.Len(t, got, 3)
-	require.Equal(t, []uint64{1, 1, 2}, []uint64{got[0].FireSeq, got[1].FireSeq, got[2].FireSeq})
+	require.Equal(t, []uint64{2, 1, 1}, []uint64{got[0].FireSeq, got[1].FireSeq, got[2].FireSeq}, "newest first")
 	require.Equal(t, []uint32{1, 2, 1}, []uint32{got[0].Attempt, got[1].Attempt, got[2].Attempt})
-	require.Equal(t, "retryable", got[0].Class)
-	require.Equal(t, "timeout", got[0].ErrorKind)
-	require.InDelta(t, 5000, got[0].LatencyMs, 0.001)
-	require.NotNil(t, got[0].NextAttemptAt)
-	require.Equal(t, base.Add(10*time.Second), *got[0].NextAttemptAt)
+	retried := got[2]
+	require.Equal(t, "retryable", retried.Class)
+	require.Equal(t, "timeout", retried.ErrorKind)
+	require.InDelta(t, 5000, retried.LatencyMs, 0.001)
+	require.NotNil(t, retried.NextAttemptAt)
+	require.Equal(t, base.Add(10*time.Second), *retried.NextAttemptAt)
 	require.Nil(t, got[1].NextAttemptAt)
-	require.Equal(t, base, got[0].At)
+	require.Equal(t, base, retried.At)
+
+	_, _, err = tb.store.Attempts(tb.ctx, "acme", "job-1", analytics.AttemptQuery{})
+	require.ErrorIs(t, err, analytics.ErrInvalid, "a page has a limit")
+	_, _, err = tb.store.Attempts(tb.ctx, "acme", "job-1", analytics.AttemptQuery{Limit: analytics.MaxAttempts + 1})
+	require.ErrorIs(t, err, analytics.ErrInvalid)
+}
+
+// TestAttemptsPagedWithDeferralsApart stores an every-5s job's outcomes,
+// where the breaker held some fires back before they went out, and walks
+// them page by page: every outcome once, newest first, and the deferrals
+// listed apart from the attempts by class.
+func TestAttemptsPagedWithDeferralsApart(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	const fires = 60
+	var (
+		b             analytics.Batch
+		off           int64
+		attempts, all []string
+		deferrals     []string
+	)
+	add := func(o *chimev1.CallbackOutcome) {
+		b.AddOutcome(o, analytics.Pos{Offset: off})
+		off++
+	}
+	// Newest first: fire, then attempt, then time.
+	for seq := uint64(fires); seq >= 1; seq-- {
+		at := base.Add(time.Duration(seq) * 5 * time.Second)
+		ok := outcome("acme", "tick", seq, 1, chimev1.OutcomeClass_OUTCOME_CLASS_SUCCESS, at.Add(2*time.Second), time.Millisecond)
+		add(ok)
+		attempts = append(attempts, ok.GetEventId())
+		all = append(all, ok.GetEventId())
+		if seq%3 == 0 {
+			// Held back twice by the breaker, then called: the same attempt
+			// number (a deferral charges none), earlier times.
+			for k := 1; k >= 0; k-- {
+				d := outcome("acme", "tick", seq, 1, chimev1.OutcomeClass_OUTCOME_CLASS_DEFERRED, at.Add(time.Duration(k)*time.Second), 0)
+				d.EventId += fmt.Sprintf("/%d", k)
+				d.ErrorKind, d.WillRetry, d.NextAttemptAt = "breaker_open", true, timestamppb.New(at.Add(time.Duration(k+1)*time.Second))
+				add(d)
+				deferrals = append(deferrals, d.GetEventId())
+				all = append(all, d.GetEventId())
+			}
+		}
+	}
+	// Another job's rows, interleaved in time, must not leak in.
+	add(outcome("acme", "tock", 1, 1, chimev1.OutcomeClass_OUTCOME_CLASS_SUCCESS, base.Add(time.Minute), time.Millisecond))
+	require.NoError(t, tb.store.Insert(tb.ctx, &b, "paged"))
+
+	walk := func(classes []string, limit int) (ids []string, pages int) {
+		q := analytics.AttemptQuery{Limit: limit, Classes: classes}
+		for {
+			page, more, err := tb.store.Attempts(tb.ctx, "acme", "tick", q)
+			require.NoError(t, err)
+			require.LessOrEqual(t, len(page), limit)
+			pages++
+			for _, a := range page {
+				ids = append(ids, a.EventID)
+			}
+			if !more {
+				return ids, pages
+			}
+			require.Len(t, page, limit, "a page before the last is full")
+			q.After = page[len(page)-1].Cursor()
+			require.Less(t, pages, 100, "paging ends")
+		}
+	}
+	notDeferred := []string{"success", "retryable", "permanent", "expired", "refused"}
+	got, pages := walk(notDeferred, 7)
+	require.Equal(t, attempts, got)
+	require.Equal(t, (fires+6)/7, pages)
+	got, _ = walk([]string{"deferred"}, 7)
+	require.Equal(t, deferrals, got, "the deferrals apart, newest first")
+	got, _ = walk(nil, 13)
+	require.Equal(t, all, got, "every outcome, deferrals before the call they held back")
+	got, pages = walk(nil, len(all))
+	require.Equal(t, all, got)
+	require.Equal(t, 1, pages, "a page exactly as long as the rest is the last")
+
+	page, _, err := tb.store.Attempts(tb.ctx, "acme", "tick", analytics.AttemptQuery{Limit: 2, Classes: []string{"deferred"}})
+	require.NoError(t, err)
+	require.Equal(t, "breaker_open", page[0].ErrorKind)
+	require.NotNil(t, page[0].NextAttemptAt)
 }
 
 // TestInsertRetriedWithSameTokenIsDropped: an insert whose answer was lost

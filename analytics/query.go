@@ -15,9 +15,8 @@ const (
 	// MaxHistory is the most transitions BreakerHistory returns (the
 	// earliest ones in the range).
 	MaxHistory = 10_000
-	// MaxAttempts is the most attempts Attempts returns (the latest fires'
-	// are dropped).
-	MaxAttempts = 10_000
+	// MaxAttempts is the most attempts one Attempts call returns: a page.
+	MaxAttempts = 1000
 )
 
 // Window is the breaker's observability window when it changed state.
@@ -88,8 +87,9 @@ func (s *Store) BreakerHistory(ctx context.Context, namespace string, from, to t
 // Point is one step of a namespace's statistics. Requests are the calls
 // that went out over HTTP: Successes + Failures, where Failures are
 // Retryable + Permanent answers (and timeouts, connection errors).
-// Deferred and Expired callbacks never reached the client. Latency
-// quantiles are over requests; 0 when there were none.
+// Deferred (held back by the breaker or the namespace's limits), Expired
+// and Refused callbacks never reached the client. Latency quantiles are
+// over requests; 0 when there were none.
 type Point struct {
 	T         time.Time `json:"t"`
 	Requests  uint64    `json:"requests"`
@@ -99,6 +99,7 @@ type Point struct {
 	Permanent uint64    `json:"permanent"`
 	Deferred  uint64    `json:"deferred"`
 	Expired   uint64    `json:"expired"`
+	Refused   uint64    `json:"refused"`
 	P50Ms     float64   `json:"p50_ms"`
 	P99Ms     float64   `json:"p99_ms"`
 }
@@ -123,7 +124,7 @@ func (s *Store) Stats(ctx context.Context, namespace string, from, to time.Time,
 	rows, err := s.conn.Query(ctx, `
 		SELECT toStartOfInterval(minute, toIntervalSecond(toInt64(?)), 'UTC') AS t,
 			sum(requests), sum(successes), sum(failures), sum(retryable), sum(permanent),
-			sum(deferred), sum(expired), quantilesMerge(0.5, 0.99)(latency_ms)
+			sum(deferred), sum(expired), sum(refused), quantilesMerge(0.5, 0.99)(latency_ms)
 		FROM attempts_1m
 		WHERE namespace = ?
 			AND minute >= toDateTime(toInt64(?), 'UTC')
@@ -144,7 +145,7 @@ func (s *Store) Stats(ctx context.Context, namespace string, from, to time.Time,
 			q []float64
 		)
 		if err := rows.Scan(&p.T, &p.Requests, &p.Successes, &p.Failures, &p.Retryable, &p.Permanent,
-			&p.Deferred, &p.Expired, &q); err != nil {
+			&p.Deferred, &p.Expired, &p.Refused, &q); err != nil {
 			return nil, classify("stats", err)
 		}
 		if len(q) == 2 {
@@ -200,20 +201,66 @@ type Attempt struct {
 	Method        string     `json:"method"`
 }
 
-// Attempts returns every stored outcome of the job, by fire and attempt.
-func (s *Store) Attempts(ctx context.Context, namespace, jobID string) ([]Attempt, error) {
+// AttemptCursor marks where a page of Attempts ended: the next page holds
+// the outcomes after it in the order of the listing (older fires, earlier
+// attempts). The zero cursor starts at the newest.
+type AttemptCursor struct {
+	FireSeq uint64
+	Attempt uint32
+	At      time.Time
+	EventID string
+}
+
+// IsZero says whether c is the start.
+func (c AttemptCursor) IsZero() bool { return c == AttemptCursor{} }
+
+// Cursor is the cursor of the page that continues after a.
+func (a Attempt) Cursor() AttemptCursor {
+	return AttemptCursor{FireSeq: a.FireSeq, Attempt: a.Attempt, At: a.At, EventID: a.EventID}
+}
+
+// AttemptQuery selects a page of a job's outcomes.
+type AttemptQuery struct {
+	// Limit is how many at most, 1 to MaxAttempts.
+	Limit int
+	// After is where the previous page ended (zero: the newest).
+	After AttemptCursor
+	// Classes, if set, keeps the outcomes of these classes ("success",
+	// "deferred", ...): deferrals are not attempts, and a caller lists
+	// them apart.
+	Classes []string
+}
+
+// Attempts returns a page of the job's stored outcomes, newest first: by
+// fire, then attempt, then time (a deferral precedes the call it held
+// back), then event id; and whether more follow. It reads the job's rows
+// only (the table is ordered by namespace and job), and returns at most
+// q.Limit of them.
+func (s *Store) Attempts(ctx context.Context, namespace, jobID string, aq AttemptQuery) ([]Attempt, bool, error) {
 	if namespace == "" || jobID == "" {
-		return nil, fmt.Errorf("%w: namespace and job id are required", ErrInvalid)
+		return nil, false, fmt.Errorf("%w: namespace and job id are required", ErrInvalid)
 	}
-	rows, err := s.conn.Query(ctx, `
-		SELECT event_id, fire_seq, attempt, class, status_code, latency_ms, error_kind, error,
+	if aq.Limit < 1 || aq.Limit > MaxAttempts {
+		return nil, false, fmt.Errorf("%w: limit %d must be between 1 and %d", ErrInvalid, aq.Limit, MaxAttempts)
+	}
+	q := `SELECT event_id, fire_seq, attempt, class, status_code, latency_ms, error_kind, error,
 			probe, at, scheduled_at, started_at, will_retry, next_attempt_at, url, method
 		FROM callback_attempts FINAL
-		WHERE namespace = ? AND job_id = ?
-		ORDER BY fire_seq, attempt, at, event_id
-		LIMIT ?`, namespace, jobID, MaxAttempts)
+		WHERE namespace = ? AND job_id = ?`
+	args := []any{namespace, jobID}
+	if !aq.After.IsZero() {
+		q += ` AND (fire_seq, attempt, at, event_id) < (toUInt64(?), toUInt32(?), fromUnixTimestamp64Milli(toInt64(?), 'UTC'), ?)`
+		args = append(args, aq.After.FireSeq, aq.After.Attempt, aq.After.At.UnixMilli(), aq.After.EventID)
+	}
+	if len(aq.Classes) > 0 {
+		q += ` AND has(?, class)`
+		args = append(args, aq.Classes)
+	}
+	q += ` ORDER BY fire_seq DESC, attempt DESC, at DESC, event_id DESC LIMIT ?`
+	args = append(args, aq.Limit+1)
+	rows, err := s.conn.Query(ctx, q, args...)
 	if err != nil {
-		return nil, classify("attempts", err)
+		return nil, false, classify("attempts", err)
 	}
 	defer rows.Close()
 	var out []Attempt
@@ -225,7 +272,7 @@ func (s *Store) Attempts(ctx context.Context, namespace, jobID string) ([]Attemp
 		if err := rows.Scan(&a.EventID, &a.FireSeq, &a.Attempt, &a.Class, &a.StatusCode, &a.LatencyMs,
 			&a.ErrorKind, &a.Error, &a.Probe, &a.At, &a.ScheduledAt, &a.StartedAt, &a.WillRetry, &next,
 			&a.URL, &a.Method); err != nil {
-			return nil, classify("attempts", err)
+			return nil, false, classify("attempts", err)
 		}
 		a.At, a.ScheduledAt, a.StartedAt = a.At.UTC(), a.ScheduledAt.UTC(), a.StartedAt.UTC()
 		if a.WillRetry && next.Unix() > 0 {
@@ -235,9 +282,12 @@ func (s *Store) Attempts(ctx context.Context, namespace, jobID string) ([]Attemp
 		out = append(out, a)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, classify("attempts", err)
+		return nil, false, classify("attempts", err)
 	}
-	return out, nil
+	if len(out) > aq.Limit {
+		return out[:aq.Limit], true, nil
+	}
+	return out, false, nil
 }
 
 func checkRange(namespace string, from, to time.Time) error {

@@ -2,7 +2,11 @@ package api
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
+	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -10,6 +14,7 @@ import (
 
 	"github.com/chime-sched/chime/analytics"
 	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/schema/chimev1"
 	"github.com/chime-sched/chime/schema/schedule"
 )
 
@@ -180,12 +185,32 @@ func (s *server) getStats(c *fiber.Ctx) error {
 	return c.JSON(statsResponse{Namespace: ns, From: from, To: to, Step: step.String(), Points: points})
 }
 
+// DefaultAttemptPage is the page size of GET .../attempts without limit.
+const DefaultAttemptPage = 100
+
+// outcomeClasses are the classes ?class= may name.
+var outcomeClasses = func() []string {
+	var out []string
+	for v := range chimev1.OutcomeClass_name {
+		if c := chimev1.OutcomeClass(v); c != chimev1.OutcomeClass_OUTCOME_CLASS_UNSPECIFIED {
+			out = append(out, schema.OutcomeClassName(c))
+		}
+	}
+	slices.Sort(out)
+	return out
+}()
+
 type attemptsResponse struct {
 	Namespace string              `json:"namespace"`
 	JobID     string              `json:"job_id"`
 	Attempts  []analytics.Attempt `json:"attempts"`
+	// NextCursor is the cursor of the next page; empty on the last one.
+	NextCursor string `json:"next_cursor"`
 }
 
+// getAttempts answers GET .../jobs/{id}/attempts: a page of the job's
+// stored outcomes, newest first, optionally only some classes (the
+// console lists the breaker's deferrals apart from the calls).
 func (s *server) getAttempts(c *fiber.Ctx) error {
 	store, err := s.analyticsStore()
 	if err != nil {
@@ -195,14 +220,66 @@ func (s *server) getAttempts(c *fiber.Ctx) error {
 	if err := schema.ValidateJobID(id); err != nil {
 		return invalidFields(FieldError{Field: "id", Reason: validationReason(err)})
 	}
+	q := analytics.AttemptQuery{Limit: DefaultAttemptPage}
+	if v := c.Query("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > analytics.MaxAttempts {
+			return badQuery("limit", "%q is not a whole number from 1 to %d", v, analytics.MaxAttempts)
+		}
+		q.Limit = n
+	}
+	if v := c.Query("cursor"); v != "" {
+		var ok bool
+		if q.After, ok = decodeAttemptCursor(v); !ok {
+			return badQuery("cursor", "%q is not a next_cursor this API returned; start again without it", v)
+		}
+	}
+	if v := c.Query("class"); v != "" {
+		for _, name := range strings.Split(v, ",") {
+			name = strings.TrimSpace(name)
+			if !slices.Contains(outcomeClasses, name) {
+				return badQuery("class", "has %q; the classes are %s", name, strings.Join(outcomeClasses, ", "))
+			}
+			q.Classes = append(q.Classes, name)
+		}
+	}
 	ctx, cancel := s.analyticsCtx(c)
 	defer cancel()
-	atts, err := store.Attempts(ctx, ns, id)
+	atts, more, err := store.Attempts(ctx, ns, id, q)
 	if err != nil {
 		return analyticsError(err)
 	}
-	if atts == nil {
-		atts = []analytics.Attempt{}
+	out := attemptsResponse{Namespace: ns, JobID: id, Attempts: atts}
+	if out.Attempts == nil {
+		out.Attempts = []analytics.Attempt{}
 	}
-	return c.JSON(attemptsResponse{Namespace: ns, JobID: id, Attempts: atts})
+	if more && len(atts) > 0 {
+		out.NextCursor = encodeAttemptCursor(atts[len(atts)-1].Cursor())
+	}
+	return c.JSON(out)
+}
+
+// encodeAttemptCursor and decodeAttemptCursor make the opaque cursor of a
+// page of attempts: fire, attempt, time (Unix ms) and event id.
+func encodeAttemptCursor(c analytics.AttemptCursor) string {
+	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "%d:%d:%d:%s", c.FireSeq, c.Attempt, c.At.UnixMilli(), c.EventID))
+}
+
+func decodeAttemptCursor(v string) (analytics.AttemptCursor, bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil {
+		return analytics.AttemptCursor{}, false
+	}
+	parts := strings.SplitN(string(raw), ":", 4)
+	if len(parts) != 4 || parts[3] == "" {
+		return analytics.AttemptCursor{}, false
+	}
+	fire, err1 := strconv.ParseUint(parts[0], 10, 64)
+	attempt, err2 := strconv.ParseUint(parts[1], 10, 32)
+	ms, err3 := strconv.ParseInt(parts[2], 10, 64)
+	// Stored times lie between 1970 and 2106 (analytics.RowTime).
+	if err1 != nil || err2 != nil || err3 != nil || ms < 0 || ms >= 1<<32*1000 {
+		return analytics.AttemptCursor{}, false
+	}
+	return analytics.AttemptCursor{FireSeq: fire, Attempt: uint32(attempt), At: time.UnixMilli(ms).UTC(), EventID: parts[3]}, true
 }

@@ -55,6 +55,11 @@ func TestAnalyticsAgainstClickHouse(t *testing.T) {
 			Url: "https://example.com/hook", Method: "POST",
 		}, pos(10+i))
 	}
+	b.AddOutcome(&chimev1.CallbackOutcome{
+		EventId: "out-held", Namespace: "shop", JobId: "order-42", FireSeq: 1, Attempt: 1, Class: chimev1.OutcomeClass_OUTCOME_CLASS_DEFERRED,
+		ErrorKind: "breaker_open", Error: "namespace shop: breaker open; deferred", StartedAt: timestamppb.New(t0.Add(-time.Second)), FinishedAt: timestamppb.New(t0.Add(-time.Second)),
+		WillRetry: true, NextAttemptAt: timestamppb.New(t0), Url: "https://example.com/hook", Method: "POST",
+	}, pos(15))
 	due := &chimev1.Due{
 		Namespace: "shop", JobId: "order-42", FireSeq: 1, Attempt: 3,
 		Callback: &chimev1.HttpCallback{Url: "https://example.com/hook", Headers: map[string]string{"X-Order": "42"}, Body: []byte("hi")},
@@ -91,18 +96,36 @@ func TestAnalyticsAgainstClickHouse(t *testing.T) {
 	points := r.body["points"].([]any)
 	require.Len(t, points, 1)
 	p := points[0].(map[string]any)
-	for k, v := range map[string]int{"requests": 4, "successes": 1, "failures": 3, "retryable": 2, "permanent": 1, "deferred": 0, "expired": 0} {
+	for k, v := range map[string]int{"requests": 4, "successes": 1, "failures": 3, "retryable": 2, "permanent": 1, "deferred": 1, "expired": 0, "refused": 0} {
 		require.EqualValues(t, v, p[k], k)
 	}
 	require.InDelta(t, 20, p["p50_ms"], 0.5)
 	requireProblem(t, tb.do(t, "GET", "/v1/namespaces/shop/stats?step=1m&from=2020-01-01T00:00:00Z", key, nil), 400, "")
 
+	// Attempts newest first, a page at a time, the breaker's deferral apart.
 	r = tb.do(t, "GET", "/v1/namespaces/shop/jobs/order-42/attempts", key, nil)
 	require.Equal(t, 200, r.status, "body: %s", r.raw)
 	atts := r.body["attempts"].([]any)
-	require.Len(t, atts, 4)
-	require.Equal(t, "retryable", atts[0].(map[string]any)["class"])
-	require.Equal(t, "success", atts[3].(map[string]any)["class"])
+	require.Len(t, atts, 5)
+	require.Equal(t, "", r.body["next_cursor"])
+	var seen []any
+	cursor := ""
+	for range 5 {
+		r = tb.do(t, "GET", "/v1/namespaces/shop/jobs/order-42/attempts?class=success,retryable,permanent&limit=3&cursor="+cursor, key, nil)
+		require.Equal(t, 200, r.status, "body: %s", r.raw)
+		for _, a := range r.body["attempts"].([]any) {
+			seen = append(seen, a.(map[string]any)["class"])
+		}
+		if cursor = r.body["next_cursor"].(string); cursor == "" {
+			break
+		}
+	}
+	require.Equal(t, []any{"success", "permanent", "retryable", "retryable"}, seen)
+	r = tb.do(t, "GET", "/v1/namespaces/shop/jobs/order-42/attempts?class=deferred", key, nil)
+	require.Equal(t, 200, r.status, "body: %s", r.raw)
+	atts = r.body["attempts"].([]any)
+	require.Len(t, atts, 1)
+	require.Equal(t, "breaker_open", atts[0].(map[string]any)["error_kind"])
 
 	r = tb.do(t, "GET", "/v1/namespaces/shop/dead-letters", key, nil)
 	require.Equal(t, 200, r.status, "body: %s", r.raw)

@@ -115,17 +115,42 @@ func TestStats(t *testing.T) {
 
 func TestAttempts(t *testing.T) {
 	t.Parallel()
-	fa := &fakeAnalytics{attempts: []analytics.Attempt{{EventID: "a1", FireSeq: 1, Attempt: 1, Class: "retryable", StatusCode: 503, At: testNow}}}
+	last := analytics.Attempt{EventID: "a:1", FireSeq: 7, Attempt: 2, Class: "retryable", StatusCode: 503, At: testNow}
+	fa := &fakeAnalytics{attempts: []analytics.Attempt{last}, moreAttempts: true}
 	b := setup(t, withAnalytics(fa))
 	key := b.namespace(t, "shop", nil)
 
 	r := b.do(t, "GET", "/v1/namespaces/shop/jobs/order-1/attempts", key, nil)
 	require.Equal(t, 200, r.status, "body: %s", r.raw)
-	require.Equal(t, analyticsQuery{kind: "attempts", ns: "shop", id: "order-1"}, fa.last())
+	require.Equal(t, analyticsQuery{kind: "attempts", ns: "shop", id: "order-1", limit: api.DefaultAttemptPage}, fa.last())
 	a := r.body["attempts"].([]any)[0].(map[string]any)
 	require.Equal(t, "retryable", a["class"])
 	require.EqualValues(t, 503, a["status_code"])
+
+	// The next page starts after the last attempt of this one, however
+	// its event id reads.
+	next, _ := r.body["next_cursor"].(string)
+	require.NotEmpty(t, next, "more pages: a next_cursor: %s", r.raw)
+	r = b.do(t, "GET", "/v1/namespaces/shop/jobs/order-1/attempts?limit=20&class=deferred&cursor="+next, key, nil)
+	require.Equal(t, 200, r.status, "body: %s", r.raw)
+	require.Equal(t, analyticsQuery{kind: "attempts", ns: "shop", id: "order-1", limit: 20, after: last.Cursor(), classes: []string{"deferred"}}, fa.last())
+
+	fa.moreAttempts = false
+	r = b.do(t, "GET", "/v1/namespaces/shop/jobs/order-1/attempts?class=success,retryable,permanent", key, nil)
+	require.Equal(t, 200, r.status, "body: %s", r.raw)
+	require.Equal(t, "", r.body["next_cursor"], "the last page")
+	require.Equal(t, []string{"success", "retryable", "permanent"}, fa.last().classes)
+
 	requireProblem(t, b.do(t, "GET", "/v1/namespaces/shop/jobs/bad%20id/attempts", key, nil), 422, "id")
+	for q, param := range map[string]string{
+		"limit=0": "limit", "limit=1001": "limit", "limit=x": "limit",
+		"cursor=nope": "cursor", "cursor=MTox": "cursor", "cursor=MToxOi0xOmU": "cursor",
+		"class=deferred,late": "class",
+	} {
+		requireProblem(t, b.do(t, "GET", "/v1/namespaces/shop/jobs/order-1/attempts?"+q, key, nil), 400, param)
+	}
+	reason := requireProblem(t, b.do(t, "GET", "/v1/namespaces/shop/jobs/order-1/attempts?class=late", key, nil), 400, "class")
+	require.Contains(t, reason, "deferred, expired, permanent, refused, retryable, success")
 }
 
 // TestAnalyticsUnavailable: ClickHouse down, or not configured, is a 503

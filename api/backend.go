@@ -42,7 +42,7 @@ type Backend struct {
 type AnalyticsStore interface {
 	BreakerHistory(ctx context.Context, namespace string, from, to time.Time) ([]analytics.Transition, error)
 	Stats(ctx context.Context, namespace string, from, to time.Time, step time.Duration) ([]analytics.Point, error)
-	Attempts(ctx context.Context, namespace, jobID string) ([]analytics.Attempt, error)
+	Attempts(ctx context.Context, namespace, jobID string, q analytics.AttemptQuery) (page []analytics.Attempt, more bool, err error)
 	ListDeadLetters(ctx context.Context, namespace string, q analytics.DeadLetterQuery) ([]analytics.DeadLetter, error)
 	// GetDeadLetter returns nil, nil for an unknown id.
 	GetDeadLetter(ctx context.Context, namespace, id string) (*analytics.DeadLetter, error)

@@ -165,6 +165,9 @@ type fakeAnalytics struct {
 	replays   map[string]analytics.Replay
 	recordErr error
 	queries   []analyticsQuery
+
+	// moreAttempts is what Attempts says of the pages after its page.
+	moreAttempts bool
 }
 
 type analyticsQuery struct {
@@ -174,6 +177,8 @@ type analyticsQuery struct {
 	step     time.Duration
 	limit    int
 	before   analytics.DeadLetterCursor
+	after    analytics.AttemptCursor
+	classes  []string
 }
 
 func (f *fakeAnalytics) record(q analyticsQuery) error {
@@ -203,11 +208,11 @@ func (f *fakeAnalytics) Stats(_ context.Context, ns string, from, to time.Time, 
 	return f.points, nil
 }
 
-func (f *fakeAnalytics) Attempts(_ context.Context, ns, id string) ([]analytics.Attempt, error) {
-	if err := f.record(analyticsQuery{kind: "attempts", ns: ns, id: id}); err != nil {
-		return nil, err
+func (f *fakeAnalytics) Attempts(_ context.Context, ns, id string, q analytics.AttemptQuery) ([]analytics.Attempt, bool, error) {
+	if err := f.record(analyticsQuery{kind: "attempts", ns: ns, id: id, limit: q.Limit, after: q.After, classes: q.Classes}); err != nil {
+		return nil, false, err
 	}
-	return f.attempts, nil
+	return f.attempts, f.moreAttempts, nil
 }
 
 func (f *fakeAnalytics) ListDeadLetters(_ context.Context, ns string, q analytics.DeadLetterQuery) ([]analytics.DeadLetter, error) {

@@ -258,12 +258,12 @@ func (h *analyticsHandle) Stats(ctx context.Context, ns string, from, to time.Ti
 	return s.Stats(ctx, ns, from, to, step)
 }
 
-func (h *analyticsHandle) Attempts(ctx context.Context, ns, jobID string) ([]analytics.Attempt, error) {
+func (h *analyticsHandle) Attempts(ctx context.Context, ns, jobID string, q analytics.AttemptQuery) ([]analytics.Attempt, bool, error) {
 	s, err := h.get()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return s.Attempts(ctx, ns, jobID)
+	return s.Attempts(ctx, ns, jobID, q)
 }
 
 func (h *analyticsHandle) ListDeadLetters(ctx context.Context, ns string, q analytics.DeadLetterQuery) ([]analytics.DeadLetter, error) {

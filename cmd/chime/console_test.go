@@ -7,12 +7,15 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
@@ -163,14 +166,47 @@ func waitText(t *testing.T, ctx context.Context, sel, want string) {
 	t.Fatalf("%s never showed %q (last: %q)", sel, want, last)
 }
 
+// eval returns what script evaluates to now.
+func eval[T any](t *testing.T, ctx context.Context, script string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](script))
+	require.NoError(t, err, "evaluating %s", script)
+	return v
+}
+
+// count is how many elements sel matches now.
+func count(t *testing.T, ctx context.Context, sel string) int {
+	t.Helper()
+	return eval[int](t, ctx, `document.querySelectorAll(`+strconv.Quote(sel)+`).length`)
+}
+
+// chartLabelsOutside lists the chart labels not wholly inside their chart.
+const chartLabelsOutside = `[...document.querySelectorAll("svg.chart")].flatMap((svg) => {
+	const w = svg.viewBox.baseVal.width;
+	return [...svg.querySelectorAll("text")].map((e) => [e.textContent, e.getBBox()])
+		.filter(([, b]) => b.x < 0 || b.x + b.width > w + 0.5).map(([s, b]) => s + " at " + b.x.toFixed(1) + "+" + b.width.toFixed(1) + " of " + w);
+})`
+
+// berlinTime is a time as the console shows it in Europe/Berlin: 24-hour,
+// with the zone.
+var berlinTime = regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d CES?T`)
+
 // TestConsoleInChromium drives the console in headless Chromium against a
 // whole `chime dev`: sign in, the namespaces with their breaker state, a
-// namespace's charts, breaker history and controls, its jobs and a job's
-// detail with run-now, dead letters with replay, and a namespace key's
-// narrower view. Screenshots go to test-artifacts/console/.
+// namespace's charts (ranges, the current step marked partial, held-back
+// callbacks, trips), breaker history and controls, its jobs and a job's
+// detail with the controls its state allows, its attempts a page at a time
+// and its deferrals apart, dead letters with replay, times in the
+// browser's zone or UTC, and a namespace key's narrower view. Screenshots
+// go to test-artifacts/console/.
 func TestConsoleInChromium(t *testing.T) {
 	t.Parallel()
 	ctx := browser(t)
+	// A zone that is not UTC, so the UTC switch shows a difference.
+	do(t, ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: "Europe/Berlin"})
+		return err
+	}))
 	analytics := false
 	if tools, err := clickhouse.FindTools("."); err == nil && clickhouse.Installed(tools) {
 		analytics = true
@@ -225,9 +261,13 @@ func TestConsoleInChromium(t *testing.T) {
 	fill(t, ctx, "#token", admin)
 	click(t, ctx, `#signin button[type="submit"]`)
 
-	// Namespaces, with the breaker state.
+	// Namespaces, with the breaker state; times 24-hour with their zone,
+	// the browser's by default.
 	waitText(t, ctx, "#namespaces", "shop")
-	require.Contains(t, text(t, ctx, "#namespaces"), "closed")
+	namespaces := text(t, ctx, "#namespaces")
+	require.Contains(t, namespaces, "closed")
+	require.Regexp(t, berlinTime, namespaces)
+	require.NotRegexp(t, `\b[AP]M\b`, namespaces)
 	screenshot(t, ctx, "02-namespaces")
 
 	// A namespace: breaker, jobs (newest first), charts.
@@ -237,23 +277,82 @@ func TestConsoleInChromium(t *testing.T) {
 	jobs := text(t, ctx, "#jobs tbody")
 	require.Less(t, strings.Index(jobs, "broken"), strings.Index(jobs, "tick"), "newest first: %q", jobs)
 	if analytics {
-		// The sink writes per-minute aggregates; the charts draw them.
+		// The sink writes per-minute aggregates; the charts draw them, an
+		// hour by the minute unless another range is picked, the current
+		// minute hatched and dashed, every label inside its chart.
 		do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`#chart-requests svg polyline[data-name="requests"]`)))
-		do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`#chart-latency svg polyline[data-name="p99"]`)))
+		do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`#chart-latency svg`)))
+		require.Equal(t, 1, count(t, ctx, `#chart-requests svg[data-range="1h"][data-steps="60"]`))
+		require.Equal(t, "true", eval[string](t, ctx, `document.querySelector('#range button[data-range="1h"]').getAttribute("aria-pressed")`))
+		require.Equal(t, 1, count(t, ctx, `#chart-requests svg rect.partial-bucket`))
+		require.Equal(t, 1, count(t, ctx, `#chart-latency svg rect.partial-bucket`))
+		require.Equal(t, 1, count(t, ctx, `#chart-requests svg polyline.partial[data-name="requests"]`), "the current minute is a dashed segment")
+		require.Equal(t, 3, count(t, ctx, `#chart-requests svg circle.partial-point`), "each series marks its partial value")
+		require.Contains(t, text(t, ctx, "#chart-requests .legend"), "held back (deferred)")
+		require.Contains(t, text(t, ctx, "#chart-requests .legend"), "breaker trip")
+		require.Contains(t, text(t, ctx, "#chart-requests .legend"), "times in CE")
+		require.Empty(t, eval[[]string](t, ctx, chartLabelsOutside))
 	}
 
 	// Breaker controls: force open, shown at once; the trip is in the
-	// history and marked on the charts; then automatic again.
+	// history and marked on the charts, in another colour than failures,
+	// and the callbacks it holds back are drawn; then automatic again.
 	click(t, ctx, `#breaker-controls button[data-mode="force_open"]`)
 	waitText(t, ctx, "#breaker-state", "forced_open")
 	waitText(t, ctx, "#toast", "forced_open")
 	if analytics {
 		waitText(t, ctx, "#history", "forced_open")
+		// The every-second job is held back while the breaker is open.
+		waitUntil(t, 90*time.Second, "a deferred callback in the stats", func() bool {
+			_, stats := dev.call(t, "GET", "/v1/namespaces/shop/stats", admin, "")
+			points, _ := stats["points"].([]any)
+			for _, p := range points {
+				if n, _ := p.(map[string]any)["deferred"].(float64); n > 0 {
+					return true
+				}
+			}
+			return false
+		})
 		do(t, ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#chart-requests svg line.trip`)))
+		require.NotEqual(t,
+			eval[string](t, ctx, `document.querySelector('#chart-requests svg line.trip').getAttribute("stroke")`),
+			eval[string](t, ctx, `document.querySelector('#chart-requests svg [data-name="failures"]').getAttribute("stroke")`),
+			"trips and failures in different colours")
+		require.Positive(t, count(t, ctx, `#chart-requests svg rect.open-span`), "the open breaker shaded")
+		// The deferred series rises above zero (the plot's bottom).
+		require.True(t, eval[bool](t, ctx, `(() => {
+			const bottom = 230 - 24;
+			return [...document.querySelectorAll('#chart-requests svg [data-name="held back (deferred)"]')].some((e) =>
+				e.tagName === "circle" ? +e.getAttribute("cy") < bottom - 1 : e.getAttribute("points").split(" ").some((p) => +p.split(",")[1] < bottom - 1));
+		})()`), "held-back callbacks drawn")
 	}
 	screenshot(t, ctx, "03-namespace-forced-open")
 	click(t, ctx, `#breaker-controls button[data-mode="auto"]`)
 	waitText(t, ctx, "#breaker-state", "closed")
+
+	if analytics {
+		// Another range: 24 hours by 15 minutes, 7 days by the hour, then
+		// 15 minutes by the minute; the pick is remembered across a reload.
+		click(t, ctx, `#range button[data-range="24h"]`)
+		do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`#chart-requests svg[data-range="24h"][data-steps="96"]`)))
+		waitText(t, ctx, "#chart-requests-title", "per 15 minutes, last 24 h")
+		waitText(t, ctx, "#history-title", "last 24 h")
+		require.Empty(t, eval[[]string](t, ctx, chartLabelsOutside))
+		screenshot(t, ctx, "04-charts-24h")
+		ticks24 := eval[string](t, ctx, `[...document.querySelectorAll("#chart-requests svg text.tick")].map((e) => e.textContent).join(" ")`)
+		click(t, ctx, `#range button[data-range="7d"]`)
+		do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`#chart-requests svg[data-range="7d"][data-steps="168"]`)))
+		waitText(t, ctx, "#chart-requests-title", "per hour, last 7 d")
+		require.Regexp(t, `^\d\d-\d\d( \d\d-\d\d)+$`, eval[string](t, ctx, `[...document.querySelectorAll("#chart-requests svg text.tick")].map((e) => e.textContent).join(" ")`), "days on a week's axis")
+		require.Empty(t, eval[[]string](t, ctx, chartLabelsOutside))
+		click(t, ctx, `#range button[data-range="15m"]`)
+		do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`#chart-requests svg[data-range="15m"][data-steps="15"]`)))
+		require.NotEqual(t, ticks24, eval[string](t, ctx, `[...document.querySelectorAll("#chart-requests svg text.tick")].map((e) => e.textContent).join(" ")`))
+		require.Equal(t, 1, count(t, ctx, `#chart-requests svg polyline.partial[data-name="requests"]`))
+		do(t, ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#chart-requests svg[data-range="15m"]`)))
+		require.Empty(t, eval[[]string](t, ctx, chartLabelsOutside))
+		screenshot(t, ctx, "05-charts-15m")
+	}
 
 	// State filter.
 	fill(t, ctx, "#job-state", "dead")
@@ -271,7 +370,7 @@ func TestConsoleInChromium(t *testing.T) {
 		click(t, ctx, "#tab-dead")
 		waitText(t, ctx, "#dead-letters", "broken")
 		waitText(t, ctx, "#replay-all", "Replay these 3")
-		screenshot(t, ctx, "04-dead-letters")
+		screenshot(t, ctx, "06-dead-letters")
 		click(t, ctx, "#dead-letters button.replay")
 		waitText(t, ctx, "#toast", "Replayed as job broken")
 		waitText(t, ctx, "#replay-all", "Replay these 2")
@@ -279,20 +378,39 @@ func TestConsoleInChromium(t *testing.T) {
 		require.Contains(t, text(t, ctx, "#dead-letters tr.replayed .replay-job"), ".replay-", "the row names the replay's job")
 		untilTrue(t, ctx, "one row replayed, two to replay", `document.querySelectorAll("#dead-letters tr.replayed").length === 1 &&
 			document.querySelectorAll("#dead-letters button.replay").length === 2`)
-		screenshot(t, ctx, "04b-dead-letter-replayed")
+		screenshot(t, ctx, "06b-dead-letter-replayed")
 		click(t, ctx, "#replay-all")
 		waitText(t, ctx, "#toast", "Replayed 2, already replayed 1, failed 0")
 		waitText(t, ctx, "#dl-all-replayed", "Every dead letter listed is replayed")
 		untilTrue(t, ctx, "every row replayed", `document.querySelectorAll("#dead-letters tr.replayed").length === 3 &&
 			!document.querySelector("#dead-letters button.replay") && !document.querySelector("#replay-all")`)
-		screenshot(t, ctx, "04c-dead-letters-all-replayed")
+		screenshot(t, ctx, "06c-dead-letters-all-replayed")
 		fill(t, ctx, "#dl-replayed", "false")
 		waitText(t, ctx, "#dl-empty", "No dead letters left to replay")
 	}
 
-	// A job: its fields, JSON body shown as JSON, run now.
+	// A dead job offers no control: the API would refuse each (409).
+	do(t, ctx, chromedp.Navigate(dev.base+"/ui/#/ns/shop/job/broken"))
+	waitText(t, ctx, "#job-fields", "dead")
+	waitText(t, ctx, "#job-ended", "This job is dead")
+	require.Zero(t, count(t, ctx, "#job-actions button"), "no run now, pause, resume or cancel on a dead job")
+	screenshot(t, ctx, "07-job-dead")
+
+	// A scheduled job: run now, pause, cancel; paused: resume, not pause.
 	do(t, ctx, chromedp.Navigate(dev.base+"/ui/#/ns/shop/job/later"))
 	waitText(t, ctx, "#job-fields", "scheduled")
+	waitText(t, ctx, "#job-actions", "Pause")
+	require.Equal(t, "Run now Pause Cancel", eval[string](t, ctx, `[...document.querySelectorAll("#job-actions button")].map((b) => b.textContent).join(" ")`))
+	click(t, ctx, `#job-actions button[data-act="pause"]`)
+	waitText(t, ctx, "#job-actions", "Resume")
+	waitText(t, ctx, "#job-fields", "paused")
+	require.Equal(t, "Run now Resume Cancel", eval[string](t, ctx, `[...document.querySelectorAll("#job-actions button")].map((b) => b.textContent).join(" ")`))
+	screenshot(t, ctx, "08-job-paused")
+	click(t, ctx, `#job-actions button[data-act="resume"]`)
+	waitText(t, ctx, "#job-actions", "Pause")
+	waitText(t, ctx, "#job-fields", "scheduled")
+
+	// Run now.
 	click(t, ctx, `#job-actions button[data-act="trigger"]`)
 	waitText(t, ctx, "#toast", "Fired now")
 	waitText(t, ctx, "#job-fields", "Fires\n1 (skipped 0)")
@@ -300,9 +418,57 @@ func TestConsoleInChromium(t *testing.T) {
 		waitText(t, ctx, "#attempts", "success")
 	}
 	require.Contains(t, text(t, ctx, "#job-fields"), "scheduled", "run now leaves the schedule")
-	screenshot(t, ctx, "05-job")
+	screenshot(t, ctx, "09-job")
+
+	// The every-second job: its JSON body shown as JSON; its attempts 20
+	// a page, newest first, older pages a click away; the callbacks the
+	// breaker held back listed apart.
 	do(t, ctx, chromedp.Navigate(dev.base+"/ui/#/ns/shop/job/tick"))
 	waitText(t, ctx, "#job-fields", `"hello": "<chime>"`)
+	if analytics {
+		untilTrue(t, ctx, "a second page of attempts", `(() => { const b = document.querySelector("#attempts-older"); return !!b && !b.disabled; })()`)
+		require.Equal(t, 20, count(t, ctx, "#attempts-table tbody tr"))
+		require.NotContains(t, text(t, ctx, "#attempts-table"), "deferred", "deferrals are not attempts")
+		waitText(t, ctx, "#deferrals-table", "breaker")
+		require.Contains(t, text(t, ctx, "#deferrals-table"), "namespace shop: breaker")
+		fires := func() []int {
+			var out []int
+			for _, f := range eval[[]string](t, ctx, `[...document.querySelectorAll("#attempts-table tbody tr td:first-child")].map((e) => e.textContent)`) {
+				n, err := strconv.Atoi(strings.TrimSpace(f))
+				require.NoError(t, err)
+				out = append(out, n)
+			}
+			return out
+		}
+		page1 := fires()
+		require.IsNonIncreasing(t, page1, "newest first")
+		screenshot(t, ctx, "10-job-attempts")
+		click(t, ctx, "#attempts-older")
+		waitText(t, ctx, "#attempts-page", "page 2")
+		oldest1 := page1[len(page1)-1]
+		untilTrue(t, ctx, "page 2's rows", `(() => { const td = document.querySelector("#attempts-table tbody tr td"); return !!td && +td.textContent < `+strconv.Itoa(oldest1)+`; })()`)
+		page2 := fires()
+		require.LessOrEqual(t, len(page2), 20)
+		require.Less(t, page2[0], oldest1, "page 2 goes on where page 1 ended")
+		require.IsNonIncreasing(t, page2)
+		screenshot(t, ctx, "11-job-attempts-page-2")
+		click(t, ctx, "#attempts-newer")
+		waitText(t, ctx, "#attempts-page", "newest 20")
+	}
+
+	// Times in UTC at the flip of the header's switch, remembered across a
+	// reload in localStorage, where the token never goes.
+	require.Regexp(t, berlinTime, text(t, ctx, "#job-fields"))
+	click(t, ctx, "#utc")
+	waitText(t, ctx, "#job-fields", " UTC")
+	do(t, ctx, chromedp.Reload())
+	waitText(t, ctx, "#job-fields", " UTC")
+	require.Regexp(t, `Created\n\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC`, text(t, ctx, "#job-fields"))
+	require.True(t, eval[bool](t, ctx, `document.getElementById("utc").checked`))
+	require.Equal(t, "1", eval[string](t, ctx, `localStorage.getItem("chime.utc")`))
+	require.NotContains(t, eval[string](t, ctx, `JSON.stringify(localStorage)`), admin)
+	require.Equal(t, admin, eval[string](t, ctx, `sessionStorage.getItem("chime.token")`))
+	screenshot(t, ctx, "12-job-utc")
 
 	// A namespace key sees its namespace only, without the controls.
 	click(t, ctx, "#signout")
@@ -310,7 +476,7 @@ func TestConsoleInChromium(t *testing.T) {
 	click(t, ctx, `#signin button[type="submit"]`)
 	waitText(t, ctx, "#who", "namespace shop")
 	waitText(t, ctx, "#breaker-controls", "Only the admin token")
-	screenshot(t, ctx, "06-namespace-key")
+	screenshot(t, ctx, "13-namespace-key")
 
 	// The console's files come with a policy that keeps it to its own.
 	var res *http.Response
