@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -1107,4 +1108,32 @@ func TestJobViewShowsFiresInProgress(t *testing.T) {
 	require.EqualValues(t, 3, retry["attempt"])
 	require.Equal(t, "2026-11-24T10:01:00Z", retry["next_attempt_at"])
 	require.Equal(t, "HTTP 503", retry["last_error"].(map[string]any)["error"])
+}
+
+// TestMetricsHideNamespacesWithoutTheAdminToken: namespace names are for
+// the admin token (GET /v1/namespaces is admin-only), so /metrics without
+// it leaves out every series labelled with a namespace (the breakers'
+// states, in chime dev); the admin token gets them all. A token that is not
+// the admin token is refused rather than quietly given less.
+func TestMetricsHideNamespacesWithoutTheAdminToken(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	state := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "chime_breaker_state", Help: "test"}, []string{"namespace", "state"})
+	reg.MustRegister(state)
+	state.WithLabelValues("acme-secret-customer", "open").Set(1)
+	b := setup(t, func(c *api.Config) { c.Registerer, c.Gatherer = reg, reg })
+	key := b.namespace(t, "shop", nil)
+
+	r := b.do(t, "GET", "/metrics", "", nil)
+	require.Equal(t, 200, r.status)
+	require.NotContains(t, string(r.raw), "acme-secret-customer")
+	require.NotContains(t, string(r.raw), "chime_breaker_state")
+	require.Contains(t, string(r.raw), "chime_api_ready 1", "the other series are served")
+
+	r = b.do(t, "GET", "/metrics", adminToken, nil)
+	require.Equal(t, 200, r.status)
+	require.Contains(t, string(r.raw), `chime_breaker_state{namespace="acme-secret-customer",state="open"} 1`)
+
+	requireProblem(t, b.do(t, "GET", "/metrics", key, nil), 403, "")
+	requireProblem(t, b.do(t, "GET", "/metrics", "not-the-token", nil), 401, "")
 }
