@@ -291,7 +291,7 @@ func TestNamespaceValidation(t *testing.T) {
 		{`{"relevancy_window": "-1s"}`, 422, "relevancy_window"},
 		{`{"max_concurrency": -1}`, 400, "max_concurrency"},
 		{`{"max_concurrency": "3"}`, 400, "max_concurrency"},
-		{`{"retry": {"max_atempts": 3}}`, 400, "max_atempts"},
+		{`{"retry": {"max_atempts": 3}}`, 400, "retry.max_atempts"},
 		{`{"colour": "red"}`, 400, "colour"},
 		{`{}{}`, 400, ""},
 		{`[1,2]`, 400, ""},
@@ -437,7 +437,9 @@ func TestJobValidation(t *testing.T) {
 		{"bad cron", `{"schedule": {"cron": "*/0 * * * *"}, ` + url + `}`, 422, "schedule.cron", ""},
 		{"bad timezone", `{"schedule": {"cron": "* * * * *", "timezone": "Mars/Olympus"}, ` + url + `}`, 422, "schedule.timezone", ""},
 		{"unknown field", `{"schedule": {"in": "1s"}, ` + url + `, "priority": 1}`, 400, "priority", "unknown field"},
-		{"unknown nested field", `{"schedule": {"in": "1s", "when": 1}, ` + url + `}`, 400, "when", ""},
+		{"unknown nested field", `{"schedule": {"in": "1s", "when": 1}, ` + url + `}`, 400, "schedule.when", `unknown field "schedule.when"`},
+		{"unknown callback field", `{"schedule": {"in": "1s"}, "callback": {"url": "https://example.com/h", "bdy": "x"}}`, 400, "callback.bdy", `unknown field "callback.bdy"`},
+		{"unknown field after an escaped key", `{"schedule": {"in": "1s"}, "callback": {"url": "https://example.com/h", "he\u0061ders": {}, "b\u0064y": "x"}}`, 400, "callback.bdy", ""},
 		{"two kinds", `{"schedule": {"in": "1s", "every": "1s"}, ` + url + `}`, 422, "schedule", "exactly one"},
 		{"no kind", `{"schedule": {}, ` + url + `}`, 422, "schedule", ""},
 		{"no schedule", `{` + url + `}`, 422, "schedule", ""},
@@ -592,6 +594,11 @@ func TestBatch(t *testing.T) {
 	}
 	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs:batch", key, map[string]any{"jobs": many}), 422, "jobs")
 	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs:batch", key, map[string]any{"jobs": []any{nil}}), 422, "jobs[0].")
+	// An unknown field is named with its whole path, the job's index
+	// included.
+	reason := requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs:batch", key,
+		`{"jobs": [{"schedule": {"in": "1s"}, "callback": {"url": "https://example.com/h"}}, {"schedule": {"in": "1s"}, "callback": {"url": "https://example.com/h", "bdy": 1}}]}`), 400, "jobs[1].callback.bdy")
+	require.Contains(t, reason, `unknown field "jobs[1].callback.bdy"`)
 }
 
 func TestBatchOfMaxSize(t *testing.T) {
