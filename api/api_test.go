@@ -226,6 +226,35 @@ func TestAuth(t *testing.T) {
 	requireProblem(t, b.do(t, "GET", "/v1/namespaces/Bad!", adminToken, nil), 422, "namespace")
 }
 
+// TestAuthorizationSchemeIsNamed: a token sent without "Bearer", or with
+// another scheme, is told how to send it, not that credentials are missing;
+// the token is not repeated back.
+func TestAuthorizationSchemeIsNamed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := b.namespace(t, "team-a", nil)
+	for header, says := range map[string]string{
+		key:                  "the header has no scheme",
+		"Basic dXNlcjpwYXNz": `not "Basic"`,
+		"Token " + key:       `not "Token"`,
+		"Bearer":             "no token after Bearer",
+		"Bearer   ":          "no token after Bearer",
+		key + " extra":       "not another scheme",
+	} {
+		r := b.do(t, "GET", "/v1/namespaces/team-a", "", nil, "Authorization", header)
+		requireProblem(t, r, 401, "")
+		detail := r.body["detail"].(string)
+		require.Contains(t, detail, `Authorization must be "Bearer <token>"`, header)
+		require.Contains(t, detail, says, header)
+		require.NotContains(t, detail, "missing credentials", header)
+		require.NotContains(t, detail, key, "the token is not repeated")
+		require.Contains(t, r.header.Get("WWW-Authenticate"), `error="invalid_request"`, header)
+	}
+	r := b.do(t, "GET", "/v1/namespaces/team-a", "", nil)
+	require.Contains(t, requireProblem(t, r, 401, "")+r.body["detail"].(string), "missing credentials")
+	require.Equal(t, 200, b.do(t, "GET", "/v1/namespaces/team-a", "", nil, "Authorization", "bearer "+key).status, "the scheme is case-insensitive")
+}
+
 func TestNoAdminTokenMeansNoAdmin(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(c *api.Config) { c.AdminToken = "" })
