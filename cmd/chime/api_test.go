@@ -37,6 +37,8 @@ type devAPI struct {
 	// clickhouse is the hint of the log line `local ClickHouse started`:
 	// the DSN to share the local server by, without its password.
 	clickhouse chan string
+	// metrics is the address of --metrics-addr, from `metrics listening`.
+	metrics chan string
 }
 
 // syncBuffer is stdout, written by exec's copier while the test reads it.
@@ -60,6 +62,7 @@ func (b *syncBuffer) String() string {
 var (
 	apiReadyLine        = regexp.MustCompile(`msg="api ready".* addr=(\S+)`)
 	clickhouseStartLine = regexp.MustCompile(`msg="local ClickHouse started".* CHIME_CLICKHOUSE_DSN=(\S+) and CHIME_CLICKHOUSE_PASSWORD from (\S+?)"?$`)
+	metricsLine         = regexp.MustCompile(`msg="metrics listening".* addr=(\S+)`)
 )
 
 // startDevAPI starts `chime dev` with the API on a free port and waits until
@@ -67,7 +70,7 @@ var (
 func startDevAPI(t *testing.T, stateDir string, port int) *devAPI {
 	t.Helper()
 	stdout := new(syncBuffer)
-	addr, ch := make(chan string, 1), make(chan string, 1)
+	addr, ch, metrics := make(chan string, 1), make(chan string, 1), make(chan string, 1)
 	p := startChild(t, stdout, func(line string) {
 		if m := apiReadyLine.FindStringSubmatch(line); m != nil {
 			select {
@@ -81,10 +84,17 @@ func startDevAPI(t *testing.T, stateDir string, port int) *devAPI {
 			default:
 			}
 		}
-	}, "dev", "--state-dir", stateDir, "--embedded-broker-port", fmt.Sprint(port), "--partitions", "4", "--addr", "127.0.0.1:0")
+		if m := metricsLine.FindStringSubmatch(line); m != nil {
+			select {
+			case metrics <- m[1]:
+			default:
+			}
+		}
+	}, "dev", "--state-dir", stateDir, "--embedded-broker-port", fmt.Sprint(port), "--partitions", "4", "--addr", "127.0.0.1:0",
+		"--metrics-addr", "127.0.0.1:0")
 	select {
 	case a := <-addr:
-		return &devAPI{devProc: p, base: "http://" + a, stdout: stdout, clickhouse: ch}
+		return &devAPI{devProc: p, base: "http://" + a, stdout: stdout, clickhouse: ch, metrics: metrics}
 	case err := <-p.exited:
 		t.Fatalf("chime dev exited before its API was ready: %v", err)
 	case <-time.After(90 * time.Second):
@@ -263,6 +273,8 @@ func TestDevAPIEndToEnd(t *testing.T) {
 	} else {
 		t.Log("no local ClickHouse (make clickhouse): the analytics routes are not checked")
 	}
+
+	checkMetrics(t, dev, admin)
 
 	// Signing-secret rotation: during the overlap every callback carries a
 	// signature by the new secret and one by the old, space-separated.
