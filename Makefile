@@ -59,14 +59,15 @@ FORCE:
 
 # ---------------------------------------------------------------------------
 # Local ClickHouse: the ClickHouse engine as libchdb.so, from the pinned npm
-# package, plus a small C host (infra/clickhouse/host) that serves it on
-# 127.0.0.1. Installed into .tools/chdb (no global npm install); needs npm and
-# a C compiler. infra/clickhouse reads the same paths and version.
+# package, installed into .tools/chdb (no global npm install), plus a small C
+# host (infra/clickhouse/host) that serves it on 127.0.0.1, built from this
+# checkout's source into bin/ (a checkout never runs another one's host).
+# Needs npm and a C compiler. infra/clickhouse reads the same paths and version.
 # ---------------------------------------------------------------------------
 CHDB_VERSION := 26.7.3-stable.1
 CHDB_DIR     := $(TOOLS_DIR)/chdb
 CHDB_LIB     := $(CHDB_DIR)/node_modules/@chdb/lib-linux-x64-gnu/libchdb.so
-CHDB_HOST    := $(CHDB_DIR)/chimech
+CHDB_HOST    := $(CURDIR)/bin/chimech
 CHDB_STAMP   := $(STAMP_DIR)/chdb-$(CHDB_VERSION)
 CC ?= cc
 
@@ -80,11 +81,11 @@ $(CHDB_STAMP): $(if $(wildcard $(CHDB_LIB)),,FORCE)
 	@touch $@
 
 $(CHDB_HOST): infra/clickhouse/host/chimech.c
-	@mkdir -p $(CHDB_DIR)
+	@mkdir -p $(dir $@)
 	$(CC) -O2 -Wall -Wextra -Werror -o $@ $< -ldl
 
 .PHONY: clickhouse
-clickhouse: $(CHDB_STAMP) $(CHDB_HOST) ## install the local ClickHouse (npm @chdb/lib-linux-x64-gnu + host) into .tools/chdb
+clickhouse: $(CHDB_STAMP) $(CHDB_HOST) ## install the local ClickHouse (npm @chdb/lib-linux-x64-gnu into .tools/chdb, the host into bin/chimech)
 
 # ---------------------------------------------------------------------------
 # Debian's Chromium, for the console's browser test (cmd/chime

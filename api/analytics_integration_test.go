@@ -14,7 +14,6 @@ import (
 
 	"github.com/chime-sched/chime/analytics"
 	"github.com/chime-sched/chime/api"
-	"github.com/chime-sched/chime/infra/clickhouse"
 	"github.com/chime-sched/chime/infra/clickhouse/clickhousetest"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
@@ -30,7 +29,7 @@ func TestAnalyticsAgainstClickHouse(t *testing.T) {
 	srv := clickhousetest.NewServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	store, err := analytics.Open(ctx, clickhouse.DSN(srv.TCPAddr(), "chime"), analytics.Options{})
+	store, err := analytics.Open(ctx, srv.DSN("chime"), analytics.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { store.Close() })
 

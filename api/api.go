@@ -294,7 +294,7 @@ func answerUnknownMethods(app *fiber.App, allow *allowTable) {
 func (s *server) routes(app *fiber.App) {
 	app.Get("/healthz", s.healthz)
 	app.Get("/readyz", s.readyz)
-	app.Get("/metrics", s.metricsHandler())
+	app.Get("/metrics", s.publicMetrics(), s.authenticate, s.metricsHandler())
 	app.Get("/openapi.json", s.openapi)
 	s.consoleRoutes(app)
 

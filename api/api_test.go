@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -225,6 +226,35 @@ func TestAuth(t *testing.T) {
 	requireProblem(t, b.do(t, "GET", "/v1/namespaces/Bad!", adminToken, nil), 422, "namespace")
 }
 
+// TestAuthorizationSchemeIsNamed: a token sent without "Bearer", or with
+// another scheme, is told how to send it, not that credentials are missing;
+// the token is not repeated back.
+func TestAuthorizationSchemeIsNamed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := b.namespace(t, "team-a", nil)
+	for header, says := range map[string]string{
+		key:                  "the header has no scheme",
+		"Basic dXNlcjpwYXNz": `not "Basic"`,
+		"Token " + key:       `not "Token"`,
+		"Bearer":             "no token after Bearer",
+		"Bearer   ":          "no token after Bearer",
+		key + " extra":       "not another scheme",
+	} {
+		r := b.do(t, "GET", "/v1/namespaces/team-a", "", nil, "Authorization", header)
+		requireProblem(t, r, 401, "")
+		detail := r.body["detail"].(string)
+		require.Contains(t, detail, `Authorization must be "Bearer <token>"`, header)
+		require.Contains(t, detail, says, header)
+		require.NotContains(t, detail, "missing credentials", header)
+		require.NotContains(t, detail, key, "the token is not repeated")
+		require.Contains(t, r.header.Get("WWW-Authenticate"), `error="invalid_request"`, header)
+	}
+	r := b.do(t, "GET", "/v1/namespaces/team-a", "", nil)
+	require.Contains(t, requireProblem(t, r, 401, "")+r.body["detail"].(string), "missing credentials")
+	require.Equal(t, 200, b.do(t, "GET", "/v1/namespaces/team-a", "", nil, "Authorization", "bearer "+key).status, "the scheme is case-insensitive")
+}
+
 func TestNoAdminTokenMeansNoAdmin(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(c *api.Config) { c.AdminToken = "" })
@@ -290,7 +320,7 @@ func TestNamespaceValidation(t *testing.T) {
 		{`{"relevancy_window": "-1s"}`, 422, "relevancy_window"},
 		{`{"max_concurrency": -1}`, 400, "max_concurrency"},
 		{`{"max_concurrency": "3"}`, 400, "max_concurrency"},
-		{`{"retry": {"max_atempts": 3}}`, 400, "max_atempts"},
+		{`{"retry": {"max_atempts": 3}}`, 400, "retry.max_atempts"},
 		{`{"colour": "red"}`, 400, "colour"},
 		{`{}{}`, 400, ""},
 		{`[1,2]`, 400, ""},
@@ -436,7 +466,9 @@ func TestJobValidation(t *testing.T) {
 		{"bad cron", `{"schedule": {"cron": "*/0 * * * *"}, ` + url + `}`, 422, "schedule.cron", ""},
 		{"bad timezone", `{"schedule": {"cron": "* * * * *", "timezone": "Mars/Olympus"}, ` + url + `}`, 422, "schedule.timezone", ""},
 		{"unknown field", `{"schedule": {"in": "1s"}, ` + url + `, "priority": 1}`, 400, "priority", "unknown field"},
-		{"unknown nested field", `{"schedule": {"in": "1s", "when": 1}, ` + url + `}`, 400, "when", ""},
+		{"unknown nested field", `{"schedule": {"in": "1s", "when": 1}, ` + url + `}`, 400, "schedule.when", `unknown field "schedule.when"`},
+		{"unknown callback field", `{"schedule": {"in": "1s"}, "callback": {"url": "https://example.com/h", "bdy": "x"}}`, 400, "callback.bdy", `unknown field "callback.bdy"`},
+		{"unknown field after an escaped key", `{"schedule": {"in": "1s"}, "callback": {"url": "https://example.com/h", "he\u0061ders": {}, "b\u0064y": "x"}}`, 400, "callback.bdy", ""},
 		{"two kinds", `{"schedule": {"in": "1s", "every": "1s"}, ` + url + `}`, 422, "schedule", "exactly one"},
 		{"no kind", `{"schedule": {}, ` + url + `}`, 422, "schedule", ""},
 		{"no schedule", `{` + url + `}`, 422, "schedule", ""},
@@ -446,6 +478,9 @@ func TestJobValidation(t *testing.T) {
 		{"interval too short", `{"schedule": {"every": "1ns"}, ` + url + `}`, 422, "schedule.every", ""},
 		{"bad url", `{"schedule": {"in": "1s"}, "callback": {"url": "ftp://example.com"}}`, 422, "callback.url", "scheme"},
 		{"url not allowed", `{"schedule": {"in": "1s"}, "callback": {"url": "https://evil.test/h"}}`, 422, "callback.url", "allowed_hosts"},
+		{"url with a space", `{"schedule": {"in": "1s"}, "callback": {"url": "https://example.com/a b"}}`, 422, "callback.url", "has a space at byte 21; percent-encode it as %20"},
+		{"url with quotes", `{"schedule": {"in": "1s"}, "callback": {"url": "https://example.com/h?q=\"x\""}}`, 422, "callback.url", `has '"' at byte 24`},
+		{"url with angle brackets", `{"schedule": {"in": "1s"}, "callback": {"url": "https://example.com/<h>"}}`, 422, "callback.url", "has '<' at byte 20"},
 		{"bad method", `{"schedule": {"in": "1s"}, "callback": {"url": "https://example.com/h", "method": "post"}}`, 422, "callback.method", "POST"},
 		{"reserved header", `{"schedule": {"in": "1s"}, "callback": {"url": "https://example.com/h", "headers": {"Host": "x"}}}`, 422, `callback.headers["Host"]`, ""},
 		{"past window", `{"schedule": {"at": "2026-11-23T08:00:00Z"}, "relevancy_window": "1h", ` + url + `}`, 422, "schedule.at", "past its relevancy window"},
@@ -588,6 +623,11 @@ func TestBatch(t *testing.T) {
 	}
 	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs:batch", key, map[string]any{"jobs": many}), 422, "jobs")
 	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs:batch", key, map[string]any{"jobs": []any{nil}}), 422, "jobs[0].")
+	// An unknown field is named with its whole path, the job's index
+	// included.
+	reason := requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs:batch", key,
+		`{"jobs": [{"schedule": {"in": "1s"}, "callback": {"url": "https://example.com/h"}}, {"schedule": {"in": "1s"}, "callback": {"url": "https://example.com/h", "bdy": 1}}]}`), 400, "jobs[1].callback.bdy")
+	require.Contains(t, reason, `unknown field "jobs[1].callback.bdy"`)
 }
 
 func TestBatchOfMaxSize(t *testing.T) {
@@ -1098,7 +1138,7 @@ func TestJSONCallbackBodies(t *testing.T) {
 	key := b.namespace(t, "shop", nil)
 	create := func(id string, body any, headers map[string]string) map[string]any {
 		t.Helper()
-		cb := map[string]any{"url": "https://example.com/h?a=1&b=<2>", "body": body}
+		cb := map[string]any{"url": "https://example.com/h?a=1&b=2", "body": body}
 		if headers != nil {
 			cb["headers"] = headers
 		}
@@ -1106,7 +1146,7 @@ func TestJSONCallbackBodies(t *testing.T) {
 		require.Equal(t, 201, r.status, string(r.raw))
 		r = b.do(t, "GET", "/v1/namespaces/shop/jobs/"+id, key, nil)
 		require.Equal(t, 200, r.status)
-		require.Contains(t, string(r.raw), "a=1&b=<2>", "not HTML-escaped")
+		require.Contains(t, string(r.raw), "a=1&b=2", "not HTML-escaped (&)")
 		return r.body["callback"].(map[string]any)
 	}
 	cb := create("obj", map[string]any{"order": "<42>&"}, nil)
@@ -1161,4 +1201,32 @@ func TestJobViewShowsFiresInProgress(t *testing.T) {
 	require.EqualValues(t, 3, retry["attempt"])
 	require.Equal(t, "2026-11-24T10:01:00Z", retry["next_attempt_at"])
 	require.Equal(t, "HTTP 503", retry["last_error"].(map[string]any)["error"])
+}
+
+// TestMetricsHideNamespacesWithoutTheAdminToken: namespace names are for
+// the admin token (GET /v1/namespaces is admin-only), so /metrics without
+// it leaves out every series labelled with a namespace (the breakers'
+// states, in chime dev); the admin token gets them all. A token that is not
+// the admin token is refused rather than quietly given less.
+func TestMetricsHideNamespacesWithoutTheAdminToken(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	state := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "chime_breaker_state", Help: "test"}, []string{"namespace", "state"})
+	reg.MustRegister(state)
+	state.WithLabelValues("acme-secret-customer", "open").Set(1)
+	b := setup(t, func(c *api.Config) { c.Registerer, c.Gatherer = reg, reg })
+	key := b.namespace(t, "shop", nil)
+
+	r := b.do(t, "GET", "/metrics", "", nil)
+	require.Equal(t, 200, r.status)
+	require.NotContains(t, string(r.raw), "acme-secret-customer")
+	require.NotContains(t, string(r.raw), "chime_breaker_state")
+	require.Contains(t, string(r.raw), "chime_api_ready 1", "the other series are served")
+
+	r = b.do(t, "GET", "/metrics", adminToken, nil)
+	require.Equal(t, 200, r.status)
+	require.Contains(t, string(r.raw), `chime_breaker_state{namespace="acme-secret-customer",state="open"} 1`)
+
+	requireProblem(t, b.do(t, "GET", "/metrics", key, nil), 403, "")
+	requireProblem(t, b.do(t, "GET", "/metrics", "not-the-token", nil), 401, "")
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -49,10 +50,10 @@ const principalKey = "chime.principal"
 // authenticate checks the bearer token and the path's namespace: the admin
 // token passes everywhere, a namespace key only under its namespace.
 func (s *server) authenticate(c *fiber.Ctx) error {
-	token, ok := bearer(c.Get(fiber.HeaderAuthorization))
-	if !ok {
-		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="chime"`)
-		return problem(fiber.StatusUnauthorized, "unauthorized", "missing credentials: send Authorization: Bearer <admin token or namespace key>")
+	token, challenge, err := bearer(c.Get(fiber.HeaderAuthorization))
+	if err != nil {
+		c.Set(fiber.HeaderWWWAuthenticate, challenge)
+		return err
 	}
 	if s.isAdmin(token) {
 		c.Locals(principalKey, principal{admin: true})
@@ -121,13 +122,52 @@ func (s *server) validKey(ns, token string) (bool, error) {
 	return found == 1, nil
 }
 
-func bearer(header string) (string, bool) {
-	scheme, token, ok := strings.Cut(strings.TrimSpace(header), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
+// bearer returns the token of an Authorization header, or the 401 that
+// says what is wrong with it and the WWW-Authenticate challenge to send. A
+// header that is there but not "Bearer <token>" (a bare token, another
+// scheme) is told the form to use, not that credentials are missing
+// (RFC 6750's invalid_request); the token is never repeated.
+func bearer(header string) (token, challenge string, err error) {
+	header = strings.TrimSpace(header)
+	if header == "" {
+		return "", `Bearer realm="chime"`, problem(fiber.StatusUnauthorized, "unauthorized",
+			"missing credentials: send Authorization: Bearer <admin token or namespace key>")
 	}
+	const want = `Authorization must be "Bearer <token>" with the admin token or a namespace key`
+	scheme, token, spaced := strings.Cut(header, " ")
 	token = strings.TrimSpace(token)
-	return token, token != ""
+	isBearer := strings.EqualFold(scheme, "Bearer")
+	var why string
+	switch {
+	case isBearer && token == "":
+		why = "there is no token after Bearer"
+	case !spaced:
+		why = `the header has no scheme (write "Bearer " before the token)`
+	case !isBearer && isSchemeName(scheme):
+		why = fmt.Sprintf("not %q", scheme)
+	case !isBearer:
+		why = "not another scheme"
+	default:
+		return token, "", nil
+	}
+	return "", `Bearer realm="chime", error="invalid_request"`,
+		problem(fiber.StatusUnauthorized, "unauthorized", "%s: %s", want, why)
+}
+
+// isSchemeName tells a scheme (Basic, Token, Digest) from a token sent
+// with something after it: only a scheme is repeated in errors. Admin
+// tokens are at least 16 characters (config.MinAdminTokenLen); namespace
+// keys hold '_'.
+func isSchemeName(s string) bool {
+	if len(s) == 0 || len(s) >= 16 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i] | 0x20; c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return true
 }
 
 // adminOnly guards operator routes: namespace configuration, keys and

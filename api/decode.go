@@ -29,6 +29,14 @@ func decodeJSON(c *fiber.Ctx, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		// encoding/json names an unknown field without where it is ("bdy");
+		// the key scanner, which needs valid JSON, gives its path
+		// ("callback.bdy").
+		if strings.HasPrefix(err.Error(), unknownFieldPrefix) && json.Valid(body) {
+			if perr := strictKeys(body, v); perr != nil {
+				return perr
+			}
+		}
 		return jsonProblem(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
@@ -36,6 +44,9 @@ func decodeJSON(c *fiber.Ctx, v any) error {
 	}
 	return strictKeys(body, v)
 }
+
+// unknownFieldPrefix starts encoding/json's error for a key no field has.
+const unknownFieldPrefix = "json: unknown field "
 
 func jsonProblem(err error) *Problem {
 	var (
@@ -51,7 +62,7 @@ func jsonProblem(err error) *Problem {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return badRequest("", "the body ends in the middle of a JSON value")
 	}
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+	if name, ok := strings.CutPrefix(err.Error(), unknownFieldPrefix); ok {
 		name = strings.Trim(name, `"`)
 		return badRequest(name, "unknown field %q; remove it (GET /openapi.json lists the fields)", name)
 	}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 )
 
 type metrics struct {
@@ -97,6 +99,50 @@ func (s *server) registerState(reg prometheus.Registerer) error {
 	return nil
 }
 
+// NamespaceLabel labels the series of one namespace (chime_breaker_state in
+// a process that runs the breaker). Namespace names are the admin's to list
+// (GET /v1/namespaces), so the API's /metrics serves those series to the
+// admin token only; without a token it serves every other series, for a
+// Prometheus that holds no credential. --metrics-addr, an operator's port
+// like its profiles, serves them all.
+const NamespaceLabel = "namespace"
+
+// publicMetrics answers GET /metrics without an Authorization header, leaving
+// out the per-namespace series; with one, the request goes on to
+// authenticate (only the admin token passes: the route names no namespace)
+// and then to the full handler. A token that is not the admin token is
+// refused rather than quietly given less, so a misconfigured scraper shows.
+func (s *server) publicMetrics() fiber.Handler {
+	h := adaptor.HTTPHandler(promhttp.HandlerFor(withoutLabel(s.cfg.Gatherer, NamespaceLabel), promhttp.HandlerOpts{}))
+	return func(c *fiber.Ctx) error {
+		if c.Get(fiber.HeaderAuthorization) != "" {
+			return c.Next()
+		}
+		return h(c)
+	}
+}
+
 func (s *server) metricsHandler() fiber.Handler {
 	return adaptor.HTTPHandler(promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}))
+}
+
+// withoutLabel gathers from g and drops the series that carry label, and
+// the families left empty.
+func withoutLabel(g prometheus.Gatherer, label string) prometheus.Gatherer {
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		mfs, err := g.Gather()
+		out := mfs[:0]
+		for _, mf := range mfs {
+			kept := mf.Metric[:0]
+			for _, m := range mf.Metric {
+				if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == label }) {
+					kept = append(kept, m)
+				}
+			}
+			if mf.Metric = kept; len(kept) > 0 {
+				out = append(out, mf)
+			}
+		}
+		return out, err
+	})
 }

@@ -17,7 +17,9 @@ import (
 // the Go type it was decoded into, after the decode, and refuses both: every
 // key must be a field's exact name (or a map key), once per object.
 // Values of type json.RawMessage or interface (a callback's body) are the
-// client's own JSON and are not looked into.
+// client's own JSON and are not looked into. It also names an unknown
+// field with its whole path ("jobs[1].callback.bdy"), which encoding/json's
+// error does not ("bdy").
 
 var rawMessageType = reflect.TypeFor[json.RawMessage]()
 
@@ -30,12 +32,18 @@ func strictKeys(body []byte, v any) error {
 	return sc.value(reflect.TypeOf(v))
 }
 
-// keyScanner walks valid JSON, keeping the keys that lead to where it is
-// (for the error's field path).
+// keyScanner walks valid JSON, keeping the keys and array indexes that
+// lead to where it is (for the error's field path).
 type keyScanner struct {
 	b    []byte
 	i    int
-	path []string
+	path []step
+}
+
+// step is an object key, or an array index when key is empty.
+type step struct {
+	key   string
+	index int
 }
 
 func (s *keyScanner) ws() {
@@ -79,15 +87,17 @@ func (s *keyScanner) value(t reflect.Type) error {
 			return s.skipComposite()
 		}
 		s.i++
-		for {
+		for n := 0; ; n++ {
 			s.ws()
 			if s.i >= len(s.b) || s.b[s.i] == ']' {
 				s.i++
 				return nil
 			}
+			s.path = append(s.path, step{index: n})
 			if err := s.value(t.Elem()); err != nil {
 				return err
 			}
+			s.path = s.path[:len(s.path)-1]
 			s.ws()
 			if s.i < len(s.b) && s.b[s.i] == ',' {
 				s.i++
@@ -140,12 +150,14 @@ func (s *keyScanner) object(t reflect.Type) error {
 				if name, ci := caseMatch(fields, key); ci {
 					return badRequest(s.at(key), "unknown field %q; field names are case-sensitive, did you mean %q?", key, name)
 				}
+				at := s.at(key)
+				return badRequest(at, "unknown field %q; remove it (GET /openapi.json lists the fields)", at)
 			}
 			next = ft
 		}
 		s.ws()
 		s.i++ // :
-		s.path = append(s.path, key)
+		s.path = append(s.path, step{key: key})
 		if err := s.value(next); err != nil {
 			return err
 		}
@@ -179,9 +191,22 @@ func (s *keyScanner) skipComposite() error {
 	return nil
 }
 
-// at is the field path of key in the current object.
+// at is the field path of key in the current object: keys joined by dots,
+// indexes in brackets ("jobs[3].callback.url"), as the API's field errors
+// write them.
 func (s *keyScanner) at(key string) string {
-	return strings.Join(append(slices.Clone(s.path), key), ".")
+	var b strings.Builder
+	for _, st := range append(slices.Clone(s.path), step{key: key}) {
+		if st.key == "" {
+			b.WriteString("[" + strconv.Itoa(st.index) + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(st.key)
+	}
+	return b.String()
 }
 
 func caseMatch(fields map[string]reflect.Type, key string) (string, bool) {

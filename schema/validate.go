@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -382,6 +383,9 @@ func checkURL(field, raw string) *ValidationError {
 	if len(raw) > MaxURLLen {
 		return invalid(field, "is %d bytes long; the limit is %d", len(raw), MaxURLLen)
 	}
+	if err := checkURLChars(field, raw); err != nil {
+		return err
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return invalid(field, "%q does not parse (%v); give an absolute http or https URL", raw, errors.Unwrap(err))
@@ -396,6 +400,60 @@ func checkURL(field, raw string) *ValidationError {
 		return invalid(field, "%q has no host; give an absolute URL such as https://example.com/hook", raw)
 	}
 	return nil
+}
+
+// uriChars are the bytes RFC 3986 allows in a URI: unreserved, the
+// delimiters, and '%' (of a percent-encoding, checked apart).
+var uriChars = func() (t [256]bool) {
+	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:/?#[]@!$&'()*+,;=%") {
+		t[c] = true
+	}
+	return t
+}()
+
+// checkURLChars refuses what a URI cannot hold. The dispatcher sends the
+// URL as it is in the request line: a space, a quote or '<' there either
+// breaks the request (the receiver answers 400) or makes one server read a
+// different target than another. Go's URL parser accepts most of them, and
+// encoding them on chime's side would send something else than the job
+// says, so chime refuses them with the encoding to write instead (what
+// clients' URL builders produce anyway).
+func checkURLChars(field, raw string) *ValidationError {
+	// The authority ends at the first '/', '?' or '#' after "//".
+	hostStart, hostEnd := -1, -1
+	if i := strings.Index(raw, "//"); i >= 0 {
+		hostStart = i + 2
+		hostEnd = len(raw)
+		if j := strings.IndexAny(raw[hostStart:], "/?#"); j >= 0 {
+			hostEnd = hostStart + j
+		}
+	}
+	for i, r := range raw {
+		switch {
+		case r == '%':
+			if i+2 >= len(raw) || !isHex(raw[i+1]) || !isHex(raw[i+2]) {
+				return invalid(field, "%q has '%%' at byte %d not followed by two hex digits; write %%25 for a literal '%%'", raw, i)
+			}
+		case r == ' ':
+			return invalid(field, "%q has a space at byte %d; percent-encode it as %%20", raw, i)
+		case r >= utf8.RuneSelf:
+			var enc strings.Builder
+			for _, b := range []byte(string(r)) {
+				fmt.Fprintf(&enc, "%%%02X", b)
+			}
+			if i >= hostStart && i < hostEnd {
+				return invalid(field, "%q has %s at byte %d, in the host; write the host in its ASCII form (punycode: xn--...)", raw, strconv.QuoteRune(r), i)
+			}
+			return invalid(field, "%q has %s at byte %d, which URLs do not allow unencoded; percent-encode its UTF-8 bytes as %s", raw, strconv.QuoteRune(r), i, enc.String())
+		case !uriChars[r]:
+			return invalid(field, "%q has %s at byte %d, which URLs do not allow; percent-encode it as %%%02X", raw, strconv.QuoteRune(r), i, r)
+		}
+	}
+	return nil
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
 func validateHeaders(field string, headers map[string]string) *ValidationError {

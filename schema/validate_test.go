@@ -133,6 +133,19 @@ func TestValidateCommandRejects(t *testing.T) {
 		{"url unparsable", func(c *chimev1.JobCommand) { httpT(c).Url = "http://[::1/x" }, ValidateOptions{}, "upsert.spec.target.http.url", "does not parse"},
 		{"url not utf8", func(c *chimev1.JobCommand) { httpT(c).Url = "https://example.com/\xff" }, ValidateOptions{}, "upsert.spec.target.http.url", "not valid UTF-8"},
 		{"url too long", func(c *chimev1.JobCommand) { httpT(c).Url = "https://example.com/" + strings.Repeat("a", 2029) }, ValidateOptions{}, "upsert.spec.target.http.url", "is 2049 bytes long; the limit is 2048"},
+		// Characters RFC 3986 does not allow in a URI would be sent as they
+		// are in the request line (the dispatcher does not re-encode), which
+		// receivers answer 400 or split differently.
+		{"url space in path", func(c *chimev1.JobCommand) { httpT(c).Url = "https://example.com/a b" }, ValidateOptions{}, "upsert.spec.target.http.url", "has a space at byte 21; percent-encode it as %20"},
+		{"url space in query", func(c *chimev1.JobCommand) { httpT(c).Url = "https://example.com/h?q=a b" }, ValidateOptions{}, "upsert.spec.target.http.url", "has a space at byte 25; percent-encode it as %20"},
+		{"url quote", func(c *chimev1.JobCommand) { httpT(c).Url = `https://example.com/h?q="x"` }, ValidateOptions{}, "upsert.spec.target.http.url", `has '"' at byte 24, which URLs do not allow; percent-encode it as %22`},
+		{"url angle brackets", func(c *chimev1.JobCommand) { httpT(c).Url = "https://example.com/<script>" }, ValidateOptions{}, "upsert.spec.target.http.url", "has '<' at byte 20, which URLs do not allow; percent-encode it as %3C"},
+		{"url backslash", func(c *chimev1.JobCommand) { httpT(c).Url = `https://example.com\@evil.test/` }, ValidateOptions{}, "upsert.spec.target.http.url", `has '\\' at byte 19, which URLs do not allow; percent-encode it as %5C`},
+		{"url braces and pipe", func(c *chimev1.JobCommand) { httpT(c).Url = "https://example.com/{id}" }, ValidateOptions{}, "upsert.spec.target.http.url", "has '{' at byte 20"},
+		{"url control character", func(c *chimev1.JobCommand) { httpT(c).Url = "https://example.com/a\r\nX-Injected: 1" }, ValidateOptions{}, "upsert.spec.target.http.url", `has '\r' at byte 21`},
+		{"url non-ASCII path", func(c *chimev1.JobCommand) { httpT(c).Url = "https://example.com/café" }, ValidateOptions{}, "upsert.spec.target.http.url", "has 'é' at byte 23, which URLs do not allow unencoded; percent-encode its UTF-8 bytes as %C3%A9"},
+		{"url non-ASCII host", func(c *chimev1.JobCommand) { httpT(c).Url = "https://bücher.example/" }, ValidateOptions{}, "upsert.spec.target.http.url", "write the host in its ASCII form (punycode: xn--...)"},
+		{"url bad escape", func(c *chimev1.JobCommand) { httpT(c).Url = "https://example.com/h?q=100%" }, ValidateOptions{}, "upsert.spec.target.http.url", "has '%' at byte 27 not followed by two hex digits; write %25 for a literal '%'"},
 		{"method lower case", func(c *chimev1.JobCommand) { httpT(c).Method = "post" }, ValidateOptions{}, "upsert.spec.target.http.method", `write "POST"`},
 		{"method TRACE", func(c *chimev1.JobCommand) { httpT(c).Method = "TRACE" }, ValidateOptions{}, "upsert.spec.target.http.method", `"TRACE" is not supported; use GET, POST, PUT, PATCH or DELETE`},
 		{"too many headers", func(c *chimev1.JobCommand) { httpT(c).Headers = manyStrings(51) }, ValidateOptions{}, "upsert.spec.target.http.headers", "has 51 entries; the limit is 50"},
@@ -284,6 +297,9 @@ func TestValidateCommandAccepts(t *testing.T) {
 		{"DELETE", func(c *chimev1.JobCommand) { httpT(c).Method = "DELETE" }, ValidateOptions{}},
 		{"ipv6 host", func(c *chimev1.JobCommand) { httpT(c).Url = "https://[2001:db8::1]:8443/h" }, ValidateOptions{}},
 		{"url at the limit", func(c *chimev1.JobCommand) { httpT(c).Url = "https://example.com/" + strings.Repeat("a", 2028) }, ValidateOptions{}},
+		{"url with every character URLs allow", func(c *chimev1.JobCommand) {
+			httpT(c).Url = "https://example.com:8443/a-._~!$&'()*+,;=:@/%20%C3%a9?q[]=1&r=/?#frag"
+		}, ValidateOptions{}},
 		{"50 headers", func(c *chimev1.JobCommand) { httpT(c).Headers = manyStrings(50) }, ValidateOptions{}},
 		{"look-alike headers", func(c *chimev1.JobCommand) {
 			httpT(c).Headers = map[string]string{"X-Chime": "ok", "Webhook": "ok", "X-Hosted": "ok", "Idempotency": "ok"}
@@ -391,6 +407,13 @@ func FuzzValidateCommand(f *testing.F) {
 			if first == nil {
 				if _, err := proto.Marshal(cmd); err != nil {
 					t.Fatalf("valid command does not marshal: %v", err)
+				}
+				// What is sent in the request line is a URI: RFC 3986's
+				// characters only.
+				if u := cmd.GetUpsert().GetSpec().GetTarget().GetHttp().GetUrl(); strings.ContainsFunc(u, func(r rune) bool {
+					return !strings.ContainsRune("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:/?#[]@!$&'()*+,;=%", r)
+				}) {
+					t.Fatalf("valid command's URL %q has characters URLs do not allow", u)
 				}
 				return
 			}

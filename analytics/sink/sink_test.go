@@ -19,7 +19,6 @@ import (
 
 	"github.com/chime-sched/chime/analytics"
 	"github.com/chime-sched/chime/analytics/sink"
-	"github.com/chime-sched/chime/infra/clickhouse"
 	"github.com/chime-sched/chime/infra/clickhouse/clickhousetest"
 	"github.com/chime-sched/chime/infra/kafkatest"
 	"github.com/chime-sched/chime/schema"
@@ -266,7 +265,7 @@ func TestSinkCrashBetweenInsertAndCommitLeavesNoDuplicates(t *testing.T) {
 func TestSinkCatchesUpAfterClickHouseOutage(t *testing.T) {
 	t.Parallel()
 	srv := clickhousetest.NewServer(t)
-	tb := setup(t, clickhouse.DSN(srv.TCPAddr(), "chime"))
+	tb := setup(t, srv.DSN("chime"))
 	s := tb.start(t, tb.config())
 
 	tb.sendOutcomes(t, 100)

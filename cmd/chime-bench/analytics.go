@@ -38,7 +38,7 @@ func benchAnalytics(ctx context.Context, log *slog.Logger, sinkRows, queryRows i
 		fail("local ClickHouse (run `make clickhouse`): %v", err)
 	}
 	defer srv.Stop()
-	store, err := analytics.Open(ctx, clickhouse.DSN(srv.TCPAddr(), "bench"), analytics.Options{})
+	store, err := analytics.Open(ctx, srv.DSN("bench"), analytics.Options{})
 	if err != nil {
 		fail("analytics: %v", err)
 	}

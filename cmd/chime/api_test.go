@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -24,6 +25,9 @@ import (
 
 	"github.com/chime-sched/chime/dispatcher"
 	"github.com/chime-sched/chime/infra/clickhouse"
+	"github.com/chime-sched/chime/infra/config"
+	"github.com/chime-sched/chime/infra/credential"
+	"github.com/chime-sched/chime/infra/kafkaauth"
 )
 
 // devAPI is a `chime dev` child process with its API address.
@@ -31,6 +35,11 @@ type devAPI struct {
 	*devProc
 	base   string
 	stdout *syncBuffer
+	// clickhouse is the hint of the log line `local ClickHouse started`:
+	// the DSN to share the local server by, without its password.
+	clickhouse chan string
+	// metrics is the address of --metrics-addr, from `metrics listening`.
+	metrics chan string
 }
 
 // syncBuffer is stdout, written by exec's copier while the test reads it.
@@ -51,14 +60,18 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-var apiReadyLine = regexp.MustCompile(`msg="api ready".* addr=(\S+)`)
+var (
+	apiReadyLine        = regexp.MustCompile(`msg="api ready".* addr=(\S+)`)
+	clickhouseStartLine = regexp.MustCompile(`msg="local ClickHouse started".* CHIME_CLICKHOUSE_DSN=(\S+) and CHIME_CLICKHOUSE_PASSWORD from (\S+?)"?$`)
+	metricsLine         = regexp.MustCompile(`msg="metrics listening".* addr=(\S+)`)
+)
 
 // startDevAPI starts `chime dev` with the API on a free port and waits until
 // the API is ready.
 func startDevAPI(t *testing.T, stateDir string, port int) *devAPI {
 	t.Helper()
 	stdout := new(syncBuffer)
-	addr := make(chan string, 1)
+	addr, ch, metrics := make(chan string, 1), make(chan string, 1), make(chan string, 1)
 	p := startChild(t, stdout, func(line string) {
 		if m := apiReadyLine.FindStringSubmatch(line); m != nil {
 			select {
@@ -66,10 +79,23 @@ func startDevAPI(t *testing.T, stateDir string, port int) *devAPI {
 			default:
 			}
 		}
-	}, "dev", "--state-dir", stateDir, "--embedded-broker-port", fmt.Sprint(port), "--partitions", "4", "--addr", "127.0.0.1:0")
+		if m := clickhouseStartLine.FindStringSubmatch(line); m != nil {
+			select {
+			case ch <- m[1]:
+			default:
+			}
+		}
+		if m := metricsLine.FindStringSubmatch(line); m != nil {
+			select {
+			case metrics <- m[1]:
+			default:
+			}
+		}
+	}, "dev", "--state-dir", stateDir, "--embedded-broker-port", fmt.Sprint(port), "--partitions", "4", "--addr", "127.0.0.1:0",
+		"--metrics-addr", "127.0.0.1:0")
 	select {
 	case a := <-addr:
-		return &devAPI{devProc: p, base: "http://" + a, stdout: stdout}
+		return &devAPI{devProc: p, base: "http://" + a, stdout: stdout, clickhouse: ch, metrics: metrics}
 	case err := <-p.exited:
 		t.Fatalf("chime dev exited before its API was ready: %v", err)
 	case <-time.After(90 * time.Second):
@@ -244,9 +270,12 @@ func TestDevAPIEndToEnd(t *testing.T) {
 		require.Equal(t, "success", out["attempts"].([]any)[0].(map[string]any)["class"])
 		st, out := dev.call(t, "GET", "/v1/namespaces/e2e/stats", key, "")
 		require.Equal(t, 200, st, "%v", out)
+		checkSharedClickHouse(t, dev, stateDir, port, admin, key, onceID)
 	} else {
 		t.Log("no local ClickHouse (make clickhouse): the analytics routes are not checked")
 	}
+
+	checkMetrics(t, dev, admin)
 
 	// Signing-secret rotation: during the overlap every callback carries a
 	// signature by the new secret and one by the old, space-separated.
@@ -297,4 +326,72 @@ func TestDevAPIEndToEnd(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("chime dev did not stop within 60s of SIGTERM")
 	}
+}
+
+// checkSharedClickHouse: the local ClickHouse of `chime dev` lets in only
+// the credential kept in the state dir. The log line names the server
+// without the password; another process given the DSN and the password by
+// configuration (a `chime api` of its own) reads the same analytics.
+func checkSharedClickHouse(t *testing.T, dev *devAPI, stateDir string, port int, admin, key, onceID string) {
+	t.Helper()
+	var dsn string
+	select {
+	case dsn = <-dev.clickhouse:
+	default:
+		t.Fatal("no `local ClickHouse started` line naming CHIME_CLICKHOUSE_DSN and CHIME_CLICKHOUSE_PASSWORD")
+	}
+	credPath := filepath.Join(stateDir, "clickhouse-credential")
+	fi, err := os.Stat(credPath)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	ch, err := credential.Load(credPath)
+	require.NoError(t, err)
+	require.NotContains(t, dsn, ch.Password, "the log line does not show the password")
+	kafka, err := kafkaauth.Load(filepath.Join(stateDir, config.KafkaCredentialFile))
+	require.NoError(t, err)
+
+	u, err := url.Parse(dsn)
+	require.NoError(t, err)
+	res, err := http.Post("http://"+u.Host+"/", "text/plain", strings.NewReader("SELECT count() FROM chime.dead_letters"))
+	require.NoError(t, err)
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.NotEqual(t, http.StatusOK, res.StatusCode, "without the credential: %s", body)
+	require.Regexp(t, "USER_SESSION_LIMIT_EXCEEDED|AUTHENTICATION_FAILED", string(body))
+
+	env := []string{
+		"CHIME_BROKERS=127.0.0.1:" + fmt.Sprint(port),
+		"CHIME_KAFKA_SASL_USER=" + kafka.User, "CHIME_KAFKA_SASL_PASSWORD=" + kafka.Password,
+		"CHIME_ADMIN_TOKEN=" + admin,
+		"CHIME_CLICKHOUSE_DSN=" + dsn, "CHIME_CLICKHOUSE_PASSWORD=" + ch.Password,
+		"CHIME_STATE_DIR=" + filepath.Join(t.TempDir(), "api"),
+		"CHIME_PARTITIONS=4", "CHIME_METRICS_ADDR=", "CHIME_API_ADDR=127.0.0.1:0",
+	}
+	addr := make(chan string, 1)
+	p := startChildEnv(t, env, nil, func(line string) {
+		if m := apiReadyLine.FindStringSubmatch(line); m != nil {
+			select {
+			case addr <- m[1]:
+			default:
+			}
+		}
+	}, "api")
+	other := &devAPI{devProc: p}
+	select {
+	case a := <-addr:
+		other.base = "http://" + a
+	case err := <-p.exited:
+		t.Fatalf("chime api exited before it was ready: %v", err)
+	case <-time.After(90 * time.Second):
+		t.Fatal("chime api not ready within 90s")
+	}
+	var out map[string]any
+	waitUntil(t, 30*time.Second, "the other API's analytics", func() bool {
+		var st int
+		st, out = other.call(t, "GET", "/v1/namespaces/e2e/jobs/"+onceID+"/attempts", key, "")
+		atts, _ := out["attempts"].([]any)
+		return st == 200 && len(atts) == 1
+	})
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	<-p.exited
 }

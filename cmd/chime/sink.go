@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/chime-sched/chime/analytics"
 	"github.com/chime-sched/chime/analytics/sink"
 	"github.com/chime-sched/chime/infra/clickhouse"
+	"github.com/chime-sched/chime/infra/credential"
 )
 
 // roleSink runs the analytics sink: outcomes, breaker transitions, job
@@ -74,17 +76,27 @@ func openAnalytics(ctx context.Context, e *env) (*analytics.Store, string, func(
 		if err != nil {
 			return nil, "", nil, err
 		}
+		// Kept in the state dir, not generated per start, so that other
+		// processes sharing this server can be given it.
+		credPath := e.cfg.ClickHouseCredentialPath()
+		cred, err := credential.LoadOrCreate(credPath, clickhouse.DefaultUser)
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("local ClickHouse: %w", err)
+		}
 		local, err = clickhouse.Start(ctx, clickhouse.Options{
 			Dir:      e.cfg.ClickHouseDataDir(),
 			ToolsDir: tools,
 			Log:      logWriter{log},
+			User:     cred.User,
+			Password: cred.Password,
 		})
 		if err != nil {
 			return nil, "", nil, fmt.Errorf("local ClickHouse: %w", err)
 		}
-		dsn = clickhouse.DSN(local.TCPAddr(), "chime")
-		log.Info("local ClickHouse started", "native", local.TCPAddr(), "http", local.HTTPURL(), "data_dir", local.Dir(),
-			"hint", "other chime processes can share it with CHIME_CLICKHOUSE_DSN="+dsn)
+		dsn = local.DSN("chime")
+		shared := (&url.URL{Scheme: "http", User: url.User(cred.User), Host: local.Addr(), Path: "/chime"}).String()
+		log.Info("local ClickHouse started", "http", local.HTTPURL(), "data_dir", local.Dir(),
+			"hint", "other chime processes can share it with CHIME_CLICKHOUSE_DSN="+shared+" and CHIME_CLICKHOUSE_PASSWORD from "+credPath)
 	}
 	stopLocal := func() {
 		if local != nil {

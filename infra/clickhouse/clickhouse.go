@@ -2,13 +2,20 @@
 // run` and the tests use when no external server is configured: the
 // ClickHouse engine shipped as libchdb.so (npm package
 // @chdb/lib-linux-x64-gnu, installed by `make clickhouse` into .tools/chdb),
-// run as a child process by a small C host (infra/clickhouse/host/chimech.c)
-// that opens the native and HTTP listeners on 127.0.0.1.
+// run as a child process by a small C host (infra/clickhouse/host/chimech.c,
+// built by `make clickhouse` into bin/) that opens the HTTP listener on
+// 127.0.0.1. Clients use the HTTP protocol (clickhouse-go's http:// DSNs):
+// the engine, as embedded, stops on any failed login over the native
+// protocol (see the host), and would give every local user a way to stop it.
 //
 // The engine ignores SIGTERM: Stop ends its keep-alive query over HTTP
 // (KILL QUERY ... SYNC), which makes the host exit, and kills it if that does
 // not happen in time. Data lives under Options.Dir, which is locked against
 // a second server.
+//
+// Anyone on the host can reach 127.0.0.1, and the server holds every
+// namespace's callback headers and bodies (dead letters), so it lets in one
+// user only, with a password (Options.User, Options.Password); see users.go.
 package clickhouse
 
 import (
@@ -29,6 +36,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chime-sched/chime/infra/credential"
 	"github.com/chime-sched/chime/infra/dirlock"
 )
 
@@ -36,27 +44,29 @@ import (
 // the same (CHDB_VERSION).
 const Version = "26.7.3-stable.1"
 
-// Paths of the engine and host under a tools dir (the repository's .tools).
+// Where the engine is under a tools dir (the repository's .tools), and the
+// host under the repository (bin/, beside bin/chime): the host is built from
+// this repository's source, so each checkout builds the one it needs, while
+// the engine is a download that checkouts may share.
 const (
 	libRel  = "chdb/node_modules/@chdb/lib-linux-x64-gnu/libchdb.so"
-	hostRel = "chdb/chimech"
+	hostRel = "bin/chimech"
 )
 
-// ErrNotInstalled says the engine or its host is missing from the tools dir.
-var ErrNotInstalled = errors.New("local ClickHouse is not installed: run `make clickhouse` (installs the pinned @chdb/lib-linux-x64-gnu into .tools/chdb and builds the host)")
+// ErrNotInstalled says the engine or its host is missing.
+var ErrNotInstalled = errors.New("local ClickHouse is not installed: run `make clickhouse` (installs the pinned @chdb/lib-linux-x64-gnu into .tools/chdb and builds the host into bin/chimech)")
 
 // Options configures Start.
 type Options struct {
 	// Dir holds the server's data; it is created and locked.
 	Dir string
 	// Lib is libchdb.so and Host the chimech binary; ToolsDir fills in
-	// whichever is empty.
+	// whichever is empty (Host: bin/chimech beside ToolsDir).
 	Lib, Host string
 	// ToolsDir is the repository's .tools dir; empty means FindTools(".").
 	ToolsDir string
-	// TCPPort (native protocol) and HTTPPort on 127.0.0.1; 0 picks a free
-	// port.
-	TCPPort, HTTPPort int
+	// HTTPPort on 127.0.0.1; 0 picks a free port.
+	HTTPPort int
 	// Log receives the server's own output (stdout and stderr); nil
 	// discards it.
 	Log io.Writer
@@ -64,7 +74,16 @@ type Options struct {
 	// start of a fresh dir loads a 500 MB library and creates the system
 	// databases).
 	StartTimeout time.Duration
+	// User and Password are the only credential the server accepts (see
+	// users.go). User defaults to DefaultUser; an empty Password is
+	// generated, for the life of the Server and its Restarts. `chime dev`
+	// keeps its own in the state dir, so other processes can be given it.
+	User, Password string
 }
+
+// DefaultUser is the user chime's clients log in as when Options.User is
+// empty.
+const DefaultUser = "chime"
 
 // Server is a running local ClickHouse.
 type Server struct {
@@ -97,15 +116,18 @@ func FindTools(from string) (string, error) {
 	}
 }
 
-// Installed reports whether toolsDir holds the engine and its host.
+// Installed reports whether toolsDir holds the engine, and the repository
+// it is in the host.
 func Installed(toolsDir string) bool {
-	for _, rel := range []string{libRel, hostRel} {
-		if _, err := os.Stat(filepath.Join(toolsDir, rel)); err != nil {
+	for _, p := range []string{filepath.Join(toolsDir, libRel), hostPath(toolsDir)} {
+		if _, err := os.Stat(p); err != nil {
 			return false
 		}
 	}
 	return true
 }
+
+func hostPath(toolsDir string) string { return filepath.Join(filepath.Dir(toolsDir), hostRel) }
 
 // Start runs the server and returns once it answers /ping. ctx bounds the
 // start only; the server runs until Stop.
@@ -126,7 +148,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 			opts.Lib = filepath.Join(tools, libRel)
 		}
 		if opts.Host == "" {
-			opts.Host = filepath.Join(tools, hostRel)
+			opts.Host = hostPath(tools)
 		}
 	}
 	for _, p := range []string{opts.Lib, opts.Host} {
@@ -137,6 +159,15 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 2 * time.Minute
 	}
+	if opts.User == "" {
+		opts.User = DefaultUser
+	}
+	if err := checkUser(opts.User); err != nil {
+		return nil, err
+	}
+	if opts.Password == "" {
+		opts.Password = credential.NewPassword()
+	}
 	dir, err := filepath.Abs(opts.Dir)
 	if err != nil {
 		return nil, err
@@ -144,6 +175,16 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	opts.Dir = dir
 	lock, err := dirlock.Acquire(dir, ".chime-clickhouse.lock", "clickhouse data dir")
 	if err != nil {
+		return nil, err
+	}
+	// The dir holds the data and the users file: for its owner only, even
+	// when it was made before by something else.
+	if err := os.Chmod(dir, 0o700); err != nil {
+		_ = lock.Release()
+		return nil, fmt.Errorf("clickhouse data dir %q: %w", dir, err)
+	}
+	if err := writeUsers(dir, opts.User, opts.Password); err != nil {
+		_ = lock.Release()
 		return nil, err
 	}
 	s := &Server{opts: opts, lock: lock, exited: make(chan struct{})}
@@ -156,23 +197,23 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 
 func (s *Server) start(ctx context.Context) error {
 	var err error
-	if s.opts.TCPPort == 0 {
-		if s.opts.TCPPort, err = freePort(); err != nil {
-			return err
-		}
-	}
 	if s.opts.HTTPPort == 0 {
 		if s.opts.HTTPPort, err = freePort(); err != nil {
 			return err
 		}
 	}
 	data := filepath.Join(s.opts.Dir, "data") + "/"
-	cmd := exec.Command(s.opts.Host, s.opts.Lib, data, strconv.Itoa(s.opts.TCPPort), strconv.Itoa(s.opts.HTTPPort))
+	cmd := exec.Command(s.opts.Host, s.opts.Lib, data, strconv.Itoa(s.opts.HTTPPort))
+	// The engine reads config.xml from its working dir (users.go).
 	cmd.Dir = s.opts.Dir
 	out := s.opts.Log
 	if out == nil {
 		out = io.Discard
 	}
+	// The last lines the server wrote say why it did not start (a bad
+	// users file, a port in use); the host exits 0 on some of them.
+	tail := &tailWriter{max: 2 << 10}
+	out = io.MultiWriter(out, tail)
 	cmd.Stdout, cmd.Stderr = out, out
 	// Pdeathsig: a server whose parent died (kill -9 of chime, a crashed
 	// test binary) must not keep the ports and the data dir.
@@ -196,7 +237,14 @@ func (s *Server) start(ctx context.Context) error {
 		}
 		select {
 		case <-s.exited:
-			return fmt.Errorf("clickhouse: server exited during start (%v); is port %d or %d in use?", s.waitErr, s.opts.TCPPort, s.opts.HTTPPort)
+			exit := "exit status 0"
+			if s.waitErr != nil {
+				exit = s.waitErr.Error()
+			}
+			if last := tail.String(); last != "" {
+				return fmt.Errorf("clickhouse: server exited during start (%s): %s", exit, last)
+			}
+			return fmt.Errorf("clickhouse: server exited during start (%s); is port %d in use?", exit, s.opts.HTTPPort)
 		case <-ctx.Done():
 			s.kill()
 			return ctx.Err()
@@ -244,6 +292,7 @@ func (s *Server) Query(ctx context.Context, q string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	req.SetBasicAuth(s.opts.User, s.opts.Password)
 	resp, err := httpClient.Do(req)
 	if err != nil {
 		return "", err
@@ -256,23 +305,24 @@ func (s *Server) Query(ctx context.Context, q string) (string, error) {
 	return string(body), nil
 }
 
-// DSN is the native-protocol address of the default database, for
-// clickhouse-go (clickhouse.ParseDSN).
-func (s *Server) DSN() string { return DSN(s.TCPAddr(), "default") }
-
-// DSN builds a clickhouse-go DSN for database at addr (host:port).
-func DSN(addr, database string) string {
-	u := url.URL{Scheme: "clickhouse", Host: addr, Path: "/" + database}
+// DSN is the clickhouse-go DSN (clickhouse.ParseDSN) of database, over
+// HTTP, with the server's credential.
+func (s *Server) DSN(database string) string {
+	u := url.URL{Scheme: "http", User: url.UserPassword(s.opts.User, s.opts.Password), Host: s.Addr(), Path: "/" + database}
 	return u.String()
 }
 
-// TCPAddr is the native-protocol address.
-func (s *Server) TCPAddr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.opts.TCPPort)) }
+// User is the user clients log in as.
+func (s *Server) User() string { return s.opts.User }
+
+// Password is User's password.
+func (s *Server) Password() string { return s.opts.Password }
+
+// Addr is the HTTP interface's address (host:port).
+func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.opts.HTTPPort)) }
 
 // HTTPURL is the HTTP interface's base URL.
-func (s *Server) HTTPURL() string {
-	return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(s.opts.HTTPPort))
-}
+func (s *Server) HTTPURL() string { return "http://" + s.Addr() }
 
 // Dir is the server's data dir.
 func (s *Server) Dir() string { return s.opts.Dir }

@@ -2,6 +2,9 @@ package clickhouse_test
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,7 +33,7 @@ func TestServerKeepsDataAcrossStopAndKill(t *testing.T) {
 	srv := clickhousetest.NewServer(t)
 	ctx := ctxT(t)
 
-	conn := open(t, srv.DSN())
+	conn := open(t, srv.DSN("default"))
 	require.NoError(t, conn.Exec(ctx, "CREATE TABLE kv (k UInt32, v String) ENGINE = MergeTree ORDER BY k"))
 	require.NoError(t, conn.Exec(ctx, "INSERT INTO kv VALUES (1, 'a'), (2, 'b')"))
 	conn.Close()
@@ -42,13 +45,13 @@ func TestServerKeepsDataAcrossStopAndKill(t *testing.T) {
 	require.NoError(t, srv.Stop())
 	srv, err = srv.Restart(ctx)
 	require.NoError(t, err)
-	require.Equal(t, uint64(2), count(t, srv.DSN()))
+	require.Equal(t, uint64(2), count(t, srv.DSN("default")))
 
 	require.NoError(t, srv.Kill())
 	srv, err = srv.Restart(ctx)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Stop() })
-	require.Equal(t, uint64(2), count(t, srv.DSN()))
+	require.Equal(t, uint64(2), count(t, srv.DSN("default")))
 
 	out, err := srv.Query(ctx, "SELECT version()")
 	require.NoError(t, err)
@@ -86,4 +89,54 @@ func count(t *testing.T, dsn string) uint64 {
 	var n uint64
 	require.NoError(t, conn.QueryRow(ctxT(t), "SELECT count() FROM kv").Scan(&n))
 	return n
+}
+
+// TestServerRefusesClientsWithoutItsCredential: anyone on the host can
+// reach 127.0.0.1, and the server holds every namespace's callback headers
+// and bodies (dead letters). Only the credential the server was started
+// with opens it: not the user `default`, with or without a password, not a
+// wrong password; and refusing them does not stop the server.
+func TestServerRefusesClientsWithoutItsCredential(t *testing.T) {
+	t.Parallel()
+	srv := clickhousetest.NewServer(t)
+	ctx := ctxT(t)
+	var n uint8
+	require.NoError(t, open(t, srv.DSN("default")).QueryRow(ctx, "SELECT 1").Scan(&n), "with the credential")
+
+	addr := srv.Addr()
+	for _, dsn := range []string{
+		"http://" + addr + "/default",
+		"http://default@" + addr + "/default",
+		"http://default:x@" + addr + "/default",
+		"http://" + srv.User() + ":wrong@" + addr + "/default",
+		"http://nobody@" + addr + "/default",
+	} {
+		err := open(t, dsn).Ping(ctx)
+		require.Error(t, err, "%s must be refused", dsn)
+		require.Regexp(t, "Authentication failed|USER_SESSION_LIMIT_EXCEEDED", err.Error(), dsn)
+	}
+	for _, user := range []string{"", "default"} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.HTTPURL()+"/", strings.NewReader("SELECT name FROM system.databases"))
+		require.NoError(t, err)
+		if user != "" {
+			req.SetBasicAuth(user, "")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NotEqual(t, http.StatusOK, resp.StatusCode, "HTTP as %q answered %s", user, body)
+	}
+	require.NoError(t, open(t, srv.DSN("default")).QueryRow(ctx, "SELECT 1").Scan(&n), "the refusals did not stop the server")
+
+	// The users file holds the password's hash only; both files are the
+	// owner's alone.
+	for _, name := range []string{"users.xml", "config.xml"} {
+		fi, err := os.Stat(filepath.Join(srv.Dir(), name))
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), name)
+	}
+	users, err := os.ReadFile(filepath.Join(srv.Dir(), "users.xml"))
+	require.NoError(t, err)
+	require.NotContains(t, string(users), srv.Password())
 }

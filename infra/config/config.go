@@ -112,9 +112,14 @@ type Config struct {
 	// dev then generates one and keeps it in the state dir).
 	AdminToken string
 	// ClickHouseDSN names the analytics ClickHouse server and database
-	// (clickhouse://host:9000/chime); empty runs a local server with its
-	// data in ClickHouseDataDir.
+	// (clickhouse://user:password@host:9000/chime); empty runs a local
+	// server with its data in ClickHouseDataDir and its credential in
+	// ClickHouseCredentialPath. Load puts ClickHousePassword into it.
 	ClickHouseDSN string
+	// ClickHousePassword is the password of the DSN's user, given apart so
+	// the DSN can be shown and shared without it (as the password in
+	// ClickHouseCredentialPath of a `chime dev` whose ClickHouse is shared).
+	ClickHousePassword string
 	// AnalyticsRetentionDays is how long analytics rows are kept; 0 means
 	// the default, 90.
 	AnalyticsRetentionDays int
@@ -159,6 +164,12 @@ func (c Config) KafkaCredentialPath() string { return filepath.Join(c.StateDir, 
 
 // ClickHouseDataDir is where the local ClickHouse keeps its data.
 func (c Config) ClickHouseDataDir() string { return filepath.Join(c.StateDir, "clickhouse") }
+
+// ClickHouseCredentialPath is the file that holds the local ClickHouse's
+// generated credential ("user:password", 0600).
+func (c Config) ClickHouseCredentialPath() string {
+	return filepath.Join(c.StateDir, "clickhouse-credential")
+}
 
 // setting is one configuration value with its two sources.
 type setting struct {
@@ -501,6 +512,12 @@ var settings = []setting{
 		},
 	},
 	{
+		env: "CHIME_CLICKHOUSE_PASSWORD", flag: "clickhouse-password", secret: true,
+		usage: "`password` of the user CHIME_CLICKHOUSE_DSN names, if the DSN holds none (prefer the variable: flags show in ps)",
+		def:   func(Config) string { return "" },
+		apply: func(c *Config, v string) error { c.ClickHousePassword = v; return nil },
+	},
+	{
 		env: "CHIME_ANALYTICS_RETENTION_DAYS", flag: "analytics-retention-days",
 		usage: "`days` analytics rows are kept in ClickHouse",
 		def: func(c Config) string {
@@ -575,7 +592,35 @@ func Load(getenv func(string) string, args []string, fs *flag.FlagSet) (Config, 
 	if len(errs) > 0 {
 		return Config{}, errors.Join(errs...)
 	}
+	if err := cfg.withClickHousePassword(); err != nil {
+		return Config{}, err
+	}
 	return cfg, nil
+}
+
+// withClickHousePassword puts ClickHousePassword into ClickHouseDSN. The
+// errors repeat neither value: both may hold a password.
+func (c *Config) withClickHousePassword() error {
+	if c.ClickHousePassword == "" {
+		return nil
+	}
+	if c.ClickHouseDSN == "" {
+		return fmt.Errorf("CHIME_CLICKHOUSE_PASSWORD (--clickhouse-password) is set without CHIME_CLICKHOUSE_DSN (--clickhouse-dsn): "+
+			"it is the password of the DSN's user; a local ClickHouse (no DSN) uses the credential in %s", c.ClickHouseCredentialPath())
+	}
+	u, err := url.Parse(c.ClickHouseDSN)
+	if err != nil {
+		return errors.New("CHIME_CLICKHOUSE_DSN does not parse") // refused by its own check first
+	}
+	if u.User == nil || u.User.Username() == "" {
+		return errors.New("CHIME_CLICKHOUSE_DSN names no user for CHIME_CLICKHOUSE_PASSWORD (--clickhouse-password): write clickhouse://USER@host:port/database")
+	}
+	if _, ok := u.User.Password(); ok {
+		return errors.New("CHIME_CLICKHOUSE_DSN and CHIME_CLICKHOUSE_PASSWORD both hold a password: give it in one of them")
+	}
+	u.User = url.UserPassword(u.User.Username(), c.ClickHousePassword)
+	c.ClickHouseDSN = u.String()
+	return nil
 }
 
 // shown is v as error messages may repeat it.

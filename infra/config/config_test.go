@@ -5,6 +5,7 @@ import (
 	"flag"
 	"log/slog"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -277,7 +278,7 @@ func TestDocsListEverySetting(t *testing.T) {
 		}
 		require.Contains(t, row, def, "default of %s", m[1])
 	})
-	require.Equal(t, 26, n, "a setting was added or removed: update this test and the docs")
+	require.Equal(t, 27, n, "a setting was added or removed: update this test and the docs")
 }
 
 func docRow(doc, cell string) string {
@@ -356,4 +357,41 @@ func TestLoadAnalyticsSettings(t *testing.T) {
 	require.ErrorContains(t, err, `scheme "mysql"`)
 	require.NotContains(t, err.Error(), "secret", "the DSN may hold a password")
 	require.ErrorContains(t, err, "CHIME_ANALYTICS_RETENTION_DAYS")
+}
+
+// TestClickHousePassword: a process sharing `chime dev`'s local ClickHouse
+// takes the user in the DSN and the password from the credential file, as
+// for the embedded broker's SASL credential.
+func TestClickHousePassword(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Load(env(map[string]string{
+		"CHIME_CLICKHOUSE_DSN":      "clickhouse://chime@127.0.0.1:9000/chime",
+		"CHIME_CLICKHOUSE_PASSWORD": "s3cr/et@:",
+	}), nil, newFlagSet())
+	require.NoError(t, err)
+	u, err := url.Parse(cfg.ClickHouseDSN)
+	require.NoError(t, err)
+	pw, _ := u.User.Password()
+	require.Equal(t, "chime", u.User.Username())
+	require.Equal(t, "s3cr/et@:", pw, "the DSN carries the password")
+	require.Equal(t, "127.0.0.1:9000", u.Host)
+	require.Equal(t, filepath.Join(".chime", "clickhouse-credential"), cfg.ClickHouseCredentialPath())
+
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"no DSN", map[string]string{"CHIME_CLICKHOUSE_PASSWORD": "s3cret"},
+			"CHIME_CLICKHOUSE_PASSWORD (--clickhouse-password) is set without CHIME_CLICKHOUSE_DSN"},
+		{"no user", map[string]string{"CHIME_CLICKHOUSE_DSN": "clickhouse://127.0.0.1:9000/chime", "CHIME_CLICKHOUSE_PASSWORD": "s3cret"},
+			"CHIME_CLICKHOUSE_DSN names no user"},
+		{"two passwords", map[string]string{"CHIME_CLICKHOUSE_DSN": "clickhouse://chime:other@127.0.0.1:9000/chime", "CHIME_CLICKHOUSE_PASSWORD": "s3cret"},
+			"both hold a password"},
+	} {
+		_, err := config.Load(env(tc.env), nil, newFlagSet())
+		require.ErrorContains(t, err, tc.want, tc.name)
+		require.NotContains(t, err.Error(), "s3cret", "%s: the password is not repeated", tc.name)
+		require.NotContains(t, err.Error(), "other", "%s: the password is not repeated", tc.name)
+	}
 }

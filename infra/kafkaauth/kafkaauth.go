@@ -18,17 +18,14 @@
 package kafkaauth
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"os"
-	"strings"
 	"sync/atomic"
 
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
+
+	"github.com/chime-sched/chime/infra/credential"
 )
 
 // Credential is a SASL/PLAIN user and password; the zero value is none.
@@ -77,39 +74,19 @@ const EmbeddedUser = "chime"
 
 // Load reads the credential kept in path ("user:password").
 func Load(path string) (Credential, error) {
-	raw, err := os.ReadFile(path)
+	c, err := credential.Load(path)
 	if err != nil {
-		return Credential{}, fmt.Errorf("kafka credential: %w", err)
+		return Credential{}, fmt.Errorf("kafka %w", err)
 	}
-	user, pass, ok := strings.Cut(strings.TrimSpace(string(raw)), ":")
-	if !ok || user == "" || pass == "" {
-		return Credential{}, fmt.Errorf("kafka credential %s: want user:password on one line", path)
-	}
-	return Credential{User: user, Password: pass}, nil
+	return Credential(c), nil
 }
 
-// LoadOrCreate reads the credential kept in path, or creates one with a
-// random password, readable by its owner only.
+// LoadOrCreate reads the credential kept in path, or creates one for
+// EmbeddedUser with a random password, readable by its owner only.
 func LoadOrCreate(path string) (Credential, error) {
-	c, err := Load(path)
-	if err == nil || !errors.Is(err, os.ErrNotExist) {
-		return c, err
-	}
-	b := make([]byte, 24)
-	if _, err := rand.Read(b); err != nil {
-		return Credential{}, err
-	}
-	c = Credential{User: EmbeddedUser, Password: hex.EncodeToString(b)}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	c, err := credential.LoadOrCreate(path, EmbeddedUser)
 	if err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return LoadOrCreate(path) // another process wrote it first
-		}
-		return Credential{}, fmt.Errorf("kafka credential: %w", err)
+		return Credential{}, fmt.Errorf("kafka %w", err)
 	}
-	if _, err := fmt.Fprintf(f, "%s:%s\n", c.User, c.Password); err != nil {
-		f.Close()
-		return Credential{}, fmt.Errorf("kafka credential: %w", err)
-	}
-	return c, f.Close()
+	return Credential(c), nil
 }

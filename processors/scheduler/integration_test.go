@@ -237,11 +237,40 @@ func TestKafkaTargetAndRejection(t *testing.T) {
 	bad.Target = &chimev1.Target{Kind: &chimev1.Target_Kafka{Kafka: &chimev1.KafkaTarget{Topic: "not-allowed", Value: []byte("x")}}}
 	b.schedule(bad)
 
+	// A command that did not go through the producer's validation (another
+	// client writing to Kafka): a callback URL with a space would be sent
+	// as is in the request line.
+	badURL := spec("ns", "bad-url", atSchedule(time.Now().Add(time.Second)))
+	badURL.Target = &chimev1.Target{Kind: &chimev1.Target_Http{Http: &chimev1.HttpCallback{Url: "http://127.0.0.1:9/a b"}}}
+	b.publishRaw(&chimev1.JobCommand{
+		CommandId: "raw-1", IssuedAt: timestamppb.Now(), Namespace: "ns", JobId: "bad-url",
+		Command: &chimev1.JobCommand_Upsert{Upsert: &chimev1.Upsert{Spec: badURL}},
+	})
+
 	waitFor(t, 20*time.Second, "kafka target delivery", func() bool { return len(timers.Get("cool-off over")) == 1 })
 	waitFor(t, 20*time.Second, "rejection", func() bool { return len(rejections.Get("bad")) == 1 })
 	r := rejections.Get("bad")[0]
 	require.Contains(t, r.Reason, "allowlist")
 	require.NotEmpty(t, r.Command)
+	waitFor(t, 20*time.Second, "the bad URL's rejection", func() bool { return len(rejections.Get("bad-url")) == 1 })
+	r = rejections.Get("bad-url")[0]
+	require.Equal(t, "upsert.spec.target.http.url", r.Field)
+	require.Contains(t, r.Reason, "has a space at byte 20; percent-encode it as %20")
+}
+
+// publishRaw writes cmd to the job-commands topic as any Kafka client
+// could, without the producer's validation.
+func (b *bundle) publishRaw(cmd *chimev1.JobCommand) {
+	b.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.cluster.Brokers()...), kgo.RecordPartitioner(producer.GokaPartitioner()))
+	require.NoError(b.t, err)
+	defer cl.Close()
+	raw, err := proto.Marshal(cmd)
+	require.NoError(b.t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rec := &kgo.Record{Topic: b.topics.JobCommands(), Key: []byte(schema.JobKey(cmd.Namespace, cmd.JobId)), Value: raw}
+	require.NoError(b.t, cl.ProduceSync(ctx, rec).FirstErr())
 }
 
 // TestLiveJobsCounted: the scheduler and the API's view of its table count

@@ -96,7 +96,7 @@ func New(t testing.TB) *DB {
 			t.Fatalf("clickhousetest: start the shared server: %v", shared.err)
 		}
 		srv = shared.srv
-		base = srv.DSN()
+		base = srv.DSN("default")
 	}
 	db := "t_" + randHex(6)
 	dsn, err := withDatabase(base, db)
