@@ -599,8 +599,11 @@ func (x *JobState) GetRecoverAt() *timestamppb.Timestamp {
 // write would have failed the processor before that, which starts a new
 // incarnation).
 type Delivery struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	FireSeq       uint64                 `protobuf:"varint,1,opt,name=fire_seq,json=fireSeq,proto3" json:"fire_seq,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	FireSeq uint64                 `protobuf:"varint,1,opt,name=fire_seq,json=fireSeq,proto3" json:"fire_seq,omitempty"`
+	// What was written; unset means the row's spec's target (the usual case:
+	// a copy per write would outgrow the row). Set when the spec is replaced
+	// while the write is unconfirmed.
 	Target        *KafkaTarget           `protobuf:"bytes,2,opt,name=target,proto3" json:"target,omitempty"`
 	DeliveredAt   *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=delivered_at,json=deliveredAt,proto3" json:"delivered_at,omitempty"`
 	Incarnation   string                 `protobuf:"bytes,4,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
@@ -1069,8 +1072,12 @@ type Rejection struct {
 	Topic     string                 `protobuf:"bytes,8,opt,name=topic,proto3" json:"topic,omitempty"`
 	Partition int32                  `protobuf:"varint,9,opt,name=partition,proto3" json:"partition,omitempty"`
 	Offset    int64                  `protobuf:"varint,10,opt,name=offset,proto3" json:"offset,omitempty"`
-	// The command as received, for replay after a fix.
-	Command       []byte `protobuf:"bytes,11,opt,name=command,proto3" json:"command,omitempty"`
+	// The command as received, for replay after a fix; only its first
+	// schema.MaxRejectedCommand bytes when command_size says it was larger.
+	Command []byte `protobuf:"bytes,11,opt,name=command,proto3" json:"command,omitempty"`
+	// The size of the command as received, set when command holds only its
+	// beginning.
+	CommandSize   uint32 `protobuf:"varint,12,opt,name=command_size,json=commandSize,proto3" json:"command_size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1182,6 +1189,13 @@ func (x *Rejection) GetCommand() []byte {
 	return nil
 }
 
+func (x *Rejection) GetCommandSize() uint32 {
+	if x != nil {
+		return x.CommandSize
+	}
+	return 0
+}
+
 var File_chime_v1_scheduler_proto protoreflect.FileDescriptor
 
 const file_chime_v1_scheduler_proto_rawDesc = "" +
@@ -1282,7 +1296,7 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\x0flastScheduledAt\x12\x16\n" +
 	"\x06detail\x18\v \x01(\tR\x06detail\x12\x1d\n" +
 	"\n" +
-	"command_id\x18\f \x01(\tR\tcommandId\"\xba\x02\n" +
+	"command_id\x18\f \x01(\tR\tcommandId\"\xdd\x02\n" +
 	"\tRejection\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x1d\n" +
 	"\n" +
@@ -1296,7 +1310,8 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\tpartition\x18\t \x01(\x05R\tpartition\x12\x16\n" +
 	"\x06offset\x18\n" +
 	" \x01(\x03R\x06offset\x12\x18\n" +
-	"\acommand\x18\v \x01(\fR\acommand*\xa1\x01\n" +
+	"\acommand\x18\v \x01(\fR\acommand\x12!\n" +
+	"\fcommand_size\x18\f \x01(\rR\vcommandSize*\xa1\x01\n" +
 	"\tJobStatus\x12\x1a\n" +
 	"\x16JOB_STATUS_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14JOB_STATUS_SCHEDULED\x10\x01\x12\x15\n" +
