@@ -45,8 +45,8 @@ func TestSchedulerProcessHelper(t *testing.T) {
 	local, err := scheduler.OpenLocalState(os.Getenv("CHIME_STORAGE_DIR"), testLogger(t))
 	require.NoError(t, err)
 	s, err := scheduler.New(scheduler.Config{
-		Brokers:    strings.Split(os.Getenv("CHIME_BROKERS"), ","),
-		Topics:     schema.NewTopics(os.Getenv("CHIME_TOPIC_PREFIX")),
+		Brokers:           strings.Split(os.Getenv("CHIME_BROKERS"), ","),
+		Topics:            schema.NewTopics(os.Getenv("CHIME_TOPIC_PREFIX")),
 		LocalState:        local,
 		Logger:            testLogger(t),
 		TickResend:        2 * time.Second,
