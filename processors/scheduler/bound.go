@@ -35,8 +35,8 @@ const maxDetail = 1 << 10
 // A spec alone cannot exceed the budget (TestLargestReachableRowFits).
 func (d *decider) bound(in *input, dec *decision, now time.Time) {
 	st := dec.state
-	if st == nil || dec.del {
-		return
+	if st == nil || dec.del || heldRow(st) {
+		return // a held row is its command, which validation bounds
 	}
 	st.LastDetail = schema.Truncate(st.GetLastDetail(), maxDetail)
 	limit := d.cfg.MaxRowBytes

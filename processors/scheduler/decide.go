@@ -74,6 +74,8 @@ type input struct {
 	// nsSpread is the namespace's effective spread (schema.Spread; 1: not
 	// spread).
 	nsSpread uint32
+	// ns says whether the namespace exists (nswait.go).
+	ns nsState
 }
 
 func (in *input) eventID() string {
@@ -135,6 +137,9 @@ func (d *decider) command(in *input, cur *chimev1.JobState, now time.Time) decis
 		if want := processors.PartitionOf(in.key, in.partitions); want != in.partition {
 			return d.reject(in, cmd, "", fmt.Sprintf("record on partition %d, but key %q belongs to partition %d of %d; publish with the key-hash partitioner (producer.GokaPartitioner)", in.partition, in.key, want, in.partitions), now)
 		}
+	}
+	if heldRow(cur) {
+		return d.onHeld(in, cur, cmd, now)
 	}
 	if cur == nil && cmd.GetUpsert() == nil {
 		return d.reject(in, cmd, "job_id", fmt.Sprintf("job %q does not exist", in.key), now)
@@ -214,6 +219,10 @@ func (d *decider) upsert(in *input, cmd *chimev1.JobCommand, spec *chimev1.JobSp
 	compiled, err := schedule.Compile(spec.GetSchedule())
 	if err != nil {
 		return d.reject(in, cmd, "upsert.spec.schedule", err.Error(), now)
+	}
+	if cur == nil && in.ns != nsKnown && !strings.HasPrefix(spec.GetId(), schema.ReservedJobIDPrefix) {
+		// chime's own timers (the breaker's) need no namespace config.
+		return d.holdForNamespace(in, nil, now)
 	}
 	if cur != nil {
 		if cur.GetLastCommandId() == cmd.GetCommandId() {
@@ -491,6 +500,9 @@ func (d *decider) onTick(in *input, cur *chimev1.JobState, now time.Time) decisi
 func (d *decider) tick(in *input, cur *chimev1.JobState, now time.Time) decision {
 	if cur == nil {
 		return decision{}
+	}
+	if heldRow(cur) {
+		return d.onHeld(in, cur, nil, now)
 	}
 	if timer := cur.GetTimerAt(); timer == nil || timer.AsTime().After(now) {
 		if !d.leftByAnother(cur) {

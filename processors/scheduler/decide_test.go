@@ -30,6 +30,8 @@ type rig struct {
 	rejects []*chimev1.Rejection
 	deliver []*chimev1.KafkaTarget
 	deleted bool
+	// ns is what the namespace view answers (nsKnown unless a test says).
+	ns nsState
 }
 
 func newRig(t *testing.T, mutate ...func(*Config)) *rig {
@@ -79,13 +81,13 @@ func (r *rig) command(cmd *chimev1.JobCommand, now time.Time) {
 	raw, err := proto.Marshal(cmd)
 	require.NoError(r.t, err)
 	r.off++
-	in := &input{key: r.key, topic: "cmds", offset: r.off, raw: raw}
+	in := &input{key: r.key, topic: "cmds", offset: r.off, raw: raw, ns: r.ns}
 	r.apply(r.d.onCommand(in, r.clone(), now))
 }
 
 func (r *rig) tick(now time.Time) {
 	r.off++
-	in := &input{key: r.key, topic: "ticks", offset: r.off}
+	in := &input{key: r.key, topic: "ticks", offset: r.off, ns: r.ns}
 	r.apply(r.d.onTick(in, r.clone(), now))
 }
 

@@ -51,6 +51,7 @@ func TestSchedulerProcessHelper(t *testing.T) {
 		Logger:            testLogger(t),
 		TickResend:        2 * time.Second,
 		KafkaTargetTopics: []string{os.Getenv("CHIME_TARGET_TOPIC")},
+		Namespaces:        kafkatest.EveryNamespace{},
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

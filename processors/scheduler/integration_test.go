@@ -75,6 +75,7 @@ func (b *bundle) startScheduler(mutate ...func(*scheduler.Config)) (s *scheduler
 		Topics:     b.topics,
 		Logger:     testLogger(b.t),
 		TickResend: 2 * time.Second,
+		Namespaces: kafkatest.EveryNamespace{},
 	}
 	for _, m := range mutate {
 		m(&cfg)

@@ -90,6 +90,10 @@ type Config struct {
 	// MaxRowBytes is the budget of a job's row (bound.go). Default
 	// schema.MaxRowBytes.
 	MaxRowBytes int
+	// NamespaceWait is how long a create for a namespace the scheduler
+	// does not know is held before it is rejected (nswait.go). Default
+	// DefaultNamespaceWait.
+	NamespaceWait time.Duration
 	// CatchupScanLimit bounds the occurrences counted one by one when a
 	// cron job catches up after downtime. Default 10000.
 	CatchupScanLimit int
@@ -170,6 +174,9 @@ func (c *Config) defaults() {
 	}
 	if c.MaxRowBytes <= 0 {
 		c.MaxRowBytes = schema.MaxRowBytes
+	}
+	if c.NamespaceWait <= 0 {
+		c.NamespaceWait = DefaultNamespaceWait
 	}
 	if c.SweepInterval == 0 {
 		c.SweepInterval = 5 * time.Minute
@@ -524,7 +531,8 @@ func (s *Scheduler) namespaceOf(ctx goka.Context, in *input) {
 	if !ok {
 		return
 	}
-	cfg, _ := s.namespaces.Get(ns)
+	cfg, err := s.namespaces.Get(ns)
+	in.ns = namespaceState(cfg, err)
 	in.nsWindow = cfg.GetRelevancyWindow().AsDuration()
 	in.nsSpread = schema.Spread(cfg)
 }
@@ -608,8 +616,8 @@ func (s *Scheduler) apply(ctx goka.Context, before *schema.JobSummary, d decisio
 
 // summaryOf is what the listing index keeps of a row (nil: no row).
 func summaryOf(st *chimev1.JobState) *schema.JobSummary {
-	if st == nil {
-		return nil
+	if st == nil || heldRow(st) {
+		return nil // a held create is not a job yet (nswait.go)
 	}
 	return &schema.JobSummary{Status: st.GetStatus(), Created: st.GetCreatedAt().AsTime().UnixNano()}
 }

@@ -415,7 +415,13 @@ type JobState struct {
 	// that recovers the row ticks it at once (not at timer_at) so that it can
 	// re-send what its previous owner may have lost. Kept in the codec's
 	// header beside timer_at.
-	RecoverAt     *timestamppb.Timestamp `protobuf:"bytes,20,opt,name=recover_at,json=recoverAt,proto3" json:"recover_at,omitempty"`
+	RecoverAt *timestamppb.Timestamp `protobuf:"bytes,20,opt,name=recover_at,json=recoverAt,proto3" json:"recover_at,omitempty"`
+	// A create for a namespace the scheduler does not know (yet): the
+	// command as received, held unapplied until the namespace exists, or
+	// until held_until, when it is rejected. A held row has no spec and is
+	// not listed. See namespaceWait in processors/scheduler.
+	HeldCommand   []byte                 `protobuf:"bytes,21,opt,name=held_command,json=heldCommand,proto3" json:"held_command,omitempty"`
+	HeldUntil     *timestamppb.Timestamp `protobuf:"bytes,22,opt,name=held_until,json=heldUntil,proto3" json:"held_until,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -586,6 +592,20 @@ func (x *JobState) GetUnconfirmed() []*Delivery {
 func (x *JobState) GetRecoverAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.RecoverAt
+	}
+	return nil
+}
+
+func (x *JobState) GetHeldCommand() []byte {
+	if x != nil {
+		return x.HeldCommand
+	}
+	return nil
+}
+
+func (x *JobState) GetHeldUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.HeldUntil
 	}
 	return nil
 }
@@ -1221,7 +1241,7 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\bdeadline\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x123\n" +
 	"\ahistory\x18\t \x03(\v2\x19.chime.v1.CallbackOutcomeR\ahistory\x12 \n" +
 	"\vincarnation\x18\n" +
-	" \x01(\tR\vincarnation\"\xba\a\n" +
+	" \x01(\tR\vincarnation\"\x98\b\n" +
 	"\bJobState\x12%\n" +
 	"\x04spec\x18\x01 \x01(\v2\x11.chime.v1.JobSpecR\x04spec\x12+\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x13.chime.v1.JobStatusR\x06status\x12\x19\n" +
@@ -1248,7 +1268,10 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\x11last_scheduled_at\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\x0flastScheduledAt\x124\n" +
 	"\vunconfirmed\x18\x13 \x03(\v2\x12.chime.v1.DeliveryR\vunconfirmed\x129\n" +
 	"\n" +
-	"recover_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\trecoverAt\"\xd9\x01\n" +
+	"recover_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\trecoverAt\x12!\n" +
+	"\fheld_command\x18\x15 \x01(\fR\vheldCommand\x129\n" +
+	"\n" +
+	"held_until\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\theldUntil\"\xd9\x01\n" +
 	"\bDelivery\x12\x19\n" +
 	"\bfire_seq\x18\x01 \x01(\x04R\afireSeq\x12-\n" +
 	"\x06target\x18\x02 \x01(\v2\x15.chime.v1.KafkaTargetR\x06target\x12=\n" +
@@ -1394,29 +1417,30 @@ var file_chime_v1_scheduler_proto_depIdxs = []int32{
 	11, // 18: chime.v1.JobState.last_scheduled_at:type_name -> google.protobuf.Timestamp
 	5,  // 19: chime.v1.JobState.unconfirmed:type_name -> chime.v1.Delivery
 	11, // 20: chime.v1.JobState.recover_at:type_name -> google.protobuf.Timestamp
-	15, // 21: chime.v1.Delivery.target:type_name -> chime.v1.KafkaTarget
-	11, // 22: chime.v1.Delivery.delivered_at:type_name -> google.protobuf.Timestamp
-	11, // 23: chime.v1.Tick.timer_at:type_name -> google.protobuf.Timestamp
-	11, // 24: chime.v1.Tick.sent_at:type_name -> google.protobuf.Timestamp
-	11, // 25: chime.v1.Due.scheduled_at:type_name -> google.protobuf.Timestamp
-	11, // 26: chime.v1.Due.fire_at:type_name -> google.protobuf.Timestamp
-	11, // 27: chime.v1.Due.emitted_at:type_name -> google.protobuf.Timestamp
-	11, // 28: chime.v1.Due.deadline:type_name -> google.protobuf.Timestamp
-	16, // 29: chime.v1.Due.callback:type_name -> chime.v1.HttpCallback
-	17, // 30: chime.v1.Due.retry:type_name -> chime.v1.RetryPolicy
-	10, // 31: chime.v1.Due.labels:type_name -> chime.v1.Due.LabelsEntry
-	18, // 32: chime.v1.Due.relevancy_window:type_name -> google.protobuf.Duration
-	12, // 33: chime.v1.Due.history:type_name -> chime.v1.CallbackOutcome
-	1,  // 34: chime.v1.JobEvent.type:type_name -> chime.v1.JobEventType
-	11, // 35: chime.v1.JobEvent.at:type_name -> google.protobuf.Timestamp
-	11, // 36: chime.v1.JobEvent.first_scheduled_at:type_name -> google.protobuf.Timestamp
-	11, // 37: chime.v1.JobEvent.last_scheduled_at:type_name -> google.protobuf.Timestamp
-	11, // 38: chime.v1.Rejection.at:type_name -> google.protobuf.Timestamp
-	39, // [39:39] is the sub-list for method output_type
-	39, // [39:39] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	11, // 21: chime.v1.JobState.held_until:type_name -> google.protobuf.Timestamp
+	15, // 22: chime.v1.Delivery.target:type_name -> chime.v1.KafkaTarget
+	11, // 23: chime.v1.Delivery.delivered_at:type_name -> google.protobuf.Timestamp
+	11, // 24: chime.v1.Tick.timer_at:type_name -> google.protobuf.Timestamp
+	11, // 25: chime.v1.Tick.sent_at:type_name -> google.protobuf.Timestamp
+	11, // 26: chime.v1.Due.scheduled_at:type_name -> google.protobuf.Timestamp
+	11, // 27: chime.v1.Due.fire_at:type_name -> google.protobuf.Timestamp
+	11, // 28: chime.v1.Due.emitted_at:type_name -> google.protobuf.Timestamp
+	11, // 29: chime.v1.Due.deadline:type_name -> google.protobuf.Timestamp
+	16, // 30: chime.v1.Due.callback:type_name -> chime.v1.HttpCallback
+	17, // 31: chime.v1.Due.retry:type_name -> chime.v1.RetryPolicy
+	10, // 32: chime.v1.Due.labels:type_name -> chime.v1.Due.LabelsEntry
+	18, // 33: chime.v1.Due.relevancy_window:type_name -> google.protobuf.Duration
+	12, // 34: chime.v1.Due.history:type_name -> chime.v1.CallbackOutcome
+	1,  // 35: chime.v1.JobEvent.type:type_name -> chime.v1.JobEventType
+	11, // 36: chime.v1.JobEvent.at:type_name -> google.protobuf.Timestamp
+	11, // 37: chime.v1.JobEvent.first_scheduled_at:type_name -> google.protobuf.Timestamp
+	11, // 38: chime.v1.JobEvent.last_scheduled_at:type_name -> google.protobuf.Timestamp
+	11, // 39: chime.v1.Rejection.at:type_name -> google.protobuf.Timestamp
+	40, // [40:40] is the sub-list for method output_type
+	40, // [40:40] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_chime_v1_scheduler_proto_init() }
