@@ -704,6 +704,10 @@ func (s *server) triggerJob(c *fiber.Ctx) error {
 	if st := row.GetStatus(); schema.JobEnded(st) {
 		return problem(fiber.StatusConflict, "job-ended", "job %q is %s and cannot be triggered; create it again to fire it", id, stateName(st))
 	}
+	if n := len(row.GetOpen()); n >= schema.MaxOpenFires {
+		// The scheduler refuses it too; answering here says so at once.
+		return problem(fiber.StatusConflict, "too-many-open-fires", "job %q has %d fires awaiting their outcome, the most one job may hold; trigger it again when some have finished (see current_fires)", id, n)
+	}
 	cmd := &chimev1.JobCommand{CommandId: newID(), IssuedAt: timestamppb.New(s.now()), Namespace: ns, JobId: id,
 		Command: &chimev1.JobCommand_Trigger{Trigger: &chimev1.Trigger{}}}
 	ctx, cancel := s.publishCtx(c)

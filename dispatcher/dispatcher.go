@@ -17,6 +17,7 @@
 package dispatcher
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -372,13 +373,36 @@ func historyEntry(o *chimev1.CallbackOutcome) *chimev1.CallbackOutcome {
 	return h
 }
 
+// wholeAttempt fills in what the scheduler leaves out of a fire's history
+// because the job's row already says it (scheduler.compactOutcome): a dead
+// letter's attempts each name their job and callback.
+func wholeAttempt(due *chimev1.Due, h *chimev1.CallbackOutcome) *chimev1.CallbackOutcome {
+	if h.GetNamespace() != "" && h.GetUrl() != "" && h.GetMethod() != "" {
+		return h
+	}
+	h = proto.CloneOf(h)
+	if h.Namespace == "" {
+		h.Namespace, h.JobId = due.GetNamespace(), due.GetJobId()
+	}
+	if h.Url == "" {
+		h.Url = due.GetCallback().GetUrl()
+	}
+	if h.Method == "" {
+		h.Method = cmp.Or(due.GetCallback().GetMethod(), http.MethodPost)
+	}
+	return h
+}
+
 // dead adds the dead letter and the closing ack. The dead letter carries
 // the due (callback, retry policy, labels) and every attempt of the fire:
 // the earlier ones from the due's history (kept by the scheduler from the
 // Retry commands), then this one.
 func (d *Dispatcher) dead(due *chimev1.Due, res result, ack chimev1.AckResult, reason string) result {
 	attempts := make([]*chimev1.CallbackOutcome, 0, len(due.GetHistory())+1)
-	attempts = append(append(attempts, due.GetHistory()...), res.outcome)
+	for _, h := range due.GetHistory() {
+		attempts = append(attempts, wholeAttempt(due, h))
+	}
+	attempts = append(attempts, res.outcome)
 	res.dead = &chimev1.DeadLetter{
 		EventId:  "dl-" + emissionKey(due.GetIdempotencyKey(), due.GetEmitSeq()),
 		Due:      due,

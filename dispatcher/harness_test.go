@@ -101,6 +101,7 @@ func (b *bundle) startScheduler() {
 	s, err := scheduler.New(scheduler.Config{
 		Brokers: b.cluster.Brokers(), Topics: b.topics, Logger: testLogger(),
 		TickResend: 2 * time.Second, PumpIdle: 100 * time.Millisecond,
+		Namespaces: kafkatest.EveryNamespace{},
 	})
 	require.NoError(b.t, err)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -55,7 +55,8 @@ func benchBreakerGate(ctx context.Context, log *slog.Logger, run time.Duration, 
 		provision(ctx, cl, tp, partitions)
 		rctx, stop := context.WithCancel(ctx)
 		var wg sync.WaitGroup
-		s, err := scheduler.New(scheduler.Config{Brokers: brokers, Topics: tp, Logger: log, PumpIdle: 100 * time.Millisecond})
+		s, err := scheduler.New(scheduler.Config{Brokers: brokers, Topics: tp, Logger: log, PumpIdle: 100 * time.Millisecond,
+			Namespaces: views.StaticNamespaces{"dead": &chimev1.NamespaceConfig{}}})
 		if err != nil {
 			fail("%v", err)
 		}

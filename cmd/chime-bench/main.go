@@ -32,6 +32,7 @@ import (
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/views"
 )
 
 type result struct {
@@ -175,7 +176,13 @@ func benchScheduler(ctx context.Context, log *slog.Logger, jobs int, partitions 
 	provision(ctx, adm, tp, partitions)
 	adm.Close()
 
-	s, err := scheduler.New(scheduler.Config{Brokers: brokers, Topics: tp, Logger: log})
+	// The jobs' namespaces (ns-00 .. ns-49) exist: the scheduler refuses
+	// jobs of namespaces it does not know.
+	known := views.StaticNamespaces{}
+	for i := range 50 {
+		known[fmt.Sprintf("ns-%02d", i)] = &chimev1.NamespaceConfig{}
+	}
+	s, err := scheduler.New(scheduler.Config{Brokers: brokers, Topics: tp, Logger: log, Namespaces: known})
 	if err != nil {
 		fail("%v", err)
 	}

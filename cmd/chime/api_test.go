@@ -70,6 +70,13 @@ var (
 // the API is ready.
 func startDevAPI(t *testing.T, stateDir string, port int) *devAPI {
 	t.Helper()
+	return startDevAPIWatching(t, stateDir, port, nil)
+}
+
+// startDevAPIWatching is startDevAPI with every log line handed to onLine
+// (if not nil).
+func startDevAPIWatching(t *testing.T, stateDir string, port int, onLine func(string)) *devAPI {
+	t.Helper()
 	stdout := new(syncBuffer)
 	addr, ch, metrics := make(chan string, 1), make(chan string, 1), make(chan string, 1)
 	p := startChild(t, stdout, func(line string) {
@@ -91,6 +98,9 @@ func startDevAPI(t *testing.T, stateDir string, port int) *devAPI {
 			default:
 			}
 		}
+		if onLine != nil {
+			onLine(line)
+		}
 	}, "dev", "--state-dir", stateDir, "--embedded-broker-port", fmt.Sprint(port), "--partitions", "4", "--addr", "127.0.0.1:0",
 		"--metrics-addr", "127.0.0.1:0")
 	select {
@@ -102,6 +112,14 @@ func startDevAPI(t *testing.T, stateDir string, port int) *devAPI {
 		t.Fatal("chime dev's API not ready within 90s")
 	}
 	return nil
+}
+
+// readAdminToken reads the admin token chime dev wrote in its state dir.
+func readAdminToken(t *testing.T, stateDir string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(stateDir, "admin-token"))
+	require.NoError(t, err)
+	return strings.TrimSpace(string(raw))
 }
 
 func (d *devAPI) call(t *testing.T, method, path, token, body string, headers ...string) (int, map[string]any) {
@@ -180,9 +198,7 @@ func TestDevAPIEndToEnd(t *testing.T) {
 	stateDir := filepath.Join(t.TempDir(), "state")
 	port := freePort(t)
 	dev := startDevAPI(t, stateDir, port)
-	raw, err := os.ReadFile(filepath.Join(stateDir, "admin-token"))
-	require.NoError(t, err)
-	admin := strings.TrimSpace(string(raw))
+	admin := readAdminToken(t, stateDir)
 	require.Contains(t, dev.stdout.String(), admin, "the generated token is printed")
 
 	rcv := newReceiver(t)

@@ -133,7 +133,12 @@ func TestDevSurvivesKill9AndStopsCleanly(t *testing.T) {
 	require.NoError(t, os.Mkdir(stateDir, 0o755)) // as an older chime left it
 	port := freePort(t)
 	brokers := []string{fmt.Sprintf("127.0.0.1:%d", port)}
-	dev := startDev(t, stateDir, port)
+	first := startDevAPI(t, stateDir, port)
+	dev := first.devProc
+	// The jobs' namespace exists, as a service using the SDK creates it
+	// over the API first: the scheduler refuses jobs of unknown namespaces.
+	st, out := first.call(t, "PUT", "/v1/namespaces/acme", readAdminToken(t, stateDir), `{}`)
+	require.Equal(t, 201, st, "%v", out)
 
 	// The embedded broker requires SASL: a client without the credential
 	// from the state dir cannot publish a command (a local user could

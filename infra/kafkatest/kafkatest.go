@@ -24,6 +24,7 @@ import (
 	"github.com/chime-sched/chime/infra/kafkaauth"
 	"github.com/chime-sched/chime/infra/topics"
 	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/schema/chimev1"
 )
 
 // EnvBrokers names the environment variable that, when set to a
@@ -293,4 +294,15 @@ func UniquePrefix(t testing.TB) string {
 		t.Cleanup(func() { prefixes.Delete(t) })
 	}
 	return p.(string)
+}
+
+// EveryNamespace is a namespace source (views.NamespaceSource) in which
+// every namespace exists, with no settings of its own: for tests of a
+// processor that publish jobs without creating their namespaces (the
+// scheduler holds, then rejects, jobs of namespaces it does not know).
+type EveryNamespace struct{}
+
+// Get implements views.NamespaceSource.
+func (EveryNamespace) Get(ns string) (*chimev1.NamespaceConfig, error) {
+	return &chimev1.NamespaceConfig{Namespace: ns}, nil
 }

@@ -74,6 +74,8 @@ type input struct {
 	// nsSpread is the namespace's effective spread (schema.Spread; 1: not
 	// spread).
 	nsSpread uint32
+	// ns says whether the namespace exists (nswait.go).
+	ns nsState
 }
 
 func (in *input) eventID() string {
@@ -99,7 +101,14 @@ func (d *decider) currentIncarnation() string {
 
 // onCommand applies a job command. raw is the record's value; a command that
 // does not decode or validate is answered with a rejection, never a crash.
+// The row it leaves fits the row budget (bound.go).
 func (d *decider) onCommand(in *input, cur *chimev1.JobState, now time.Time) decision {
+	dec := d.command(in, cur, now)
+	d.bound(in, &dec, now)
+	return dec
+}
+
+func (d *decider) command(in *input, cur *chimev1.JobState, now time.Time) decision {
 	cmd := new(chimev1.JobCommand)
 	if err := proto.Unmarshal(in.raw, cmd); err != nil {
 		return d.reject(in, cmd, "", fmt.Sprintf("command does not decode as chime.v1.JobCommand: %v", err), now)
@@ -129,6 +138,9 @@ func (d *decider) onCommand(in *input, cur *chimev1.JobState, now time.Time) dec
 			return d.reject(in, cmd, "", fmt.Sprintf("record on partition %d, but key %q belongs to partition %d of %d; publish with the key-hash partitioner (producer.GokaPartitioner)", in.partition, in.key, want, in.partitions), now)
 		}
 	}
+	if heldRow(cur) {
+		return d.onHeld(in, cur, cmd, now)
+	}
 	if cur == nil && cmd.GetUpsert() == nil {
 		return d.reject(in, cmd, "job_id", fmt.Sprintf("job %q does not exist", in.key), now)
 	}
@@ -153,8 +165,16 @@ func (d *decider) onCommand(in *input, cur *chimev1.JobState, now time.Time) dec
 	return d.reject(in, cmd, "command", "no command set", now)
 }
 
+// refuse rejects the command being processed after it was decided (its
+// decision could not be written).
+func (d *decider) refuse(in *input, reason string, now time.Time) decision {
+	ns, id, _ := schema.SplitJobKey(in.key)
+	in.seq = 0 // the refused decision's event IDs were never written
+	return d.reject(in, &chimev1.JobCommand{CommandId: in.commandID, Namespace: ns, JobId: id}, "", reason, now)
+}
+
 func (d *decider) reject(in *input, cmd *chimev1.JobCommand, field, reason string, now time.Time) decision {
-	return decision{rejection: &chimev1.Rejection{
+	dec := decision{rejection: &chimev1.Rejection{
 		EventId:   in.eventID(),
 		CommandId: cmd.GetCommandId(),
 		Namespace: cmd.GetNamespace(),
@@ -167,6 +187,11 @@ func (d *decider) reject(in *input, cmd *chimev1.JobCommand, field, reason strin
 		Offset:    in.offset,
 		Command:   in.raw,
 	}}
+	if len(in.raw) > schema.MaxRejectedCommand {
+		dec.rejection.Command = in.raw[:schema.MaxRejectedCommand]
+		dec.rejection.CommandSize = uint32(len(in.raw))
+	}
+	return dec
 }
 
 func (d *decider) event(in *input, st *chimev1.JobState, typ chimev1.JobEventType, now time.Time) *chimev1.JobEvent {
@@ -182,6 +207,11 @@ func (d *decider) event(in *input, st *chimev1.JobState, typ chimev1.JobEventTyp
 }
 
 func (d *decider) upsert(in *input, cmd *chimev1.JobCommand, spec *chimev1.JobSpec, cur *chimev1.JobState, now time.Time) decision {
+	if k := spec.GetTarget().GetKafka(); k != nil && k.GetTopic() == d.cfg.Topics.BreakerTimers() && !strings.HasPrefix(spec.GetId(), schema.ReservedJobIDPrefix) {
+		// The breaker takes what arrives there as its own timers.
+		return d.reject(in, cmd, "upsert.spec.target.kafka.topic",
+			fmt.Sprintf("kafka target topic %q is chime's own (the breaker's timers); only jobs under %q may write to it", k.GetTopic(), schema.ReservedJobIDPrefix), now)
+	}
 	if k := spec.GetTarget().GetKafka(); k != nil && !d.allowed[k.GetTopic()] {
 		return d.reject(in, cmd, "upsert.spec.target.kafka.topic",
 			fmt.Sprintf("kafka target topic %q is not on the scheduler's allowlist (%s); add it with --kafka-target-topics", k.GetTopic(), allowList(d.allowed)), now)
@@ -189,6 +219,10 @@ func (d *decider) upsert(in *input, cmd *chimev1.JobCommand, spec *chimev1.JobSp
 	compiled, err := schedule.Compile(spec.GetSchedule())
 	if err != nil {
 		return d.reject(in, cmd, "upsert.spec.schedule", err.Error(), now)
+	}
+	if cur == nil && in.ns != nsKnown && !strings.HasPrefix(spec.GetId(), schema.ReservedJobIDPrefix) {
+		// chime's own timers (the breaker's) need no namespace config.
+		return d.holdForNamespace(in, nil, now)
 	}
 	if cur != nil {
 		if cur.GetLastCommandId() == cmd.GetCommandId() {
@@ -215,6 +249,7 @@ func (d *decider) upsert(in *input, cmd *chimev1.JobCommand, spec *chimev1.JobSp
 	oneShotInFlight := cur != nil && !schema.JobEnded(cur.GetStatus()) && cur.GetFires() > 0 &&
 		cur.GetNextScheduledAt() == nil && !compiled.Recurring() &&
 		proto.Equal(cur.GetSpec().GetSchedule(), spec.GetSchedule())
+	keepDeliveredTargets(st, spec)
 	st.Spec = spec
 	st.Anchor = timestamppb.New(anchor)
 	plan := compiled.WithAnchor(anchor)
@@ -287,6 +322,12 @@ func (d *decider) pause(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobStat
 func (d *decider) trigger(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobState, now time.Time) decision {
 	if schema.JobEnded(cur.GetStatus()) {
 		return d.reject(in, cmd, "trigger", fmt.Sprintf("job %q is %s and cannot be triggered; create it again to fire it", in.key, schema.JobStatusName(cur.GetStatus())), now)
+	}
+	if n := len(cur.GetOpen()); n >= d.cfg.MaxOpenFires {
+		// Each trigger opens a fire that stays in the row until its last
+		// attempt: unbounded triggers of a failing job would grow the row
+		// past what Kafka stores.
+		return d.reject(in, cmd, "trigger", fmt.Sprintf("job %q has %d fires awaiting their outcome, the most one job may hold; trigger it again when some have finished (retried to the end or dead-lettered)", in.key, n), now)
 	}
 	st := cur
 	st.FireSeq++
@@ -376,9 +417,12 @@ func (d *decider) rearm(in *input, cur *chimev1.JobState, fireSeq, emitSeq uint6
 	} else if attempt <= open.GetAttempt() {
 		return decision{}
 	} else if failed != nil {
-		p.History = appendHistory(p.History, failed)
+		p.History = appendHistory(p.History, compactOutcome(failed, cur.GetSpec()))
 	}
 	st := cur
+	// The pending retry carries the fire's history on; the emission it
+	// answers keeps none (a fire's history is in the row once).
+	open.History = nil
 	st.Pending = append(st.Pending, p)
 	st.UpdatedAt = timestamppb.New(now)
 	d.setTimer(in.key, st)
@@ -445,10 +489,20 @@ func (d *decider) maybeComplete(in *input, st *chimev1.JobState, plan *schedule.
 	dec.events = append(dec.events, ev)
 }
 
-// onTick fires whatever in the row is due at now.
+// onTick fires whatever in the row is due at now. The row it leaves fits
+// the row budget (bound.go).
 func (d *decider) onTick(in *input, cur *chimev1.JobState, now time.Time) decision {
+	dec := d.tick(in, cur, now)
+	d.bound(in, &dec, now)
+	return dec
+}
+
+func (d *decider) tick(in *input, cur *chimev1.JobState, now time.Time) decision {
 	if cur == nil {
 		return decision{}
+	}
+	if heldRow(cur) {
+		return d.onHeld(in, cur, nil, now)
 	}
 	if timer := cur.GetTimerAt(); timer == nil || timer.AsTime().After(now) {
 		if !d.leftByAnother(cur) {
@@ -629,8 +683,12 @@ func (d *decider) fire(in *input, st *chimev1.JobState, dec *decision, fireSeq u
 		// (confirmDeliveries).
 		dec.deliver = append(dec.deliver, k)
 		st.LastResult = chimev1.AckResult_ACK_RESULT_SUCCEEDED
+		// The delivery refers to the spec's target (Target unset) rather
+		// than copying it: a 512 KiB value copied per unconfirmed write
+		// would outgrow the row. upsert keeps a copy when it replaces the
+		// spec (keepDeliveredTargets).
 		st.Unconfirmed = append(st.Unconfirmed, &chimev1.Delivery{
-			FireSeq: fireSeq, Target: k, DeliveredAt: timestamppb.New(now), Incarnation: d.currentIncarnation(),
+			FireSeq: fireSeq, DeliveredAt: timestamppb.New(now), Incarnation: d.currentIncarnation(),
 		})
 		if n := len(st.Unconfirmed) - d.cfg.MaxOpenFires; n > 0 {
 			// A recurring Kafka target firing faster than ConfirmAfter: keep
@@ -648,15 +706,12 @@ func (d *decider) fire(in *input, st *chimev1.JobState, dec *decision, fireSeq u
 			st.Open = append(st.Open, em)
 		}
 		if len(st.Open) > d.cfg.MaxOpenFires {
-			// Nobody has acknowledged hundreds of fires: no dispatcher is
-			// running. Forget the oldest so the row stays bounded; its
-			// retries, if any arrive, are then ignored.
-			old := st.Open[0]
-			st.Open = st.Open[1:]
-			ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_DEAD, now)
-			ev.FireSeq = old.GetFireSeq()
-			ev.Detail = fmt.Sprintf("fire %d was never acknowledged and fell out of the %d most recent open fires", old.GetFireSeq(), d.cfg.MaxOpenFires)
-			dec.events = append(dec.events, ev)
+			// Hundreds of fires without a final outcome: no dispatcher is
+			// running, or a recurring job fires faster than its retries
+			// end. Close the oldest so the row stays bounded; its retries,
+			// if any arrive, are then ignored.
+			seq := st.Open[0].GetFireSeq()
+			d.dropOpen(in, st, dec, seq, fmt.Sprintf("fire %d was never acknowledged and fell out of the %d most recent open fires; it is closed as dead", seq, d.cfg.MaxOpenFires), now)
 		}
 	}
 	if d.cfg.FireEvents {
@@ -709,7 +764,7 @@ func (d *decider) confirmDeliveries(in *input, st *chimev1.JobState, dec *decisi
 	for _, u := range st.GetUnconfirmed() {
 		switch {
 		case u.GetIncarnation() != inc:
-			if k := u.GetTarget(); k != nil && d.allowed[k.GetTopic()] {
+			if k := deliveredTarget(st, u); k != nil && d.allowed[k.GetTopic()] {
 				dec.deliver = append(dec.deliver, k)
 				u.Incarnation, u.DeliveredAt = inc, timestamppb.New(now)
 				u.Redeliveries++
@@ -763,6 +818,36 @@ func (d *decider) due(in *input, st *chimev1.JobState, em *chimev1.Emission, fir
 // recent ones): a policy with hundreds of attempts must not grow the row and
 // every due event without limit. The outcomes topic and ClickHouse keep all.
 const MaxAttemptHistory = 16
+
+// compactOutcome is what a fire's history keeps of a failed attempt: what
+// the row's spec already says (namespace, job, the callback's URL and
+// method) is left out, and the error and body snippet are cut to
+// schema.MaxHistoryError and schema.MaxHistorySnippet. A Retry command may
+// come from anyone who can write to Kafka: its size is not trusted.
+// The dispatcher fills the left-out fields back in when it writes a dead
+// letter (dispatcher.attemptsOf).
+func compactOutcome(o *chimev1.CallbackOutcome, spec *chimev1.JobSpec) *chimev1.CallbackOutcome {
+	h := proto.CloneOf(o)
+	h.Namespace, h.JobId = "", ""
+	if cb := spec.GetTarget().GetHttp(); cb != nil {
+		if h.GetUrl() == cb.GetUrl() {
+			h.Url = ""
+		}
+		if h.GetMethod() == cb.GetMethod() || (cb.GetMethod() == "" && h.GetMethod() == "POST") {
+			h.Method = ""
+		}
+	}
+	h.Url = schema.Truncate(h.GetUrl(), schema.MaxURLLen)
+	h.Method = schema.Truncate(h.GetMethod(), 16)
+	h.Error = schema.Truncate(h.GetError(), schema.MaxHistoryError)
+	h.ErrorKind = schema.Truncate(h.GetErrorKind(), 64)
+	h.EventId = schema.Truncate(h.GetEventId(), 256)
+	h.DispatcherId = schema.Truncate(h.GetDispatcherId(), 256)
+	if len(h.BodySnippet) > schema.MaxHistorySnippet {
+		h.BodySnippet = h.BodySnippet[:schema.MaxHistorySnippet]
+	}
+	return h
+}
 
 // appendHistory adds a failed attempt to a fire's history, keeping the most
 // recent MaxAttemptHistory. It copies: the slice may be shared with the

@@ -30,6 +30,8 @@ type rig struct {
 	rejects []*chimev1.Rejection
 	deliver []*chimev1.KafkaTarget
 	deleted bool
+	// ns is what the namespace view answers (nsKnown unless a test says).
+	ns nsState
 }
 
 func newRig(t *testing.T, mutate ...func(*Config)) *rig {
@@ -40,11 +42,17 @@ func newRig(t *testing.T, mutate ...func(*Config)) *rig {
 		m(&cfg)
 	}
 	cfg.defaults()
-	allowed := map[string]bool{cfg.Topics.BreakerTimers(): true}
+	allowed := map[string]bool{cfg.Topics.BreakerTimers(): true, userTopic: true}
 	return &rig{t: t, d: &decider{cfg: cfg, allowed: allowed}, key: "ns1/job1"}
 }
 
 func (r *rig) apply(dec decision) {
+	// Whatever the test does, the decision fits in Kafka and the row in
+	// its budget (bound.go).
+	require.NoError(r.t, dec.oversized())
+	if dec.state != nil && !dec.del {
+		require.LessOrEqual(r.t, proto.Size(dec.state), r.d.cfg.MaxRowBytes, "row within budget")
+	}
 	r.dues = append(r.dues, dec.dues...)
 	r.events = append(r.events, dec.events...)
 	r.deliver = append(r.deliver, dec.deliver...)
@@ -73,13 +81,13 @@ func (r *rig) command(cmd *chimev1.JobCommand, now time.Time) {
 	raw, err := proto.Marshal(cmd)
 	require.NoError(r.t, err)
 	r.off++
-	in := &input{key: r.key, topic: "cmds", offset: r.off, raw: raw}
+	in := &input{key: r.key, topic: "cmds", offset: r.off, raw: raw, ns: r.ns}
 	r.apply(r.d.onCommand(in, r.clone(), now))
 }
 
 func (r *rig) tick(now time.Time) {
 	r.off++
-	in := &input{key: r.key, topic: "ticks", offset: r.off}
+	in := &input{key: r.key, topic: "ticks", offset: r.off, ns: r.ns}
 	r.apply(r.d.onTick(in, r.clone(), now))
 }
 
@@ -401,7 +409,7 @@ func TestKafkaTargetIsDeliveredByTheScheduler(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	spec := httpSpec(at(t0.Add(time.Second)))
-	topic := r.d.cfg.Topics.BreakerTimers()
+	topic := userTopic
 	spec.Target = &chimev1.Target{Kind: &chimev1.Target_Kafka{Kafka: &chimev1.KafkaTarget{Topic: topic, Key: []byte("ns1"), Value: []byte("check")}}}
 	r.command(upsert(spec, t0), t0)
 	r.tick(t0.Add(time.Second))
@@ -420,7 +428,7 @@ func TestKafkaTargetWriteSurvivesARestart(t *testing.T) {
 	setInc := func(r *rig, s string) { r.d.incarnation.Store(&s) }
 	kafkaSpec := func(r *rig, s *chimev1.Schedule) *chimev1.JobSpec {
 		spec := httpSpec(s)
-		spec.Target = &chimev1.Target{Kind: &chimev1.Target_Kafka{Kafka: &chimev1.KafkaTarget{Topic: r.d.cfg.Topics.BreakerTimers(), Key: []byte("ns1"), Value: []byte("check")}}}
+		spec.Target = &chimev1.Target{Kind: &chimev1.Target_Kafka{Kafka: &chimev1.KafkaTarget{Topic: userTopic, Key: []byte("ns1"), Value: []byte("check")}}}
 		return spec
 	}
 	confirm := time.Minute
@@ -624,7 +632,7 @@ func TestKafkaTargetOffTheAllowlistIsNotEmitted(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	spec := httpSpec(at(t0.Add(time.Second)))
-	spec.Target = &chimev1.Target{Kind: &chimev1.Target_Kafka{Kafka: &chimev1.KafkaTarget{Topic: r.d.cfg.Topics.BreakerTimers(), Value: []byte("x")}}}
+	spec.Target = &chimev1.Target{Kind: &chimev1.Target_Kafka{Kafka: &chimev1.KafkaTarget{Topic: userTopic, Value: []byte("x")}}}
 	r.command(upsert(spec, t0), t0)
 	// The topic leaves the allowlist before the fire (config change).
 	r.d.allowed = map[string]bool{}

@@ -45,11 +45,13 @@ func TestSchedulerProcessHelper(t *testing.T) {
 	local, err := scheduler.OpenLocalState(os.Getenv("CHIME_STORAGE_DIR"), testLogger(t))
 	require.NoError(t, err)
 	s, err := scheduler.New(scheduler.Config{
-		Brokers:    strings.Split(os.Getenv("CHIME_BROKERS"), ","),
-		Topics:     schema.NewTopics(os.Getenv("CHIME_TOPIC_PREFIX")),
-		LocalState: local,
-		Logger:     testLogger(t),
-		TickResend: 2 * time.Second,
+		Brokers:           strings.Split(os.Getenv("CHIME_BROKERS"), ","),
+		Topics:            schema.NewTopics(os.Getenv("CHIME_TOPIC_PREFIX")),
+		LocalState:        local,
+		Logger:            testLogger(t),
+		TickResend:        2 * time.Second,
+		KafkaTargetTopics: []string{os.Getenv("CHIME_TARGET_TOPIC")},
+		Namespaces:        kafkatest.EveryNamespace{},
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -70,6 +72,7 @@ func startHelper(t *testing.T, b *bundle, storageDir string) *exec.Cmd {
 		"CHIME_BROKERS="+strings.Join(b.cluster.Brokers(), ","),
 		"CHIME_TOPIC_PREFIX="+b.topics.Prefix,
 		"CHIME_STORAGE_DIR="+storageDir,
+		"CHIME_TARGET_TOPIC="+b.topics.Prefix+"app.events",
 	)
 }
 
@@ -86,7 +89,7 @@ func startHelper(t *testing.T, b *bundle, storageDir string) *exec.Cmd {
 func TestKilledSchedulerLosesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	writes := kafkatest.Collect(t, b.cluster.Brokers(), b.topics.BreakerTimers(), func(r *kgo.Record) (string, []byte) { return string(r.Key), r.Value })
+	writes := kafkatest.Collect(t, b.cluster.Brokers(), b.targetTopic(), func(r *kgo.Record) (string, []byte) { return string(r.Key), r.Value })
 	storageDir := filepath.Join(t.TempDir(), "scheduler")
 	proc := startHelper(t, b, storageDir)
 
@@ -101,7 +104,7 @@ func TestKilledSchedulerLosesNothing(t *testing.T) {
 		if i%4 == 0 {
 			k := spec("ns", fmt.Sprintf("k%04d", i/4), atSchedule(start.Add(time.Duration(i)*time.Millisecond)))
 			k.Target = &chimev1.Target{Kind: &chimev1.Target_Kafka{Kafka: &chimev1.KafkaTarget{
-				Topic: b.topics.BreakerTimers(), Key: []byte(k.Id), Value: []byte("fired"),
+				Topic: b.topics.Prefix + "app.events", Key: []byte(k.Id), Value: []byte("fired"),
 			}}}
 			specs = append(specs, k)
 		}

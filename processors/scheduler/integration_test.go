@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/infra/kafkatest"
+	"github.com/chime-sched/chime/infra/topics"
 	"github.com/chime-sched/chime/processors/scheduler"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
@@ -74,6 +75,7 @@ func (b *bundle) startScheduler(mutate ...func(*scheduler.Config)) (s *scheduler
 		Topics:     b.topics,
 		Logger:     testLogger(b.t),
 		TickResend: 2 * time.Second,
+		Namespaces: kafkatest.EveryNamespace{},
 	}
 	for _, m := range mutate {
 		m(&cfg)
@@ -100,6 +102,18 @@ func (b *bundle) startScheduler(mutate ...func(*scheduler.Config)) (s *scheduler
 	defer rcancel()
 	require.NoError(b.t, s.WaitReady(rctx))
 	return s, stop
+}
+
+// targetTopic creates the test's Kafka-target topic (on the scheduler's
+// allowlist through withTargetTopic): ordinary jobs may not write to
+// chime's own topics.
+func (b *bundle) targetTopic() string {
+	b.t.Helper()
+	name := b.topics.Prefix + "app.events"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(b.t, topics.Ensure(ctx, b.cluster.Admin(b.t), []schema.Spec{{Name: name, Cleanup: schema.CleanupDelete}}, testPartitions, 3))
+	return name
 }
 
 func (b *bundle) schedule(spec *chimev1.JobSpec) {
@@ -221,8 +235,9 @@ func TestCancelPauseResume(t *testing.T) {
 func TestKafkaTargetAndRejection(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.startScheduler()
-	timers := kafkatest.Collect(t, b.cluster.Brokers(), b.topics.BreakerTimers(), func(r *kgo.Record) (string, []byte) { return string(r.Value), r.Value })
+	target := b.targetTopic()
+	b.startScheduler(func(c *scheduler.Config) { c.KafkaTargetTopics = []string{target} })
+	timers := kafkatest.Collect(t, b.cluster.Brokers(), target, func(r *kgo.Record) (string, []byte) { return string(r.Value), r.Value })
 	rejections := kafkatest.Collect(t, b.cluster.Brokers(), b.topics.Rejections(), func(r *kgo.Record) (string, *chimev1.Rejection) {
 		rej := new(chimev1.Rejection)
 		require.NoError(t, proto.Unmarshal(r.Value, rej))
@@ -230,7 +245,7 @@ func TestKafkaTargetAndRejection(t *testing.T) {
 	})
 
 	s := spec("ns", "timer", atSchedule(time.Now().Add(time.Second)))
-	s.Target = &chimev1.Target{Kind: &chimev1.Target_Kafka{Kafka: &chimev1.KafkaTarget{Topic: b.topics.BreakerTimers(), Key: []byte("ns"), Value: []byte("cool-off over")}}}
+	s.Target = &chimev1.Target{Kind: &chimev1.Target_Kafka{Kafka: &chimev1.KafkaTarget{Topic: target, Key: []byte("ns"), Value: []byte("cool-off over")}}}
 	b.schedule(s)
 
 	bad := spec("ns", "bad", atSchedule(time.Now().Add(time.Second)))

@@ -84,8 +84,16 @@ type Config struct {
 	// PumpIdle bounds how long a pump sleeps with nothing due (a write
 	// that brings a timer forward wakes it at once). Default 5s.
 	PumpIdle time.Duration
-	// MaxOpenFires bounds the fires per job awaiting an ack. Default 256.
+	// MaxOpenFires bounds the fires per job awaiting their outcome.
+	// Default schema.MaxOpenFires (the API refuses triggers at that one).
 	MaxOpenFires int
+	// MaxRowBytes is the budget of a job's row (bound.go). Default
+	// schema.MaxRowBytes.
+	MaxRowBytes int
+	// NamespaceWait is how long a create for a namespace the scheduler
+	// does not know is held before it is rejected (nswait.go). Default
+	// DefaultNamespaceWait.
+	NamespaceWait time.Duration
 	// CatchupScanLimit bounds the occurrences counted one by one when a
 	// cron job catches up after downtime. Default 10000.
 	CatchupScanLimit int
@@ -162,7 +170,13 @@ func (c *Config) defaults() {
 		c.PumpIdle = 5 * time.Second
 	}
 	if c.MaxOpenFires <= 0 {
-		c.MaxOpenFires = 256
+		c.MaxOpenFires = schema.MaxOpenFires
+	}
+	if c.MaxRowBytes <= 0 {
+		c.MaxRowBytes = schema.MaxRowBytes
+	}
+	if c.NamespaceWait <= 0 {
+		c.NamespaceWait = DefaultNamespaceWait
 	}
 	if c.SweepInterval == 0 {
 		c.SweepInterval = 5 * time.Minute
@@ -207,6 +221,9 @@ type Scheduler struct {
 
 	fireLag prometheus.Histogram
 	fires   *prometheus.CounterVec
+	// oversized counts decisions not written because a record of theirs
+	// would exceed Kafka's limit (bound.go).
+	oversized prometheus.Counter
 	// swept counts the overdue rows the running sweep handled.
 	swept atomic.Int64
 	// dueKeys keys the due events (duekeys.go).
@@ -263,6 +280,10 @@ func (s *Scheduler) registerMetrics(reg prometheus.Registerer) error {
 		Name: "chime_scheduler_fires_total",
 		Help: "Occurrences and retries emitted, by target (http: due events; kafka: Kafka-target deliveries).",
 	}, []string{"target"})
+	s.oversized = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "chime_scheduler_oversized_decisions_total",
+		Help: "Commands and ticks whose outcome was not written because a record of it would exceed Kafka's record limit (the command is rejected; the row stays as it was).",
+	})
 	if reg == nil {
 		return nil
 	}
@@ -274,7 +295,7 @@ func (s *Scheduler) registerMetrics(reg prometheus.Registerer) error {
 		Name: "chime_scheduler_held_fires",
 		Help: "Rows held in memory between a fire and the dispatcher's answer, not yet written to the table (at most MaxUnwritten).",
 	}, func() float64 { return float64(s.unwritten.len()) })
-	for _, c := range []prometheus.Collector{s.fireLag, s.fires, pending, held} {
+	for _, c := range []prometheus.Collector{s.fireLag, s.fires, s.oversized, pending, held} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("scheduler metrics: %w", err)
 		}
@@ -460,15 +481,46 @@ func (s *Scheduler) onCommand(ctx goka.Context, msg any) {
 	s.namespaceOf(ctx, in)
 	cur, held := s.current(ctx)
 	before := summaryOf(cur) // the decider changes cur in place
-	s.apply(ctx, before, s.decider.onCommand(in, cur, s.cfg.Now()), held, false)
+	now := s.cfg.Now()
+	dec := s.decider.onCommand(in, cur, now)
+	if err := dec.oversized(); err != nil {
+		// The row as it was stays; the command is refused, and the
+		// partition goes on with the next one.
+		s.refused(ctx, err)
+		dec = s.decider.refuse(in, fmt.Sprintf("command not applied: %v", err), now)
+		if held != nil && !s.unwritten.put(ctx.Key(), ctx.Partition(), held) {
+			ctx.SetValue(current0(held))
+		}
+		held = nil
+	}
+	s.apply(ctx, before, dec, held, false)
+}
+
+// refused reports a decision that was not written because a record of it
+// would not fit in Kafka.
+func (s *Scheduler) refused(ctx goka.Context, err error) {
+	s.oversized.Inc()
+	s.cfg.Logger.Error("scheduler: decision not written", "key", ctx.Key(), "err", err)
 }
 
 func (s *Scheduler) onTick(ctx goka.Context, _ any) {
 	in := &input{key: ctx.Key(), topic: string(ctx.Topic()), partition: ctx.Partition(), offset: ctx.Offset()}
 	s.namespaceOf(ctx, in)
 	cur, held := s.current(ctx)
+	s.tick(ctx, in, cur, held, s.cfg.Now())
+}
+
+// tick applies a tick's decision (from the pump or the sweep). One that
+// would not fit in Kafka is not written: the row stays as it was and is
+// looked at again at its next tick.
+func (s *Scheduler) tick(ctx goka.Context, in *input, cur *chimev1.JobState, held []byte, now time.Time) {
 	before := summaryOf(cur)
-	s.apply(ctx, before, s.decider.onTick(in, cur, s.cfg.Now()), held, true)
+	dec := s.decider.onTick(in, cur, now)
+	if err := dec.oversized(); err != nil {
+		s.refused(ctx, err)
+		dec = decision{}
+	}
+	s.apply(ctx, before, dec, held, true)
 }
 
 // namespaceOf reads what decisions take from the row's namespace config:
@@ -479,7 +531,8 @@ func (s *Scheduler) namespaceOf(ctx goka.Context, in *input) {
 	if !ok {
 		return
 	}
-	cfg, _ := s.namespaces.Get(ns)
+	cfg, err := s.namespaces.Get(ns)
+	in.ns = namespaceState(cfg, err)
 	in.nsWindow = cfg.GetRelevancyWindow().AsDuration()
 	in.nsSpread = schema.Spread(cfg)
 }
@@ -563,8 +616,8 @@ func (s *Scheduler) apply(ctx goka.Context, before *schema.JobSummary, d decisio
 
 // summaryOf is what the listing index keeps of a row (nil: no row).
 func summaryOf(st *chimev1.JobState) *schema.JobSummary {
-	if st == nil {
-		return nil
+	if st == nil || heldRow(st) {
+		return nil // a held create is not a job yet (nswait.go)
 	}
 	return &schema.JobSummary{Status: st.GetStatus(), Created: st.GetCreatedAt().AsTime().UnixNano()}
 }
@@ -654,6 +707,5 @@ func (s *Scheduler) onSweep(ctx goka.Context, meta any) {
 	in := &input{key: ctx.Key(), topic: "sweep-" + strconv.FormatInt(id, 10) + "-" + ctx.Key(), partition: ctx.Partition()}
 	s.namespaceOf(ctx, in)
 	s.swept.Add(1)
-	before := summaryOf(cur)
-	s.apply(ctx, before, s.decider.onTick(in, cur, now), held, true)
+	s.tick(ctx, in, cur, held, now)
 }

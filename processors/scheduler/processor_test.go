@@ -49,7 +49,7 @@ func TestProcessorWithGokaTester(t *testing.T) {
 	sender := &captureSender{}
 	s, err := New(Config{
 		// ns2 sets a relevancy window its job does not (see the end).
-		Namespaces:   views.StaticNamespaces{"ns2": {Namespace: "ns2", RelevancyWindow: durationpb.New(30 * time.Second)}},
+		Namespaces:   views.StaticNamespaces{"ns1": {Namespace: "ns1"}, "ns2": {Namespace: "ns2", RelevancyWindow: durationpb.New(30 * time.Second)}},
 		Now:          clock.Now,
 		PumpIdle:     10 * time.Millisecond,
 		tickSender:   sender,

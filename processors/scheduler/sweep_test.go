@@ -32,6 +32,7 @@ func TestSweepFiresWhatThePumpMissed(t *testing.T) {
 		Brokers:       c.Brokers(),
 		Topics:        topics,
 		tickSender:    dropSender{},
+		Namespaces:    kafkatest.EveryNamespace{},
 		SweepInterval: 200 * time.Millisecond,
 		SweepOverdue:  100 * time.Millisecond,
 	})

@@ -415,7 +415,13 @@ type JobState struct {
 	// that recovers the row ticks it at once (not at timer_at) so that it can
 	// re-send what its previous owner may have lost. Kept in the codec's
 	// header beside timer_at.
-	RecoverAt     *timestamppb.Timestamp `protobuf:"bytes,20,opt,name=recover_at,json=recoverAt,proto3" json:"recover_at,omitempty"`
+	RecoverAt *timestamppb.Timestamp `protobuf:"bytes,20,opt,name=recover_at,json=recoverAt,proto3" json:"recover_at,omitempty"`
+	// A create for a namespace the scheduler does not know (yet): the
+	// command as received, held unapplied until the namespace exists, or
+	// until held_until, when it is rejected. A held row has no spec and is
+	// not listed. See namespaceWait in processors/scheduler.
+	HeldCommand   []byte                 `protobuf:"bytes,21,opt,name=held_command,json=heldCommand,proto3" json:"held_command,omitempty"`
+	HeldUntil     *timestamppb.Timestamp `protobuf:"bytes,22,opt,name=held_until,json=heldUntil,proto3" json:"held_until,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -590,6 +596,20 @@ func (x *JobState) GetRecoverAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *JobState) GetHeldCommand() []byte {
+	if x != nil {
+		return x.HeldCommand
+	}
+	return nil
+}
+
+func (x *JobState) GetHeldUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.HeldUntil
+	}
+	return nil
+}
+
 // Delivery is a write to a Kafka-target job's topic that the scheduler
 // made and keeps until it can count it as stored: the row and the target
 // are separate Kafka writes, so a crash can keep the row and lose the
@@ -599,8 +619,11 @@ func (x *JobState) GetRecoverAt() *timestamppb.Timestamp {
 // write would have failed the processor before that, which starts a new
 // incarnation).
 type Delivery struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	FireSeq       uint64                 `protobuf:"varint,1,opt,name=fire_seq,json=fireSeq,proto3" json:"fire_seq,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	FireSeq uint64                 `protobuf:"varint,1,opt,name=fire_seq,json=fireSeq,proto3" json:"fire_seq,omitempty"`
+	// What was written; unset means the row's spec's target (the usual case:
+	// a copy per write would outgrow the row). Set when the spec is replaced
+	// while the write is unconfirmed.
 	Target        *KafkaTarget           `protobuf:"bytes,2,opt,name=target,proto3" json:"target,omitempty"`
 	DeliveredAt   *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=delivered_at,json=deliveredAt,proto3" json:"delivered_at,omitempty"`
 	Incarnation   string                 `protobuf:"bytes,4,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
@@ -1069,8 +1092,12 @@ type Rejection struct {
 	Topic     string                 `protobuf:"bytes,8,opt,name=topic,proto3" json:"topic,omitempty"`
 	Partition int32                  `protobuf:"varint,9,opt,name=partition,proto3" json:"partition,omitempty"`
 	Offset    int64                  `protobuf:"varint,10,opt,name=offset,proto3" json:"offset,omitempty"`
-	// The command as received, for replay after a fix.
-	Command       []byte `protobuf:"bytes,11,opt,name=command,proto3" json:"command,omitempty"`
+	// The command as received, for replay after a fix; only its first
+	// schema.MaxRejectedCommand bytes when command_size says it was larger.
+	Command []byte `protobuf:"bytes,11,opt,name=command,proto3" json:"command,omitempty"`
+	// The size of the command as received, set when command holds only its
+	// beginning.
+	CommandSize   uint32 `protobuf:"varint,12,opt,name=command_size,json=commandSize,proto3" json:"command_size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1182,6 +1209,13 @@ func (x *Rejection) GetCommand() []byte {
 	return nil
 }
 
+func (x *Rejection) GetCommandSize() uint32 {
+	if x != nil {
+		return x.CommandSize
+	}
+	return 0
+}
+
 var File_chime_v1_scheduler_proto protoreflect.FileDescriptor
 
 const file_chime_v1_scheduler_proto_rawDesc = "" +
@@ -1207,7 +1241,7 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\bdeadline\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x123\n" +
 	"\ahistory\x18\t \x03(\v2\x19.chime.v1.CallbackOutcomeR\ahistory\x12 \n" +
 	"\vincarnation\x18\n" +
-	" \x01(\tR\vincarnation\"\xba\a\n" +
+	" \x01(\tR\vincarnation\"\x98\b\n" +
 	"\bJobState\x12%\n" +
 	"\x04spec\x18\x01 \x01(\v2\x11.chime.v1.JobSpecR\x04spec\x12+\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x13.chime.v1.JobStatusR\x06status\x12\x19\n" +
@@ -1234,7 +1268,10 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\x11last_scheduled_at\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\x0flastScheduledAt\x124\n" +
 	"\vunconfirmed\x18\x13 \x03(\v2\x12.chime.v1.DeliveryR\vunconfirmed\x129\n" +
 	"\n" +
-	"recover_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\trecoverAt\"\xd9\x01\n" +
+	"recover_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\trecoverAt\x12!\n" +
+	"\fheld_command\x18\x15 \x01(\fR\vheldCommand\x129\n" +
+	"\n" +
+	"held_until\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\theldUntil\"\xd9\x01\n" +
 	"\bDelivery\x12\x19\n" +
 	"\bfire_seq\x18\x01 \x01(\x04R\afireSeq\x12-\n" +
 	"\x06target\x18\x02 \x01(\v2\x15.chime.v1.KafkaTargetR\x06target\x12=\n" +
@@ -1282,7 +1319,7 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\x0flastScheduledAt\x12\x16\n" +
 	"\x06detail\x18\v \x01(\tR\x06detail\x12\x1d\n" +
 	"\n" +
-	"command_id\x18\f \x01(\tR\tcommandId\"\xba\x02\n" +
+	"command_id\x18\f \x01(\tR\tcommandId\"\xdd\x02\n" +
 	"\tRejection\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x1d\n" +
 	"\n" +
@@ -1296,7 +1333,8 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\tpartition\x18\t \x01(\x05R\tpartition\x12\x16\n" +
 	"\x06offset\x18\n" +
 	" \x01(\x03R\x06offset\x12\x18\n" +
-	"\acommand\x18\v \x01(\fR\acommand*\xa1\x01\n" +
+	"\acommand\x18\v \x01(\fR\acommand\x12!\n" +
+	"\fcommand_size\x18\f \x01(\rR\vcommandSize*\xa1\x01\n" +
 	"\tJobStatus\x12\x1a\n" +
 	"\x16JOB_STATUS_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14JOB_STATUS_SCHEDULED\x10\x01\x12\x15\n" +
@@ -1379,29 +1417,30 @@ var file_chime_v1_scheduler_proto_depIdxs = []int32{
 	11, // 18: chime.v1.JobState.last_scheduled_at:type_name -> google.protobuf.Timestamp
 	5,  // 19: chime.v1.JobState.unconfirmed:type_name -> chime.v1.Delivery
 	11, // 20: chime.v1.JobState.recover_at:type_name -> google.protobuf.Timestamp
-	15, // 21: chime.v1.Delivery.target:type_name -> chime.v1.KafkaTarget
-	11, // 22: chime.v1.Delivery.delivered_at:type_name -> google.protobuf.Timestamp
-	11, // 23: chime.v1.Tick.timer_at:type_name -> google.protobuf.Timestamp
-	11, // 24: chime.v1.Tick.sent_at:type_name -> google.protobuf.Timestamp
-	11, // 25: chime.v1.Due.scheduled_at:type_name -> google.protobuf.Timestamp
-	11, // 26: chime.v1.Due.fire_at:type_name -> google.protobuf.Timestamp
-	11, // 27: chime.v1.Due.emitted_at:type_name -> google.protobuf.Timestamp
-	11, // 28: chime.v1.Due.deadline:type_name -> google.protobuf.Timestamp
-	16, // 29: chime.v1.Due.callback:type_name -> chime.v1.HttpCallback
-	17, // 30: chime.v1.Due.retry:type_name -> chime.v1.RetryPolicy
-	10, // 31: chime.v1.Due.labels:type_name -> chime.v1.Due.LabelsEntry
-	18, // 32: chime.v1.Due.relevancy_window:type_name -> google.protobuf.Duration
-	12, // 33: chime.v1.Due.history:type_name -> chime.v1.CallbackOutcome
-	1,  // 34: chime.v1.JobEvent.type:type_name -> chime.v1.JobEventType
-	11, // 35: chime.v1.JobEvent.at:type_name -> google.protobuf.Timestamp
-	11, // 36: chime.v1.JobEvent.first_scheduled_at:type_name -> google.protobuf.Timestamp
-	11, // 37: chime.v1.JobEvent.last_scheduled_at:type_name -> google.protobuf.Timestamp
-	11, // 38: chime.v1.Rejection.at:type_name -> google.protobuf.Timestamp
-	39, // [39:39] is the sub-list for method output_type
-	39, // [39:39] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	11, // 21: chime.v1.JobState.held_until:type_name -> google.protobuf.Timestamp
+	15, // 22: chime.v1.Delivery.target:type_name -> chime.v1.KafkaTarget
+	11, // 23: chime.v1.Delivery.delivered_at:type_name -> google.protobuf.Timestamp
+	11, // 24: chime.v1.Tick.timer_at:type_name -> google.protobuf.Timestamp
+	11, // 25: chime.v1.Tick.sent_at:type_name -> google.protobuf.Timestamp
+	11, // 26: chime.v1.Due.scheduled_at:type_name -> google.protobuf.Timestamp
+	11, // 27: chime.v1.Due.fire_at:type_name -> google.protobuf.Timestamp
+	11, // 28: chime.v1.Due.emitted_at:type_name -> google.protobuf.Timestamp
+	11, // 29: chime.v1.Due.deadline:type_name -> google.protobuf.Timestamp
+	16, // 30: chime.v1.Due.callback:type_name -> chime.v1.HttpCallback
+	17, // 31: chime.v1.Due.retry:type_name -> chime.v1.RetryPolicy
+	10, // 32: chime.v1.Due.labels:type_name -> chime.v1.Due.LabelsEntry
+	18, // 33: chime.v1.Due.relevancy_window:type_name -> google.protobuf.Duration
+	12, // 34: chime.v1.Due.history:type_name -> chime.v1.CallbackOutcome
+	1,  // 35: chime.v1.JobEvent.type:type_name -> chime.v1.JobEventType
+	11, // 36: chime.v1.JobEvent.at:type_name -> google.protobuf.Timestamp
+	11, // 37: chime.v1.JobEvent.first_scheduled_at:type_name -> google.protobuf.Timestamp
+	11, // 38: chime.v1.JobEvent.last_scheduled_at:type_name -> google.protobuf.Timestamp
+	11, // 39: chime.v1.Rejection.at:type_name -> google.protobuf.Timestamp
+	40, // [40:40] is the sub-list for method output_type
+	40, // [40:40] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_chime_v1_scheduler_proto_init() }
