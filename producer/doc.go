@@ -12,6 +12,11 @@
 // scheduler's state can give (does the namespace exist, what is the job's
 // status): the producer knows nothing of that state.
 //
+// Create the namespace first (PUT /v1/namespaces/{ns} with the admin token):
+// the scheduler holds a job of a namespace it does not know for a minute
+// (its view of the namespaces may lag the API's), then rejects it on the
+// rejections topic, field "namespace", as the API would answer 404.
+//
 // # Connecting
 //
 // A Producer takes everything it connects with as options: the brokers
