@@ -72,7 +72,7 @@ func serveHTTP(ctx context.Context, srv *http.Server, ln net.Listener) error {
 type dispatcherCollector struct {
 	d                                            *dispatcher.Dispatcher
 	consumed, completed, calls, dups, held, prob *prometheus.Desc
-	inFlight, outcomes                           *prometheus.Desc
+	inFlight, outcomes, resent                   *prometheus.Desc
 }
 
 func newDispatcherCollector(d *dispatcher.Dispatcher) *dispatcherCollector {
@@ -89,11 +89,12 @@ func newDispatcherCollector(d *dispatcher.Dispatcher) *dispatcherCollector {
 		prob:      desc("probes_total", "Calls sent as half-open probes."),
 		inFlight:  desc("dues_in_flight", "Due events consumed and not yet completed (waiting, calling, or publishing results)."),
 		outcomes:  desc("outcomes_total", "Outcomes by class.", "class"),
+		resent:    desc("resent_total", "Calls sent again on a new connection because the pooled one was closed before any answer (not charged as attempts)."),
 	}
 }
 
 func (c *dispatcherCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.consumed, c.completed, c.calls, c.dups, c.held, c.prob, c.inFlight, c.outcomes} {
+	for _, d := range []*prometheus.Desc{c.consumed, c.completed, c.calls, c.dups, c.held, c.prob, c.inFlight, c.outcomes, c.resent} {
 		ch <- d
 	}
 }
@@ -109,6 +110,7 @@ func (c *dispatcherCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.dups, s.Duplicates)
 	counter(c.held, s.Held)
 	counter(c.prob, s.Probes)
+	counter(c.resent, s.Resent)
 	ch <- prometheus.MustNewConstMetric(c.inFlight, prometheus.GaugeValue, float64(s.Consumed-s.Completed))
 	for class, n := range s.ByClass {
 		ch <- prometheus.MustNewConstMetric(c.outcomes, prometheus.CounterValue, float64(n), schema.OutcomeClassName(class))
