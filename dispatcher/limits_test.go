@@ -1,7 +1,6 @@
 package dispatcher
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/chime-sched/chime/internal/schematest"
 	"github.com/chime-sched/chime/processors/scheduler"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -25,29 +25,9 @@ const kafkaMaxMessage = 1048588
 // dispatcher's commit on that partition stopped).
 func TestLargestValidJobFitsEveryEvent(t *testing.T) {
 	t.Parallel()
-	headers := map[string]string{}
-	left := schema.MaxHeadersBytes
-	for i := 0; i < schema.MaxHeaders && left > 0; i++ {
-		name := fmt.Sprintf("X-H%02d", i)
-		v := strings.Repeat("v", min(schema.MaxHeaderValueLen, left-len(name)))
-		headers[name] = v
-		left -= len(name) + len(v)
-	}
-	labels := map[string]string{}
-	for i := range schema.MaxLabels {
-		k := fmt.Sprintf("k%02d", i) + strings.Repeat("k", schema.MaxLabelKeyLen-3)
-		labels[k] = strings.Repeat("é", schema.MaxLabelValueLen) // 2 bytes each
-	}
-	url := "https://example.com/" + strings.Repeat("p", schema.MaxURLLen-len("https://example.com/"))
-	spec := &chimev1.JobSpec{
-		Namespace: strings.Repeat("n", schema.MaxNamespaceLen), Id: strings.Repeat("j", schema.MaxJobIDLen),
-		Schedule: &chimev1.Schedule{Kind: &chimev1.Schedule_At{At: timestamppb.New(time.Now())}},
-		Target: &chimev1.Target{Kind: &chimev1.Target_Http{Http: &chimev1.HttpCallback{
-			Url: url, Headers: headers, Body: make([]byte, schema.MaxHTTPBody),
-		}}},
-		Labels: labels,
-	}
-	cmd := &chimev1.JobCommand{CommandId: "c", Namespace: spec.Namespace, JobId: spec.Id, Command: &chimev1.JobCommand_Upsert{Upsert: &chimev1.Upsert{Spec: spec}}}
+	spec := schematest.LargestSpec(&chimev1.Schedule{Kind: &chimev1.Schedule_At{At: timestamppb.New(time.Now())}}, "")
+	labels := spec.GetLabels()
+	cmd := schematest.Upsert(spec)
 	require.NoError(t, schema.ValidateCommand(cmd, schema.ValidateOptions{}), "the job is valid")
 
 	d := &Dispatcher{cfg: Config{ID: strings.Repeat("d", 64), Now: time.Now}}

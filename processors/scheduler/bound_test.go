@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/chime-sched/chime/internal/schematest"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
@@ -19,38 +19,18 @@ import (
 // breaker's.
 const userTopic = "app.events"
 
-// largestSpec is the largest job validation accepts: every field at its
-// limit, for an HTTP callback or (kafka) a Kafka target.
+// largestSpec is the largest job validation accepts (schematest), as job
+// ns1/job1 of the rig, with a retry policy that keeps its fires open.
 func largestSpec(t *testing.T, s *chimev1.Schedule, kafka bool) *chimev1.JobSpec {
 	t.Helper()
-	headers := map[string]string{}
-	left := schema.MaxHeadersBytes
-	for i := 0; i < schema.MaxHeaders && left > 0; i++ {
-		name := fmt.Sprintf("X-H%02d", i)
-		v := strings.Repeat("v", min(schema.MaxHeaderValueLen, left-len(name)))
-		headers[name] = v
-		left -= len(name) + len(v)
-	}
-	labels := map[string]string{}
-	for i := range schema.MaxLabels {
-		labels[fmt.Sprintf("k%02d", i)+strings.Repeat("k", schema.MaxLabelKeyLen-3)] = strings.Repeat("é", schema.MaxLabelValueLen)
-	}
-	spec := &chimev1.JobSpec{
-		Namespace: "ns1", Id: "job1", Schedule: s, Labels: labels,
-		Retry: &chimev1.RetryPolicy{MaxAttempts: schema.MaxRetryAttempts, InitialInterval: durationpb.New(time.Second), MaxInterval: durationpb.New(time.Second), Multiplier: 1},
-	}
+	topic := ""
 	if kafka {
-		spec.Target = &chimev1.Target{Kind: &chimev1.Target_Kafka{Kafka: &chimev1.KafkaTarget{
-			Topic: userTopic, Key: make([]byte, schema.MaxKafkaKey), Value: make([]byte, schema.MaxKafkaValue), Headers: headers,
-		}}}
-	} else {
-		url := "https://example.com/" + strings.Repeat("p", schema.MaxURLLen-len("https://example.com/"))
-		spec.Target = &chimev1.Target{Kind: &chimev1.Target_Http{Http: &chimev1.HttpCallback{
-			Url: url, Headers: headers, Body: make([]byte, schema.MaxHTTPBody),
-		}}}
+		topic = userTopic
 	}
-	cmd := &chimev1.JobCommand{CommandId: "c", Namespace: spec.Namespace, JobId: spec.Id, Command: &chimev1.JobCommand_Upsert{Upsert: &chimev1.Upsert{Spec: spec}}}
-	require.NoError(t, schema.ValidateCommand(cmd, schema.ValidateOptions{}), "the job is valid")
+	spec := schematest.LargestSpec(s, topic)
+	spec.Namespace, spec.Id = "ns1", "job1"
+	spec.Retry = &chimev1.RetryPolicy{MaxAttempts: schema.MaxRetryAttempts, InitialInterval: durationpb.New(time.Second), MaxInterval: durationpb.New(time.Second), Multiplier: 1}
+	require.NoError(t, schema.ValidateCommand(schematest.Upsert(spec), schema.ValidateOptions{}), "the job is valid")
 	return spec
 }
 
