@@ -1,0 +1,284 @@
+// Package jobstore owns the scheduler table on disk: every job row of the
+// partitions a scheduler process holds, the indexes derived from the rows
+// (when each row next needs a tick, which rows hold work of an earlier
+// scheduler incarnation, each namespace's jobs newest first and how many
+// of them are live), and the changelog offset they stand at, in one Pebble
+// database (github.com/cockroachdb/pebble/v2).
+//
+// A pending job costs disk, not memory: nothing here holds a structure per
+// row, so a job due next month costs its row and a few index keys on disk.
+// The scheduler keeps in memory only the timers of the next few minutes
+// (processors/scheduler, storage.go), which it reads from the time index
+// here.
+//
+// # Rows and the changelog
+//
+// goka writes a row to its storage (Set) before Kafka has stored the row's
+// changelog record and the events emitted with it. Applied at once, the
+// local rows would run ahead of Kafka after a kill -9: a row saying "fired"
+// whose due event never reached the broker. So a write after recovery is
+// held in memory (the overlay: reads see it) until Kafka has stored its
+// changelog record (Confirm, called from the processor's producer with the
+// record's offset); confirmed writes are applied in the order they were
+// made, together with their index changes and the offset of the last of
+// them, in one atomic batch. The database therefore always holds the table
+// exactly as the changelog is at its stored offset, and a scheduler that
+// restarts, after a clean stop or a kill -9, or that is handed back a
+// partition it held before, reads only the changelog records after that
+// offset (goka's GetOffset). Writes during recovery come from the
+// changelog itself and are applied directly, with the offset, in batches.
+//
+// A database that cannot be opened is wiped and rebuilt from Kafka, and so
+// is a partition whose stored offset is older than MaxCheckpointAge: the
+// changelog is compacted, and a tombstone older than the topic's
+// delete.retention.ms (1 day by default) may be gone, which would leave a
+// deleted row behind.
+package jobstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Options configure a database.
+type Options struct {
+	// Dir holds the database; empty keeps it in memory (tests, and
+	// schedulers that rebuild their table from Kafka at every start).
+	Dir string
+	// CacheSize bounds Pebble's block cache. Default 32 MiB.
+	CacheSize int64
+	// MemTableSize is the size of a Pebble memtable. Default 16 MiB.
+	MemTableSize uint64
+	// MaxCheckpointAge: a partition whose offset was stored longer ago is
+	// rebuilt from Kafka (see the package comment). Default 20 hours.
+	MaxCheckpointAge time.Duration
+	// FlushInterval is how long confirmed writes may wait to be applied
+	// together. Default 5 ms.
+	FlushInterval time.Duration
+	// FlushAfter applies confirmed writes at once when a partition holds
+	// this many. Default 4096.
+	FlushAfter int
+	// AutoConfirm treats every write as confirmed when it is made: for a
+	// processor without a Kafka producer (goka's tester).
+	AutoConfirm bool
+	Now         func() time.Time
+	Logger      *slog.Logger
+}
+
+func (o *Options) defaults() {
+	if o.CacheSize <= 0 {
+		o.CacheSize = 32 << 20
+	}
+	if o.MemTableSize == 0 {
+		o.MemTableSize = 16 << 20
+	}
+	if o.MaxCheckpointAge <= 0 {
+		o.MaxCheckpointAge = 20 * time.Hour
+	}
+	if o.FlushInterval <= 0 {
+		o.FlushInterval = 5 * time.Millisecond
+	}
+	if o.FlushAfter <= 0 {
+		o.FlushAfter = 4096
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// DB is the database of every partition a process holds.
+type DB struct {
+	opts  Options
+	pdb   *pebble.DB
+	cache *pebble.Cache
+
+	mu    sync.Mutex
+	parts map[int32]*Partition
+	kick  chan struct{}
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+// Open opens (or creates) the database. One that does not open (corrupt,
+// or written by an incompatible version) is wiped and created again: its
+// contents are a cache of Kafka.
+func Open(opts Options) (*DB, error) {
+	opts.defaults()
+	db := &DB{opts: opts, parts: map[int32]*Partition{}, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	pdb, err := db.open()
+	if err != nil && opts.Dir != "" {
+		opts.Logger.Warn("scheduler table store does not open; wiping it and rebuilding from Kafka", "dir", opts.Dir, "err", err)
+		if rerr := os.RemoveAll(opts.Dir); rerr != nil {
+			return nil, fmt.Errorf("jobstore: wiping %s: %w", opts.Dir, rerr)
+		}
+		pdb, err = db.open()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jobstore: %w", err)
+	}
+	db.pdb = pdb
+	go db.flusher()
+	return db, nil
+}
+
+func (db *DB) open() (*pebble.DB, error) {
+	if db.cache != nil {
+		db.cache.Unref()
+	}
+	db.cache = pebble.NewCache(db.opts.CacheSize)
+	po := &pebble.Options{
+		Cache:        db.cache,
+		MemTableSize: db.opts.MemTableSize,
+		Logger:       quietLogger{db.opts.Logger},
+	}
+	if db.opts.Dir == "" {
+		po.FS = vfs.NewMem()
+	} else if err := os.MkdirAll(db.opts.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	return pebble.Open(db.opts.Dir, po)
+}
+
+// Close stops applying writes and closes the database. What is still held
+// unconfirmed is dropped: Kafka has it, or it never happened.
+func (db *DB) Close() error {
+	select {
+	case <-db.stop:
+		return nil
+	default:
+	}
+	close(db.stop)
+	<-db.done
+	err := db.pdb.Close()
+	db.cache.Unref()
+	return err
+}
+
+// Partition returns the goka storage of table partition p. goka builds a
+// partition's storage anew for every assignment; the last one built is
+// the one confirmations and flushes go to.
+func (db *DB) Partition(p int32) *Partition {
+	part := newPartition(db, p)
+	db.mu.Lock()
+	db.parts[p] = part
+	db.mu.Unlock()
+	return part
+}
+
+func (db *DB) forget(part *Partition) {
+	db.mu.Lock()
+	if db.parts[part.p] == part {
+		delete(db.parts, part.p)
+	}
+	db.mu.Unlock()
+}
+
+// Confirm says that the changelog record of the oldest unconfirmed write
+// of key in partition p is stored at offset (see the package comment).
+func (db *DB) Confirm(p int32, key string, offset int64) {
+	db.mu.Lock()
+	part := db.parts[p]
+	db.mu.Unlock()
+	if part != nil && part.confirm(key, offset) >= db.opts.FlushAfter {
+		db.wake()
+	}
+}
+
+func (db *DB) wake() {
+	select {
+	case db.kick <- struct{}{}:
+	default:
+	}
+}
+
+// flusher applies confirmed writes every FlushInterval, or at once when a
+// partition holds FlushAfter of them.
+func (db *DB) flusher() {
+	defer close(db.done)
+	t := time.NewTicker(db.opts.FlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-db.stop:
+			return
+		case <-t.C:
+		case <-db.kick:
+		}
+		db.mu.Lock()
+		parts := make([]*Partition, 0, len(db.parts))
+		for _, part := range db.parts {
+			parts = append(parts, part)
+		}
+		db.mu.Unlock()
+		for _, part := range parts {
+			if err := part.flush(); err != nil {
+				db.opts.Logger.Error("scheduler table store: applying confirmed writes failed; they stay in memory and are retried", "partition", part.p, "err", err)
+			}
+		}
+	}
+}
+
+// Key layout. Every key starts with its kind and the partition (4 bytes big
+// endian), so that a partition's keys of one kind are one range:
+//
+//	'o' p                              → offset (8) + time it was stored (8, Unix ns)
+//	'r' p key                          → the row (goka's value)
+//	't' p at(8) key                    → nothing: the row's timer (Unix ns)
+//	'v' p key                          → recover_at (8): rows holding work of an earlier incarnation
+//	'l' p ns 0x00 ^created(8) ^id 0xff → status (1): the listing, newest first
+//	'c' p ns                           → live jobs (8)
+const (
+	kindOffset  = 'o'
+	kindRow     = 'r'
+	kindTimer   = 't'
+	kindRecover = 'v'
+	kindListing = 'l'
+	kindCount   = 'c'
+)
+
+func prefix(kind byte, p int32, extra int) []byte {
+	b := make([]byte, 5, 5+extra)
+	b[0] = kind
+	binary.BigEndian.PutUint32(b[1:], uint32(p))
+	return b
+}
+
+// upperBound is the least key greater than every key starting with b.
+func upperBound(b []byte) []byte {
+	end := append([]byte(nil), b...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+var errClosed = errors.New("jobstore: partition closed")
+
+// quietLogger routes Pebble's own log lines to slog at debug level (its
+// info lines are compaction chatter); errors stay errors.
+type quietLogger struct{ l *slog.Logger }
+
+func (q quietLogger) Infof(format string, args ...any) {
+	q.l.Debug("pebble: " + fmt.Sprintf(format, args...))
+}
+func (q quietLogger) Errorf(format string, args ...any) {
+	q.l.Error("pebble: " + fmt.Sprintf(format, args...))
+}
+func (q quietLogger) Fatalf(format string, args ...any) {
+	q.l.Error("pebble: fatal: " + fmt.Sprintf(format, args...))
+	os.Exit(1)
+}

@@ -1,0 +1,231 @@
+package jobstore
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/schema/chimev1"
+)
+
+var t0 = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+
+func row(t *testing.T, status chimev1.JobStatus, created, timer time.Time) []byte {
+	t.Helper()
+	st := &chimev1.JobState{Status: status, CreatedAt: timestamppb.New(created)}
+	if !timer.IsZero() {
+		st.TimerAt = timestamppb.New(timer)
+	}
+	b, err := schema.JobStateCodec{}.Encode(st)
+	require.NoError(t, err)
+	return b
+}
+
+func open(t *testing.T, dir string, mutate ...func(*Options)) *DB {
+	t.Helper()
+	o := Options{Dir: dir, Now: func() time.Time { return t0 }, FlushInterval: time.Hour}
+	for _, m := range mutate {
+		m(&o)
+	}
+	db, err := Open(o)
+	require.NoError(t, err)
+	return db
+}
+
+// recovered returns partition p of db, opened and recovered with no
+// changelog to replay.
+func recovered(t *testing.T, db *DB, p int32) *Partition {
+	t.Helper()
+	part := db.Partition(p)
+	require.NoError(t, part.Open())
+	require.NoError(t, part.MarkRecovered())
+	return part
+}
+
+// TestWritesWaitForKafka: a write after recovery is read at once but
+// reaches the database only once its changelog record is confirmed, in
+// the order writes were made; what was not confirmed is gone after a crash
+// and the stored offset is that of the last write applied.
+func TestWritesWaitForKafka(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "db")
+	db := open(t, dir)
+	part := recovered(t, db, 3)
+	a := row(t, chimev1.JobStatus_JOB_STATUS_SCHEDULED, t0, t0.Add(time.Hour))
+	b := row(t, chimev1.JobStatus_JOB_STATUS_SCHEDULED, t0, t0.Add(2*time.Hour))
+	require.NoError(t, part.Set("ns/a", a))
+	require.NoError(t, part.Set("ns/b", b))
+	require.NoError(t, part.Set("ns/a", b))
+	got, err := part.Get("ns/a")
+	require.NoError(t, err)
+	require.Equal(t, b, got, "the overlay answers reads")
+
+	// b's record confirmed before a's first: nothing can be applied yet.
+	db.Confirm(3, "ns/b", 11)
+	require.NoError(t, part.flush())
+	require.Zero(t, part.TimerCount(), "nothing applied while an earlier write waits")
+	db.Confirm(3, "ns/a", 10)
+	require.NoError(t, part.flush())
+	require.EqualValues(t, 2, part.TimerCount())
+	off, err := part.GetOffset(-1)
+	require.NoError(t, err)
+	require.EqualValues(t, 11, off)
+
+	// The second write of a is never confirmed: a kill -9 loses it from
+	// the database, and its stored offset still says where to replay from.
+	require.NoError(t, db.pdb.Close()) // no flush, no Close of the DB: a crash
+	db.cache.Unref()
+	db2 := open(t, dir)
+	t.Cleanup(func() { _ = db2.Close() })
+	part2 := db2.Partition(3)
+	require.NoError(t, part2.Open())
+	off, err = part2.GetOffset(-1)
+	require.NoError(t, err)
+	require.EqualValues(t, 11, off)
+	got, err = part2.Get("ns/a")
+	require.NoError(t, err)
+	require.Equal(t, a, got, "the unconfirmed write is not there")
+	require.EqualValues(t, 2, part2.TimerCount())
+}
+
+// TestRecoveryWritesWithTheirOffset: the changelog's records, replayed
+// before MarkRecovered, are applied with their offset.
+func TestRecoveryWritesWithTheirOffset(t *testing.T) {
+	t.Parallel()
+	db := open(t, "")
+	t.Cleanup(func() { _ = db.Close() })
+	part := db.Partition(0)
+	require.NoError(t, part.Open())
+	for i := range 10 {
+		require.NoError(t, part.Set("ns/j"+string(rune('0'+i)), row(t, chimev1.JobStatus_JOB_STATUS_SCHEDULED, t0, t0.Add(time.Duration(i)*time.Minute))))
+		require.NoError(t, part.SetOffset(int64(100+i)))
+	}
+	require.NoError(t, part.Delete("ns/j0"))
+	require.NoError(t, part.SetOffset(110))
+	require.NoError(t, part.MarkRecovered())
+	off, err := part.GetOffset(-1)
+	require.NoError(t, err)
+	require.EqualValues(t, 110, off)
+	require.EqualValues(t, 9, part.Live("ns"))
+	var timers []Timer
+	require.NoError(t, part.Timers(Timer{}, func(tm Timer) bool { timers = append(timers, tm); return true }))
+	require.Len(t, timers, 9)
+	require.Equal(t, "ns/j1", timers[0].Key)
+	for i := 1; i < len(timers); i++ {
+		require.True(t, timers[i-1].Less(timers[i]), "in time order")
+	}
+}
+
+// TestListingAndCounts: newest first, equal times by id descending (also
+// when one id is a prefix of another), from a cursor; chime's own jobs
+// listed but not counted; ended jobs listed but not counted; a create held
+// for its namespace neither.
+func TestListingAndCounts(t *testing.T) {
+	t.Parallel()
+	db := open(t, "", func(o *Options) { o.AutoConfirm = true })
+	t.Cleanup(func() { _ = db.Close() })
+	part := recovered(t, db, 1)
+	set := func(id string, status chimev1.JobStatus, created time.Time) {
+		require.NoError(t, part.Set("ns/"+id, row(t, status, created, time.Time{})))
+	}
+	sched := chimev1.JobStatus_JOB_STATUS_SCHEDULED
+	set("a", sched, t0)
+	set("ab", sched, t0)
+	set("b", chimev1.JobStatus_JOB_STATUS_COMPLETED, t0)
+	set("newest", sched, t0.Add(time.Second))
+	set(schema.ReservedJobIDPrefix+"timer", sched, t0)
+	set("held", chimev1.JobStatus_JOB_STATUS_UNSPECIFIED, t0)
+	require.NoError(t, part.Set("other/x", row(t, sched, t0, time.Time{})))
+	require.NoError(t, part.flush())
+
+	var ids []string
+	list := func(afterCreated int64, afterID string) {
+		ids = nil
+		require.NoError(t, part.List("ns", afterCreated, afterID, func(l Listed) bool { ids = append(ids, l.ID); return true }))
+	}
+	list(0, "")
+	require.Equal(t, []string{"newest", "b", "ab", "a", schema.ReservedJobIDPrefix + "timer"}, ids)
+	list(t0.UnixNano(), "b")
+	require.Equal(t, []string{"ab", "a", schema.ReservedJobIDPrefix + "timer"}, ids, "after the cursor")
+	require.EqualValues(t, 3, part.Live("ns"), "a, ab, newest")
+	require.EqualValues(t, 1, part.Live("other"))
+
+	set("a", chimev1.JobStatus_JOB_STATUS_CANCELLED, t0)
+	require.NoError(t, part.Delete("ns/newest"))
+	require.NoError(t, part.flush())
+	require.EqualValues(t, 1, part.Live("ns"))
+	list(0, "")
+	require.Equal(t, []string{"b", "ab", "a", schema.ReservedJobIDPrefix + "timer"}, ids)
+}
+
+// TestOldCheckpointIsRebuilt: a partition whose offset was stored longer
+// ago than MaxCheckpointAge starts from nothing (a compacted changelog may
+// have lost the tombstones of what it holds).
+func TestOldCheckpointIsRebuilt(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "db")
+	now := t0
+	db := open(t, dir, func(o *Options) { o.Now = func() time.Time { return now } })
+	part := db.Partition(0)
+	require.NoError(t, part.Open())
+	require.NoError(t, part.Set("ns/a", row(t, chimev1.JobStatus_JOB_STATUS_SCHEDULED, t0, t0.Add(time.Hour))))
+	require.NoError(t, part.SetOffset(7))
+	require.NoError(t, part.MarkRecovered())
+	require.NoError(t, part.Close())
+
+	now = t0.Add(21 * time.Hour)
+	part = db.Partition(0)
+	require.NoError(t, part.Open())
+	off, err := part.GetOffset(-2)
+	require.NoError(t, err)
+	require.EqualValues(t, -2, off, "rebuilt from the start of the changelog")
+	got, err := part.Get("ns/a")
+	require.NoError(t, err)
+	require.Nil(t, got)
+	require.Zero(t, part.TimerCount())
+	require.NoError(t, db.Close())
+}
+
+// TestUnreadableDatabaseIsRebuilt: a database that does not open is wiped.
+func TestUnreadableDatabaseIsRebuilt(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "db")
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "CURRENT"), []byte("MANIFEST-garbage\n"), 0o600))
+	db := open(t, dir)
+	part := recovered(t, db, 0)
+	off, err := part.GetOffset(-1)
+	require.NoError(t, err)
+	require.EqualValues(t, -1, off)
+	require.NoError(t, db.Close())
+}
+
+// TestIteratorBoundedForTheSweep: with a bound, Iterator yields the rows
+// due before it, in timer order, with their latest value.
+func TestIteratorBoundedForTheSweep(t *testing.T) {
+	t.Parallel()
+	db := open(t, "", func(o *Options) { o.AutoConfirm = true })
+	t.Cleanup(func() { _ = db.Close() })
+	part := recovered(t, db, 0)
+	for i, d := range []time.Duration{3, 1, 2, 10} {
+		require.NoError(t, part.Set("ns/j"+string(rune('a'+i)), row(t, chimev1.JobStatus_JOB_STATUS_SCHEDULED, t0, t0.Add(d*time.Minute))))
+	}
+	require.NoError(t, part.flush())
+	part.SetIterateBefore(func() int64 { return t0.Add(5 * time.Minute).UnixNano() })
+	it, err := part.Iterator()
+	require.NoError(t, err)
+	var keys []string
+	for it.Next() {
+		keys = append(keys, string(it.Key()))
+		v, err := it.Value()
+		require.NoError(t, err)
+		require.NotNil(t, v)
+	}
+	it.Release()
+	require.Equal(t, []string{"ns/jb", "ns/jc", "ns/ja"}, keys)
+}
