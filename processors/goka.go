@@ -100,11 +100,16 @@ func ProcessorOptions(clientID string, replication int, m groups.Membership, log
 		goka.WithClientID(clientID),
 		goka.WithConsumerGroupBuilder(rejoining(goka.ConsumerGroupBuilderWithConfig(groupCfg))),
 		goka.WithConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(recoverCfg)),
-		goka.WithProducerBuilder(goka.ProducerBuilderWithConfig(SaramaConfig(clientID))),
+		goka.WithProducerBuilder(ProducerBuilder(clientID)),
 		goka.WithTopicManagerBuilder(goka.TopicManagerBuilderWithConfig(SaramaConfig(clientID), TopicManagerConfig(replication))),
 		goka.WithHasher(Hasher),
 		goka.WithLogger(slogLogger{logger}),
 	}
+}
+
+// ProducerBuilder builds the producer of a chime processor.
+func ProducerBuilder(clientID string) goka.ProducerBuilder {
+	return goka.ProducerBuilderWithConfig(SaramaConfig(clientID))
 }
 
 // RecoveryFetchWait bounds the fetch wait of the consumer a processor

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lovoo/goka/storage"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -24,7 +23,6 @@ import (
 	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/infra/kafkaauth"
 	"github.com/chime-sched/chime/infra/topics"
-	"github.com/chime-sched/chime/processors/memstore"
 	"github.com/chime-sched/chime/processors/namespaces"
 	"github.com/chime-sched/chime/processors/scheduler"
 )
@@ -238,14 +236,13 @@ func (e *env) close() {
 	}
 }
 
-func (e *env) schedulerConfig(st storage.Builder) scheduler.Config {
+func (e *env) schedulerConfig() scheduler.Config {
 	return scheduler.Config{
 		Brokers:           e.brokers,
 		Topics:            e.cfg.Topics(),
 		ClientID:          e.cfg.ClientID + "-scheduler",
 		Replication:       int(e.replication),
 		Membership:        e.membership,
-		Storage:           st,
 		Logger:            e.log.With("component", "scheduler"),
 		Registerer:        e.registry,
 		KafkaTargetTopics: e.cfg.KafkaTargetTopics,
@@ -269,11 +266,11 @@ func roleScheduler(ctx context.Context, e *env) error {
 }
 
 // newScheduler builds the scheduler role: its table on disk under the state
-// dir (processors/diskstore) unless memory storage is configured. rm, if set, is the process's
-// shared namespace view. release marks the local state clean; call it
-// after the scheduler stopped.
+// dir (processors/jobstore) unless memory storage is configured. rm, if
+// set, is the process's shared namespace view. release closes the store;
+// call it after the scheduler stopped.
 func newScheduler(e *env, rm *readModels) (*scheduler.Scheduler, func(), error) {
-	cfg := e.schedulerConfig(memstore.Builder())
+	cfg := e.schedulerConfig()
 	if rm != nil {
 		cfg.Namespaces = rm.namespaces
 	}
@@ -285,10 +282,10 @@ func newScheduler(e *env, rm *readModels) (*scheduler.Scheduler, func(), error) 
 		}
 		release = func() {
 			if err := local.Close(); err != nil {
-				e.log.Error("marking scheduler state clean", "err", err)
+				e.log.Error("closing the scheduler's table store", "err", err)
 			}
 		}
-		cfg.Storage, cfg.LocalState = nil, local
+		cfg.LocalState = local
 	}
 	s, err := scheduler.New(cfg)
 	if err != nil {

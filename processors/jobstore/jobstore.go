@@ -102,6 +102,7 @@ type DB struct {
 	opts  Options
 	pdb   *pebble.DB
 	cache *pebble.Cache
+	lock  *pebble.Lock
 
 	mu    sync.Mutex
 	parts map[int32]*Partition
@@ -117,7 +118,8 @@ func Open(opts Options) (*DB, error) {
 	opts.defaults()
 	db := &DB{opts: opts, parts: map[int32]*Partition{}, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	pdb, err := db.open()
-	if err != nil && opts.Dir != "" {
+	var inUse *inUseError
+	if err != nil && opts.Dir != "" && !errors.As(err, &inUse) {
 		opts.Logger.Warn("scheduler table store does not open; wiping it and rebuilding from Kafka", "dir", opts.Dir, "err", err)
 		if rerr := os.RemoveAll(opts.Dir); rerr != nil {
 			return nil, fmt.Errorf("jobstore: wiping %s: %w", opts.Dir, rerr)
@@ -144,11 +146,39 @@ func (db *DB) open() (*pebble.DB, error) {
 	}
 	if db.opts.Dir == "" {
 		po.FS = vfs.NewMem()
-	} else if err := os.MkdirAll(db.opts.Dir, 0o700); err != nil {
+		return pebble.Open("", po)
+	}
+	if err := os.MkdirAll(db.opts.Dir, 0o700); err != nil {
 		return nil, err
 	}
-	return pebble.Open(db.opts.Dir, po)
+	// A directory that holds files but no Pebble database (the store of
+	// an earlier version) is not a store: its files would stay forever.
+	if desc, err := pebble.Peek(db.opts.Dir, vfs.Default); err == nil && !desc.Exists {
+		if ents, _ := os.ReadDir(db.opts.Dir); len(ents) > 0 {
+			return nil, fmt.Errorf("%s holds no Pebble database but %d other files", db.opts.Dir, len(ents))
+		}
+	}
+	// Locked first, so that a store in use by another process is an
+	// error, not a store to wipe.
+	lock, err := pebble.LockDirectory(db.opts.Dir, vfs.Default)
+	if err != nil {
+		return nil, &inUseError{err}
+	}
+	po.Lock = lock
+	pdb, err := pebble.Open(db.opts.Dir, po)
+	if err != nil {
+		_ = lock.Close()
+		return nil, err
+	}
+	db.lock = lock
+	return pdb, nil
 }
+
+// inUseError says another process holds the store.
+type inUseError struct{ err error }
+
+func (e *inUseError) Error() string { return "in use by another process: " + e.err.Error() }
+func (e *inUseError) Unwrap() error { return e.err }
 
 // Close stops applying writes and closes the database. What is still held
 // unconfirmed is dropped: Kafka has it, or it never happened.
@@ -162,6 +192,9 @@ func (db *DB) Close() error {
 	<-db.done
 	err := db.pdb.Close()
 	db.cache.Unref()
+	if db.lock != nil {
+		err = errors.Join(err, db.lock.Close())
+	}
 	return err
 }
 

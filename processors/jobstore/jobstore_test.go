@@ -78,8 +78,12 @@ func TestWritesWaitForKafka(t *testing.T) {
 
 	// The second write of a is never confirmed: a kill -9 loses it from
 	// the database, and its stored offset still says where to replay from.
-	require.NoError(t, db.pdb.Close()) // no flush, no Close of the DB: a crash
+	// A crash: no flush; the process's files and lock go with it.
+	close(db.stop)
+	<-db.done
+	require.NoError(t, db.pdb.Close())
 	db.cache.Unref()
+	require.NoError(t, db.lock.Close())
 	db2 := open(t, dir)
 	t.Cleanup(func() { _ = db2.Close() })
 	part2 := db2.Partition(3)

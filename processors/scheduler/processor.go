@@ -26,14 +26,13 @@ import (
 	"time"
 
 	"github.com/lovoo/goka"
-	"github.com/lovoo/goka/storage"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/infra/kafkaauth"
 	"github.com/chime-sched/chime/processors"
-	"github.com/chime-sched/chime/processors/memstore"
+	"github.com/chime-sched/chime/processors/jobstore"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 	"github.com/chime-sched/chime/views"
@@ -50,13 +49,13 @@ type Config struct {
 	// Membership is the processor's part in its consumer group
 	// (session timeout, static membership).
 	Membership groups.Membership
-	// Storage builds the table's local storage; nil means LocalState's
-	// disk storage if that is set, else in memory (the table is then recovered
-	// from Kafka at every start).
-	Storage storage.Builder
-	// LocalState, if set, is wiped before the processor is restarted after
-	// an error (see LocalState). The caller opens and closes it.
+	// LocalState is the table's store on disk (see LocalState); the
+	// caller opens and closes it. nil keeps the table in memory, recovered
+	// from Kafka at every start.
 	LocalState *LocalState
+	// TimerWindow is how far ahead of the clock the timers are held in
+	// memory; beyond it, a pending job costs only disk. Default 1m.
+	TimerWindow time.Duration
 	Now        func() time.Time // default time.Now
 	Logger     *slog.Logger     // default slog.Default()
 
@@ -131,6 +130,9 @@ type Config struct {
 
 	// tickSender replaces the franz-go tick producer in unit tests.
 	tickSender tickSender
+	// autoConfirm: no Kafka producer confirms the table's writes (goka's
+	// tester); the store takes them as confirmed when made.
+	autoConfirm bool
 	// extraOptions are appended to the goka options (unit tests).
 	extraOptions []goka.ProcessorOption
 }
@@ -145,11 +147,8 @@ func (c *Config) defaults() {
 	if c.Replication <= 0 {
 		c.Replication = 1
 	}
-	if c.Storage == nil && c.LocalState != nil {
-		c.Storage = c.LocalState.Builder()
-	}
-	if c.Storage == nil {
-		c.Storage = memstore.Builder()
+	if c.TimerWindow <= 0 {
+		c.TimerWindow = time.Minute
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -212,6 +211,9 @@ type Scheduler struct {
 	// namespaces is set before the processor starts (New or Run).
 	namespaces views.NamespaceSource
 	timers     *timers
+	// db is the table's store: LocalState's, or one in memory (ownDB).
+	db         *jobstore.DB
+	ownDB      bool
 	tickCl     *kgo.Client
 	targets    []string
 	unwritten  *unwritten
@@ -266,6 +268,15 @@ func New(cfg Config) (*Scheduler, error) {
 	s.timers = newTimers(cfg, cfg.Topics.SchedulerTable(), sender)
 	if err := s.registerMetrics(cfg.Registerer); err != nil {
 		return nil, err
+	}
+	if cfg.LocalState != nil {
+		s.db = cfg.LocalState.store
+	} else {
+		db, err := jobstore.Open(jobstore.Options{Now: cfg.Now, Logger: cfg.Logger, AutoConfirm: cfg.autoConfirm})
+		if err != nil {
+			return nil, fmt.Errorf("scheduler: %w", err)
+		}
+		s.db, s.ownDB = db, true
 	}
 	return s, nil
 }
@@ -360,14 +371,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		defer stop() // after Supervise: the processor has stopped
 		s.namespaces = v
 	}
-	restart := false
+	if s.ownDB {
+		defer s.db.Close() // after Supervise: every storage is closed
+	}
+	// A processor restarted after an error recovers each partition from
+	// the store's offset on: the store holds only what Kafka confirmed.
 	return processors.Supervise(ctx, "scheduler", s.cfg.Logger, func(ctx context.Context) error {
-		if restart && s.cfg.LocalState != nil {
-			if err := s.cfg.LocalState.Reset(); err != nil {
-				return err
-			}
-		}
-		restart = true
 		p, err := s.newProcessor()
 		if err != nil {
 			return err
@@ -391,7 +400,11 @@ func (s *Scheduler) rebalanced(a goka.Assignment) {
 }
 
 func (s *Scheduler) newProcessor() (*goka.Processor, error) {
-	opts := append(s.options(), goka.WithStorageBuilder(s.timers.builder(s.cfg.Storage)))
+	opts := append(s.options(), goka.WithStorageBuilder(s.timers.builder(s.db)))
+	if !s.cfg.autoConfirm {
+		// The table's writes reach the store once Kafka stored them.
+		opts = append(opts, goka.WithProducerBuilder(confirming(processors.ProducerBuilder(s.cfg.ClientID), s.cfg.Topics.SchedulerTable(), s.db.Confirm)))
+	}
 	p, err := goka.NewProcessor(s.cfg.Brokers, s.Graph(), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
@@ -480,7 +493,6 @@ func (s *Scheduler) onCommand(ctx goka.Context, msg any) {
 	in.raw, _ = msg.([]byte)
 	s.namespaceOf(ctx, in)
 	cur, held := s.current(ctx)
-	before := summaryOf(cur) // the decider changes cur in place
 	now := s.cfg.Now()
 	dec := s.decider.onCommand(in, cur, now)
 	if err := dec.oversized(); err != nil {
@@ -493,7 +505,7 @@ func (s *Scheduler) onCommand(ctx goka.Context, msg any) {
 		}
 		held = nil
 	}
-	s.apply(ctx, before, dec, held, false)
+	s.apply(ctx, dec, held, false)
 }
 
 // refused reports a decision that was not written because a record of it
@@ -514,13 +526,12 @@ func (s *Scheduler) onTick(ctx goka.Context, _ any) {
 // would not fit in Kafka is not written: the row stays as it was and is
 // looked at again at its next tick.
 func (s *Scheduler) tick(ctx goka.Context, in *input, cur *chimev1.JobState, held []byte, now time.Time) {
-	before := summaryOf(cur)
 	dec := s.decider.onTick(in, cur, now)
 	if err := dec.oversized(); err != nil {
 		s.refused(ctx, err)
 		dec = decision{}
 	}
-	s.apply(ctx, before, dec, held, true)
+	s.apply(ctx, dec, held, true)
 }
 
 // namespaceOf reads what decisions take from the row's namespace config:
@@ -563,7 +574,7 @@ func (s *Scheduler) current(ctx goka.Context) (st *chimev1.JobState, held []byte
 // A tick's decision that only fires is held unwritten (unwritten.go);
 // held is the row current took out of it, put back when the decision
 // changes nothing.
-func (s *Scheduler) apply(ctx goka.Context, before *schema.JobSummary, d decision, held []byte, tick bool) {
+func (s *Scheduler) apply(ctx goka.Context, d decision, held []byte, tick bool) {
 	t := s.cfg.Topics
 	for _, due := range d.dues {
 		ctx.Emit(goka.Stream(t.Due()), s.dueKeys.key(due), due)
@@ -593,11 +604,6 @@ func (s *Scheduler) apply(ctx goka.Context, before *schema.JobSummary, d decisio
 		ctx.Emit(goka.Stream(t.Rejections()), ctx.Key(), r)
 		s.cfg.Logger.Info("command rejected", "key", ctx.Key(), "reason", r.GetReason())
 	}
-	if d.del || d.state != nil {
-		if ns, id, ok := schema.SplitJobKey(ctx.Key()); ok {
-			s.timers.noteJob(ctx.Partition(), ns, id, before, summaryOf(d.state))
-		}
-	}
 	switch {
 	case d.del:
 		ctx.Delete()
@@ -614,22 +620,14 @@ func (s *Scheduler) apply(ctx goka.Context, before *schema.JobSummary, d decisio
 	}
 }
 
-// summaryOf is what the listing index keeps of a row (nil: no row).
-func summaryOf(st *chimev1.JobState) *schema.JobSummary {
-	if st == nil || heldRow(st) {
-		return nil // a held create is not a job yet (nswait.go)
-	}
-	return &schema.JobSummary{Status: st.GetStatus(), Created: st.GetCreatedAt().AsTime().UnixNano()}
-}
-
 // LiveJobs returns the namespace's live (not ended) jobs in the partitions
 // this instance owns: the API's pending-jobs quota reads it.
-func (s *Scheduler) LiveJobs(ns string) int64 { return jobindex.LiveIn(s.timers.jobIndexes(), ns) }
+func (s *Scheduler) LiveJobs(ns string) int64 { return jobindex.LiveIn(s.timers.listings(), ns) }
 
 // ListJobs returns a page of the namespace's jobs in the partitions this
 // instance owns, newest first, and whether more follow.
 func (s *Scheduler) ListJobs(ns string, q jobindex.Query) ([]jobindex.Entry, bool) {
-	return jobindex.List(s.timers.jobIndexes(), ns, q)
+	return jobindex.List(s.timers.listings(), ns, q)
 }
 
 // hold keeps a tick's decision unwritten, and points the timer index at

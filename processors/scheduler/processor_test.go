@@ -54,11 +54,13 @@ func TestProcessorWithGokaTester(t *testing.T) {
 		PumpIdle:     10 * time.Millisecond,
 		tickSender:   sender,
 		extraOptions: []goka.ProcessorOption{goka.WithTester(tt)},
+		autoConfirm:  true,
 	})
 	require.NoError(t, err)
-	// The tester's storage builder is in force after WithTester; wrap it.
+	// The table's store replaces the tester's storage: rows are read
+	// with s.Get.
 	s.timers.rebalanced(goka.Assignment{0: 0})
-	opts := append(s.options(), goka.WithStorageBuilder(s.timers.builder(tt.StorageBuilder())))
+	opts := append(s.options(), goka.WithStorageBuilder(s.timers.builder(s.db)))
 	proc, err := goka.NewProcessor(nil, s.Graph(), opts...)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -80,9 +82,9 @@ func TestProcessorWithGokaTester(t *testing.T) {
 	require.NoError(t, err)
 	tt.Consume(topics.JobCommands(), key, raw)
 
-	row := tt.TableValue(goka.GroupTable(goka.Group(topics.SchedulerGroup())), key).(*chimev1.JobState)
+	row := tableRow(t, s, key)
 	require.Equal(t, t0.Add(time.Minute), row.TimerAt.AsTime())
-	require.Equal(t, 1, s.PendingTimers(), "the storage indexed the row's timer")
+	require.Eventually(t, func() bool { return s.PendingTimers() == 1 }, 10*time.Second, 5*time.Millisecond, "the store indexed the row's timer")
 
 	// The pump sends a tick once the clock reaches the timer, not before.
 	require.Never(t, func() bool { return len(sender.take()) > 0 }, 100*time.Millisecond, 10*time.Millisecond)
@@ -99,7 +101,7 @@ func TestProcessorWithGokaTester(t *testing.T) {
 	due := v.(*chimev1.Due)
 	require.EqualValues(t, 1, due.FireSeq)
 	require.Equal(t, "ns1/job1/1", due.IdempotencyKey)
-	row = tt.TableValue(goka.GroupTable(goka.Group(topics.SchedulerGroup())), key).(*chimev1.JobState)
+	row = tableRow(t, s, key)
 	require.Equal(t, t0.Add(time.Minute), row.TimerAt.AsTime(), "the fire is held unwritten until the dispatcher answers")
 	heldRow := func() *chimev1.JobState {
 		raw, ok := s.unwritten.peek(key)
@@ -121,7 +123,7 @@ func TestProcessorWithGokaTester(t *testing.T) {
 	tt.Consume(topics.JobCommands(), key, raw)
 	_, held := s.unwritten.peek(key)
 	require.False(t, held, "the answer wrote the row")
-	row = tt.TableValue(goka.GroupTable(goka.Group(topics.SchedulerGroup())), key).(*chimev1.JobState)
+	row = tableRow(t, s, key)
 	require.Equal(t, chimev1.JobStatus_JOB_STATUS_COMPLETED, row.Status)
 	require.EqualValues(t, 1, row.FireSeq)
 	require.EqualValues(t, 1, row.Fires)
@@ -161,4 +163,17 @@ func TestProcessorWithGokaTester(t *testing.T) {
 	require.NotNil(t, expired)
 	require.Contains(t, expired.Detail, "relevancy window 30s")
 	_ = schema.JobKey
+}
+
+// tableRow reads a row as the table's storage has it (not a row held
+// unwritten), as goka's tester would.
+func tableRow(t *testing.T, s *Scheduler, key string) *chimev1.JobState {
+	t.Helper()
+	s.timers.mu.Lock()
+	st := s.timers.storages[0]
+	s.timers.mu.Unlock()
+	require.NotNil(t, st)
+	raw, err := st.Get(key)
+	require.NoError(t, err)
+	return current0(raw)
 }

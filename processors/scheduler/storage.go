@@ -5,38 +5,42 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lovoo/goka/storage"
-
+	"github.com/chime-sched/chime/processors/jobstore"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/views/jobindex"
 )
 
-// timerStorage wraps the scheduler table's storage for one partition and
-// keeps the partition's timer index beside it. goka has no timers; the
-// storage sees every write to the table (ctx.SetValue/ctx.Delete arrive
-// here synchronously on the partition's goroutine), so it is the one place
-// that can keep an index of next timers exact without a second source of
-// truth.
+// timerStorage is the scheduler table's storage for one partition: the
+// rows and their indexes on disk (processors/jobstore), and in memory the
+// timers of the near window, which the pump turns into ticks. goka has no
+// timers; the storage sees every write to the table (ctx.SetValue and
+// ctx.Delete arrive here synchronously on the partition's goroutine), so
+// it is the one place that can keep the timers exact without a second
+// source of truth.
 //
-// Lifecycle (see DESIGN.md, verified on goka v1.1.17):
-//   - writes before MarkRecovered are table replay; they are ignored, and
-//     the index is built by scanning the recovered storage instead (disk
-//     rows from before a restart are never replayed through Set);
+// A pending job costs memory only once its timer is within the window
+// (Config.TimerWindow) of now: the window holds the index entries of
+// (time, key) below windowEnd, and the pump extends it from the store's
+// time index, in time order, as the clock moves on.
+//
+// Lifecycle (verified on goka v1.1.17):
+//   - writes before MarkRecovered are the changelog's, replayed into the
+//     store; the window is loaded from the store's index at MarkRecovered,
+//     with the rows that hold work of an earlier incarnation due at once;
 //   - MarkRecovered runs on its own goroutine and can race Close;
 //   - only partitions in the active assignment pump (hot-standby and
 //     recover-ahead storages are also marked recovered).
 type timerStorage struct {
-	storage.Storage
+	*jobstore.Partition
 	partition int32
 	timers    *timers
 
-	mu  sync.Mutex
-	idx *timerIndex
-	// jobs lists the partition's jobs per namespace and counts those not
-	// ended (listings, the pending-jobs quota): built by the recovery
-	// scan, kept by the processor (noteJob), which knows a row before and
-	// after each change without decoding it again.
-	jobs      *jobindex.Index
+	// mu orders writes with the window's refills: a write and a refill
+	// never interleave, so no timer is missed or left stale. Held before
+	// the store's own lock.
+	mu        sync.Mutex
+	idx       *timerIndex
+	windowEnd jobstore.Timer
 	recovered bool
 	closed    bool
 	pumping   bool
@@ -47,47 +51,59 @@ type timerStorage struct {
 	cancel    context.CancelFunc
 }
 
-func newTimerStorage(inner storage.Storage, partition int32, t *timers) *timerStorage {
+func newTimerStorage(part *jobstore.Partition, partition int32, t *timers) *timerStorage {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &timerStorage{
+	s := &timerStorage{
 		ctx:       ctx,
 		cancel:    cancel,
-		Storage:   inner,
+		Partition: part,
 		partition: partition,
 		timers:    t,
 		idx:       newTimerIndex(),
-		jobs:      jobindex.New(),
 		wake:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
+	// The sweep (Scheduler.sweep) visits the rows whose timer is overdue,
+	// not every row of the table.
+	part.SetIterateBefore(func() int64 { return t.now().Add(-t.cfg.SweepOverdue).UnixNano() })
+	return s
 }
 
 // Set implements storage.Storage.
 func (s *timerStorage) Set(key string, value []byte) error {
-	if err := s.Storage.Set(key, value); err != nil {
-		return err
-	}
 	at, ok := schema.JobStateTimer(value)
 	if !ok {
 		at = 0
 	}
 	s.mu.Lock()
-	if s.recovered && s.idx.set(key, at) {
-		s.signal()
+	defer s.mu.Unlock()
+	if err := s.Partition.Set(key, value); err != nil {
+		return err
 	}
-	s.mu.Unlock()
+	if s.recovered {
+		s.place(key, at)
+	}
 	return nil
 }
 
-// noteTimer sets key's index entry to at (0 removes it) without a write.
-func (s *timerStorage) noteTimer(key string, at int64) {
+// Delete implements storage.Storage.
+func (s *timerStorage) Delete(key string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.recovered {
-		return
+	if err := s.Partition.Delete(key); err != nil {
+		return err
 	}
-	if at == 0 {
+	if s.recovered {
+		s.idx.remove(key)
+	}
+	return nil
+}
+
+// place puts key's timer in the window, or takes it out when the timer
+// is beyond the window (the store's index has it) or gone. s.mu is held.
+func (s *timerStorage) place(key string, at int64) {
+	if at == 0 || !(jobstore.Timer{At: at, Key: key}).Less(s.windowEnd) {
 		s.idx.remove(key)
 		return
 	}
@@ -96,76 +112,92 @@ func (s *timerStorage) noteTimer(key string, at int64) {
 	}
 }
 
-// noteJob records a row's change in the listing index.
-func (s *timerStorage) noteJob(ns, id string, before, after *schema.JobSummary) {
-	s.mu.Lock()
-	recovered := s.recovered
-	s.mu.Unlock()
-	if recovered {
-		s.jobs.Change(ns, id, before, after)
-	}
-}
-
-// Delete implements storage.Storage.
-func (s *timerStorage) Delete(key string) error {
-	if err := s.Storage.Delete(key); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	if s.recovered {
-		s.idx.remove(key)
-	}
-	s.mu.Unlock()
-	return nil
-}
-
-// MarkRecovered implements storage.Storage: it builds the index from the
-// recovered rows and starts the pump if this partition is actively owned.
-func (s *timerStorage) MarkRecovered() error {
-	if err := s.Storage.MarkRecovered(); err != nil {
-		return err
-	}
-	// Holding mu during the scan orders it with concurrent writes: a write
-	// that reached the inner store before the scan is seen by it, one that
-	// blocks on mu re-applies its timer afterwards.
+// noteTimer sets key's timer to at (0 removes it) without a write: a row
+// held unwritten (unwritten.go) changes its timer in memory only.
+func (s *timerStorage) noteTimer(key string, at int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.recovered {
+		s.place(key, at)
+	}
+}
+
+// MarkRecovered implements storage.Storage: it loads the window from the
+// store and starts the pump if this partition is actively owned.
+func (s *timerStorage) MarkRecovered() error {
+	if err := s.Partition.MarkRecovered(); err != nil {
+		return err
+	}
+	s.mu.Lock()
 	if s.closed || s.recovered {
+		s.mu.Unlock()
 		return nil
 	}
-	it, err := s.Storage.Iterator()
+	s.recovered = true
+	s.mu.Unlock()
+	if err := s.refill(s.timers.now().Add(s.timers.cfg.TimerWindow).UnixNano()); err != nil {
+		return err
+	}
+	// A row holding fires or Kafka writes of an earlier incarnation is
+	// ticked at once, not at its timer: they may have been lost with it
+	// (chimev1.JobState.recover_at). They are few: the fires in flight.
+	s.mu.Lock()
+	err := s.Partition.Recovering(func(t jobstore.Timer) {
+		if at, ok := s.idx.get(t.Key); !ok || t.At < at {
+			s.idx.set(t.Key, t.At)
+		}
+	})
+	s.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	for it.Next() {
-		v, err := it.Value()
-		if err != nil {
-			continue
-		}
-		if sum, ok := schema.JobStateSummary(v); ok {
-			if ns, id, ok := schema.SplitJobKey(string(it.Key())); ok {
-				s.jobs.Change(ns, id, nil, &sum)
-			}
-		}
-		at, ok := schema.JobStateTimer(v)
-		if !ok {
-			continue
-		}
-		// A row holding fires or Kafka writes of an earlier incarnation is
-		// ticked at once, not at its timer: they may have been lost with
-		// it (chimev1.JobState.recover_at).
-		if r := schema.JobStateRecoverAt(v); r != 0 && (at == 0 || r < at) {
-			at = r
-		}
-		if at != 0 {
-			s.idx.set(string(it.Key()), at)
-		}
-	}
-	it.Release()
-	s.recovered = true
-	s.timers.indexed(s.partition, s.idx.len())
-	s.startPumpLocked()
+	s.timers.indexed(s.partition, s.pendingTimers())
+	s.startPump()
 	return nil
+}
+
+// refillChunk bounds the index entries one refill step reads while it
+// holds the storage's lock (and so delays the partition's writes).
+const refillChunk = 4096
+
+// refill extends the window to end at to: the timers in [windowEnd, to)
+// come into memory from the store's index (rows written since they were
+// applied come from the store's overlay), in steps of refillChunk.
+func (s *timerStorage) refill(to int64) error {
+	for {
+		s.mu.Lock()
+		if s.closed || !s.recovered || s.windowEnd.At >= to {
+			s.mu.Unlock()
+			return nil
+		}
+		from := s.windowEnd
+		end := jobstore.Timer{At: to}
+		n := 0
+		err := s.Partition.Timers(from, func(t jobstore.Timer) bool {
+			if t.At >= to {
+				return false
+			}
+			if n == refillChunk {
+				end = t // the next step starts here
+				return false
+			}
+			s.idx.set(t.Key, t.At)
+			n++
+			return true
+		})
+		if err != nil {
+			s.mu.Unlock()
+			return err
+		}
+		s.Partition.OverlayTimers(func(key string, at int64) {
+			if t := (jobstore.Timer{At: at, Key: key}); at != 0 && !t.Less(from) && t.Less(end) {
+				s.idx.set(key, at)
+			}
+		})
+		s.windowEnd = end
+		s.mu.Unlock()
+		s.signal()
+	}
 }
 
 // startPump starts the pump if the storage is recovered, open and its
@@ -174,10 +206,6 @@ func (s *timerStorage) MarkRecovered() error {
 func (s *timerStorage) startPump() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.startPumpLocked()
-}
-
-func (s *timerStorage) startPumpLocked() {
 	if s.pumping || s.closed || !s.recovered || !s.timers.active(s.partition) {
 		return
 	}
@@ -201,7 +229,7 @@ func (s *timerStorage) Close() error {
 		<-s.done
 	}
 	s.timers.forget(s.partition, s)
-	return s.Storage.Close()
+	return s.Partition.Close()
 }
 
 func (s *timerStorage) signal() {
@@ -211,15 +239,31 @@ func (s *timerStorage) signal() {
 	}
 }
 
-// pendingTimers reports the index size (for metrics and the memory
-// benchmark).
-func (s *timerStorage) pendingTimers() int {
+// pendingTimers reports the partition's rows with a timer (for metrics and
+// the benchmark), as the store has applied them.
+func (s *timerStorage) pendingTimers() int { return int(s.Partition.TimerCount()) }
+
+// windowTimers reports the timers held in memory.
+func (s *timerStorage) windowTimers() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.idx.len()
 }
 
-// pump turns due index entries into ticks for this partition.
+// Page implements jobindex.Source over the store's listing.
+func (s *timerStorage) Page(ns string, q jobindex.Query, n int, out []jobindex.Entry) []jobindex.Entry {
+	_ = s.Partition.List(ns, q.After.Created, q.After.ID, func(l jobstore.Listed) bool {
+		if q.Wants(l.Status) && (q.Internal || !jobstore.Internal(l.ID)) {
+			out = append(out, jobindex.Entry{ID: l.ID, Created: l.Created, Status: l.Status})
+			n--
+		}
+		return n > 0
+	})
+	return out
+}
+
+// pump turns due window entries into ticks for this partition, and keeps
+// the window TimerWindow ahead of the clock.
 func (s *timerStorage) pump() {
 	defer close(s.done)
 	cfg := s.timers.cfg
@@ -228,6 +272,17 @@ func (s *timerStorage) pump() {
 	defer idle.Stop()
 	for {
 		now := s.timers.now().UnixNano()
+		s.mu.Lock()
+		refillAt := s.windowEnd.At - int64(cfg.TimerWindow/2)
+		s.mu.Unlock()
+		if now >= refillAt {
+			if err := s.refill(now + int64(cfg.TimerWindow)); err != nil && s.ctx.Err() == nil {
+				s.timers.cfg.Logger.Error("scheduler: reading timers from the table store failed; retrying", "partition", s.partition, "err", err)
+			}
+			s.mu.Lock()
+			refillAt = s.windowEnd.At - int64(cfg.TimerWindow/2)
+			s.mu.Unlock()
+		}
 		s.mu.Lock()
 		buf = s.idx.due(now, now+int64(cfg.TickResend), cfg.TickBatch, buf)
 		next := s.idx.next()
@@ -245,13 +300,9 @@ func (s *timerStorage) pump() {
 		}
 		wait := cfg.PumpIdle
 		if next > 0 {
-			if d := time.Duration(next - now); d < wait {
-				wait = d
-			}
+			wait = min(wait, time.Duration(next-now))
 		}
-		if wait <= 0 {
-			wait = time.Millisecond
-		}
+		wait = max(min(wait, time.Duration(refillAt-now)), time.Millisecond)
 		idle.Reset(wait)
 		select {
 		case <-s.stop:

@@ -103,6 +103,12 @@ func (x *timerIndex) set(key string, at int64) (earliest bool) {
 
 func (x *timerIndex) remove(key string) { x.set(key, 0) }
 
+// get returns key's action time.
+func (x *timerIndex) get(key string) (int64, bool) {
+	ix, ok := x.at[diskstore.HashKey(key)]
+	return ix.at, ok
+}
+
 // due collects up to max entries whose action time is <= now and moves
 // each to resendAt. It returns the keys and the timers they were due at.
 func (x *timerIndex) due(now, resendAt int64, max int, out []timerItem) []timerItem {

@@ -13,7 +13,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/processors/jobstore"
+	"github.com/chime-sched/chime/processors/memstore"
 	"github.com/chime-sched/chime/schema/chimev1"
 	"github.com/chime-sched/chime/views/jobindex"
 )
@@ -89,16 +90,16 @@ func (t *timers) indexed(p int32, n int) {
 	}
 }
 
-// builder wraps inner so that the scheduler table's partitions get a timer
-// index. goka also calls the builder for lookup tables, joins, hot-standby
-// and recover-ahead partitions; only the group table is wrapped.
-func (t *timers) builder(inner storage.Builder) storage.Builder {
+// builder gives the scheduler table's partitions their storage in db.
+// goka also calls the builder for lookup tables, joins, hot-standby and
+// recover-ahead partitions; the scheduler has none of them, and anything
+// but its table would get a plain in-memory storage.
+func (t *timers) builder(db *jobstore.DB) storage.Builder {
 	return func(topic string, partition int32) (storage.Storage, error) {
-		st, err := inner(topic, partition)
-		if err != nil || topic != t.tableTopic {
-			return st, err
+		if topic != t.tableTopic {
+			return memstore.Builder()(topic, partition)
 		}
-		ts := newTimerStorage(st, partition, t)
+		ts := newTimerStorage(db.Partition(partition), partition, t)
 		t.mu.Lock()
 		t.storages[partition] = ts
 		t.mu.Unlock()
@@ -121,25 +122,15 @@ func (t *timers) noteTimer(p int32, key string, at int64) {
 	}
 }
 
-// noteJob records a row's change in partition p's listing index.
-func (t *timers) noteJob(p int32, ns, id string, before, after *schema.JobSummary) {
-	t.mu.Lock()
-	st := t.storages[p]
-	t.mu.Unlock()
-	if st != nil {
-		st.noteJob(ns, id, before, after)
-	}
-}
-
-// jobIndexes are the listing indexes of the partitions this instance
-// actively owns.
-func (t *timers) jobIndexes() []*jobindex.Index {
+// listings are the job listings of the partitions this instance actively
+// owns.
+func (t *timers) listings() []jobindex.Source {
 	sts := t.activeStorages()
-	idxs := make([]*jobindex.Index, len(sts))
+	out := make([]jobindex.Source, len(sts))
 	for i, s := range sts {
-		idxs[i] = s.jobs
+		out[i] = s
 	}
-	return idxs
+	return out
 }
 
 func (t *timers) activeStorages() []*timerStorage {
@@ -154,12 +145,22 @@ func (t *timers) activeStorages() []*timerStorage {
 	return sts
 }
 
-// Pending returns the number of timers indexed by the partitions this
-// instance actively owns.
+// Pending returns the number of rows with a timer in the partitions this
+// instance actively owns (as the store applied them).
 func (t *timers) Pending() int {
 	n := 0
 	for _, s := range t.activeStorages() {
 		n += s.pendingTimers()
+	}
+	return n
+}
+
+// InWindow returns the number of timers held in memory (the near window)
+// in the partitions this instance actively owns.
+func (t *timers) InWindow() int {
+	n := 0
+	for _, s := range t.activeStorages() {
+		n += s.windowTimers()
 	}
 	return n
 }

@@ -230,12 +230,23 @@ type Query struct {
 	Internal bool
 }
 
-func (q Query) wants(status chimev1.JobStatus) bool {
+// Wants says whether the query keeps a job in status.
+func (q Query) Wants(status chimev1.JobStatus) bool {
 	return len(q.Statuses) == 0 || slices.Contains(q.Statuses, status)
 }
 
-// page appends up to n entries of ns after q.After that q wants.
-func (x *Index) page(ns string, q Query, n int, out []Entry) []Entry {
+// Source is one partition's listing: an Index, or the scheduler's store.
+type Source interface {
+	// Page appends up to n entries of ns after q.After that q wants,
+	// newest first.
+	Page(ns string, q Query, n int, out []Entry) []Entry
+	// Live is the namespace's jobs that have not ended, chime's own left
+	// out.
+	Live(ns string) int64
+}
+
+// Page implements Source.
+func (x *Index) Page(ns string, q Query, n int, out []Entry) []Entry {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	j := x.ns[ns]
@@ -246,7 +257,7 @@ func (x *Index) page(ns string, q Query, n int, out []Entry) []Entry {
 		if !q.After.IsZero() && it.created == q.After.Created && j.id(it) == q.After.ID {
 			return true // the cursor's own entry ended the previous page
 		}
-		if q.wants(chimev1.JobStatus(it.status)) && (q.Internal || !internal(j.id(it))) {
+		if q.Wants(chimev1.JobStatus(it.status)) && (q.Internal || !internal(j.id(it))) {
 			out = append(out, j.entry(it))
 			n--
 		}
@@ -265,13 +276,13 @@ func (x *Index) page(ns string, q Query, n int, out []Entry) []Entry {
 	return out
 }
 
-// List returns a page of ns's jobs across the partitions' indexes, newest
+// List returns a page of ns's jobs across the partitions' listings, newest
 // first, and whether more follow.
-func List(idxs []*Index, ns string, q Query) (page []Entry, more bool) {
+func List[S Source](srcs []S, ns string, q Query) (page []Entry, more bool) {
 	q.Limit = max(q.Limit, 1)
 	var all []Entry
-	for _, x := range idxs {
-		all = x.page(ns, q, q.Limit+1, all)
+	for _, x := range srcs {
+		all = x.Page(ns, q, q.Limit+1, all)
 	}
 	slices.SortFunc(all, func(a, b Entry) int {
 		switch {
@@ -288,10 +299,10 @@ func List(idxs []*Index, ns string, q Query) (page []Entry, more bool) {
 	return all, false
 }
 
-// LiveIn sums ns's live jobs over the indexes, chime's own left out.
-func LiveIn(idxs []*Index, ns string) int64 {
+// LiveIn sums ns's live jobs over the partitions, chime's own left out.
+func LiveIn[S Source](srcs []S, ns string) int64 {
 	var n int64
-	for _, x := range idxs {
+	for _, x := range srcs {
 		n += x.Live(ns)
 	}
 	return n
