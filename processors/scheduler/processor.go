@@ -56,8 +56,8 @@ type Config struct {
 	// TimerWindow is how far ahead of the clock the timers are held in
 	// memory; beyond it, a pending job costs only disk. Default 1m.
 	TimerWindow time.Duration
-	Now        func() time.Time // default time.Now
-	Logger     *slog.Logger     // default slog.Default()
+	Now         func() time.Time // default time.Now
+	Logger      *slog.Logger     // default slog.Default()
 
 	// Namespaces reads the namespace configs (a job without its own
 	// relevancy window takes its namespace's). nil: Run keeps its own
@@ -212,11 +212,11 @@ type Scheduler struct {
 	namespaces views.NamespaceSource
 	timers     *timers
 	// db is the table's store: LocalState's, or one in memory (ownDB).
-	db         *jobstore.DB
-	ownDB      bool
-	tickCl     *kgo.Client
-	targets    []string
-	unwritten  *unwritten
+	db        *jobstore.DB
+	ownDB     bool
+	tickCl    *kgo.Client
+	targets   []string
+	unwritten *unwritten
 
 	mu   sync.Mutex
 	proc *goka.Processor
