@@ -303,7 +303,7 @@ func serveScheduler(ctx context.Context, e *env, s *scheduler.Scheduler) error {
 		if err := s.WaitReady(ctx); err != nil {
 			return nil
 		}
-		e.log.Info("scheduler ready", "partitions", s.Partitions(), "pending_timers", s.PendingTimers())
+		e.log.Info("scheduler ready", "partitions", s.Partitions(), "pending_timers", s.PendingTimers(), "window_timers", s.WindowTimers(), "recovered_records", s.RecoveredRecords())
 		return nil
 	})
 	return g.Wait()

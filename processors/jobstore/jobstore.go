@@ -42,6 +42,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -103,6 +104,9 @@ type DB struct {
 	pdb   *pebble.DB
 	cache *pebble.Cache
 	lock  *pebble.Lock
+
+	// replayed counts the changelog records applied during recoveries.
+	replayed atomic.Int64
 
 	mu    sync.Mutex
 	parts map[int32]*Partition
@@ -216,6 +220,11 @@ func (db *DB) forget(part *Partition) {
 	}
 	db.mu.Unlock()
 }
+
+// Replayed is the number of changelog records the partitions' recoveries
+// applied since the database was opened: after a restart, only those
+// after each partition's stored offset.
+func (db *DB) Replayed() int64 { return db.replayed.Load() }
 
 // Confirm says that the changelog record of the oldest unconfirmed write
 // of key in partition p is stored at offset (see the package comment).

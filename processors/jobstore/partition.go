@@ -161,6 +161,7 @@ func (part *Partition) write(key string, value []byte) error {
 			part.live[ns] += d
 		}
 		part.rbN++
+		part.db.replayed.Add(1)
 		return nil
 	}
 	w := &write{key: key, value: value, offset: -1}

@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -61,19 +62,108 @@ func TestSchedulerProcessHelper(t *testing.T) {
 			fmt.Println("scheduler-ready")
 		}
 	}()
+	if f := os.Getenv("CHIME_STATUS_FILE"); f != "" {
+		go writeStatus(ctx, f, s)
+	}
 	_ = s.Run(ctx)
 	require.NoError(t, local.Close())
 }
 
-func startHelper(t *testing.T, b *bundle, storageDir string) *exec.Cmd {
+// helperStatus is what a scheduler helper process reports of itself.
+type helperStatus struct {
+	PID       int   `json:"pid"`
+	Pending   int   `json:"pending"`
+	Recovered int64 `json:"recovered"`
+}
+
+// writeStatus rewrites path with the process's status every 20 ms.
+func writeStatus(ctx context.Context, path string, s *scheduler.Scheduler) {
+	for ctx.Err() == nil {
+		b, _ := json.Marshal(helperStatus{PID: os.Getpid(), Pending: s.PendingTimers(), Recovered: s.RecoveredRecords()})
+		if os.WriteFile(path+".tmp", b, 0o600) == nil {
+			_ = os.Rename(path+".tmp", path)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// readStatus reads a helper's last status (zero if none yet).
+func readStatus(path string) helperStatus {
+	var st helperStatus
+	if b, err := os.ReadFile(path); err == nil {
+		_ = json.Unmarshal(b, &st)
+	}
+	return st
+}
+
+func startHelper(t *testing.T, b *bundle, storageDir string, env ...string) *exec.Cmd {
 	t.Helper()
-	return kafkatest.StartHelperProcess(t, "TestSchedulerProcessHelper", "scheduler-ready",
+	return kafkatest.StartHelperProcess(t, "TestSchedulerProcessHelper", "scheduler-ready", append([]string{
 		"CHIME_SCHEDULER_HELPER=1",
-		"CHIME_BROKERS="+strings.Join(b.cluster.Brokers(), ","),
-		"CHIME_TOPIC_PREFIX="+b.topics.Prefix,
-		"CHIME_STORAGE_DIR="+storageDir,
-		"CHIME_TARGET_TOPIC="+b.topics.Prefix+"app.events",
-	)
+		"CHIME_BROKERS=" + strings.Join(b.cluster.Brokers(), ","),
+		"CHIME_TOPIC_PREFIX=" + b.topics.Prefix,
+		"CHIME_STORAGE_DIR=" + storageDir,
+		"CHIME_TARGET_TOPIC=" + b.topics.Prefix + "app.events",
+	}, env...)...)
+}
+
+// TestRestartReadsOnlyTheTail: the scheduler's store on disk keeps the
+// changelog offset its rows stand at, in the same atomic write as the
+// rows, and holds nothing Kafka has not confirmed. A scheduler killed with
+// SIGKILL and restarted on it reads only the changelog records after that
+// offset, not the table; a store that is lost or does not open is rebuilt
+// from the whole changelog. Every pending job is there each time.
+func TestRestartReadsOnlyTheTail(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	dir := filepath.Join(t.TempDir(), "scheduler")
+	status := filepath.Join(t.TempDir(), "status.json")
+	proc := startHelper(t, b, dir, "CHIME_STATUS_FILE="+status)
+
+	const jobs = 3000
+	later := time.Now().Add(time.Hour)
+	specs := make([]*chimev1.JobSpec, jobs)
+	for i := range specs {
+		specs[i] = spec("ns", fmt.Sprintf("p%04d", i), atSchedule(later.Add(time.Duration(i)*time.Millisecond)))
+	}
+	_, err := b.prod.ScheduleMany(context.Background(), specs)
+	require.NoError(t, err)
+	running := func(p *exec.Cmd, what string) helperStatus {
+		var st helperStatus
+		waitFor(t, 60*time.Second, what, func() bool {
+			st = readStatus(status)
+			return st.PID == p.Process.Pid && st.Pending == jobs
+		})
+		return st
+	}
+	first := running(proc, "every job applied to the store")
+	t.Logf("first start: %d changelog records recovered, %d pending", first.Recovered, first.Pending)
+
+	restart := func(what string, before func()) helperStatus {
+		t.Helper()
+		require.NoError(t, proc.Process.Signal(syscall.SIGKILL))
+		_ = proc.Wait()
+		before()
+		proc = startHelper(t, b, dir, "CHIME_STATUS_FILE="+status)
+		st := running(proc, what)
+		t.Logf("%s: %d changelog records recovered, %d pending", what, st.Recovered, st.Pending)
+		return st
+	}
+	tail := restart("restarted after kill -9", func() {})
+	require.Less(t, tail.Recovered, int64(jobs/10), "only the tail is read, not the table")
+
+	lost := restart("restarted with its store lost", func() { require.NoError(t, os.RemoveAll(dir)) })
+	require.GreaterOrEqual(t, lost.Recovered, int64(jobs), "rebuilt from the whole changelog")
+
+	corrupt := restart("restarted with its store corrupt", func() {
+		manifests, err := filepath.Glob(filepath.Join(dir, "table", "MANIFEST-*"))
+		require.NoError(t, err)
+		require.NotEmpty(t, manifests)
+		for _, m := range manifests {
+			require.NoError(t, os.WriteFile(m, []byte("not a manifest"), 0o600))
+		}
+	})
+	require.GreaterOrEqual(t, corrupt.Recovered, int64(jobs), "rebuilt from the whole changelog")
 }
 
 // TestKilledSchedulerLosesNothing kills the scheduler process with SIGKILL

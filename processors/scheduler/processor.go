@@ -300,13 +300,21 @@ func (s *Scheduler) registerMetrics(reg prometheus.Registerer) error {
 	}
 	pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "chime_scheduler_pending_timers",
-		Help: "Timers in the partitions this instance owns.",
+		Help: "Rows with a timer in the partitions this instance owns, on disk.",
 	}, func() float64 { return float64(s.PendingTimers()) })
+	window := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "chime_scheduler_window_timers",
+		Help: "Timers held in memory: those due within the timer window (the rest are only on disk).",
+	}, func() float64 { return float64(s.WindowTimers()) })
+	recovered := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "chime_scheduler_recovered_records_total",
+		Help: "Table changelog records read while recovering partitions (after a restart on a disk store: only those written since its offset).",
+	}, func() float64 { return float64(s.RecoveredRecords()) })
 	held := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "chime_scheduler_held_fires",
 		Help: "Rows held in memory between a fire and the dispatcher's answer, not yet written to the table (at most MaxUnwritten).",
 	}, func() float64 { return float64(s.unwritten.len()) })
-	for _, c := range []prometheus.Collector{s.fireLag, s.fires, s.oversized, pending, held} {
+	for _, c := range []prometheus.Collector{s.fireLag, s.fires, s.oversized, pending, window, recovered, held} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("scheduler metrics: %w", err)
 		}
@@ -453,9 +461,18 @@ func (s *Scheduler) Ready() bool {
 	return s.proc != nil && s.proc.Recovered()
 }
 
-// PendingTimers is the number of timers in the partitions this instance
-// owns.
+// PendingTimers is the number of rows with a timer in the partitions this
+// instance owns (pending jobs, and ended ones awaiting removal).
 func (s *Scheduler) PendingTimers() int { return s.timers.Pending() }
+
+// WindowTimers is the number of timers held in memory: those due within
+// Config.TimerWindow.
+func (s *Scheduler) WindowTimers() int { return s.timers.InWindow() }
+
+// RecoveredRecords is the number of table changelog records this instance
+// has read while recovering partitions: after a restart on its disk
+// store, only those written since the store's offset.
+func (s *Scheduler) RecoveredRecords() int64 { return s.db.Replayed() }
 
 // Get reads a job's row from this instance's local table (nil if it is
 // not here), with a fire not yet written.
