@@ -16,14 +16,11 @@ import (
 // and two fields, schema.JobStateTimer and friends), so applying a write
 // decodes nothing.
 
-// apply writes a row (nil: deletes it) into b with its index changes;
-// delta collects the change of each namespace's live count.
-func (part *Partition) apply(b *pebble.Batch, key string, value []byte, delta map[string]int64) error {
+// apply writes a row (nil: deletes it) over old (nil: none) into b, with
+// its index changes; delta collects the change of each namespace's live
+// count.
+func (part *Partition) apply(b *pebble.Batch, key string, old, value []byte, delta map[string]int64) error {
 	rk := rowKey(part.p, key)
-	old, err := get(b, rk)
-	if err != nil {
-		return err
-	}
 	if old != nil {
 		if err := part.index(b, key, old, delta, -1); err != nil {
 			return err

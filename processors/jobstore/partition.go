@@ -16,9 +16,13 @@ import (
 // write is a row write held in the overlay until Kafka stores its
 // changelog record.
 type write struct {
-	key    string
-	value  []byte // nil: the row is deleted
-	offset int64  // the changelog record's offset; -1 until confirmed
+	key   string
+	value []byte // nil: the row is deleted
+	// old is the row before the write (nil: none), whose index entries
+	// the write replaces: known when the write is made (the processor has
+	// just read the row), so applying it reads nothing.
+	old    []byte
+	offset int64 // the changelog record's offset; -1 until confirmed
 }
 
 // Partition is one table partition's goka storage (storage.Storage) and
@@ -48,6 +52,12 @@ type Partition struct {
 	// iterateBefore, if set, bounds Iterator to the rows whose timer is
 	// before it (see Iterator).
 	iterateBefore func() int64
+	// lastKey and lastRead are the last row read from the database: a
+	// write of the same key (the processor reads a row, then writes it)
+	// takes its old value from there.
+	lastKey  string
+	lastRead []byte
+	lastOK   bool
 }
 
 func newPartition(db *DB, p int32) *Partition {
@@ -111,6 +121,23 @@ func (part *Partition) Get(key string) ([]byte, error) {
 		// pump does not run yet; kept for completeness).
 		return get(rb, rowKey(part.p, key))
 	}
+	v, err := get(part.db.pdb, rowKey(part.p, key))
+	if err == nil {
+		part.mu.Lock()
+		part.lastKey, part.lastRead, part.lastOK = key, v, true
+		part.mu.Unlock()
+	}
+	return v, err
+}
+
+// oldValue is the row before a write of key is made. part.mu is held.
+func (part *Partition) oldValue(key string) ([]byte, error) {
+	if w, ok := part.latest[key]; ok {
+		return w.value, nil
+	}
+	if part.lastOK && part.lastKey == key {
+		return part.lastRead, nil
+	}
 	return get(part.db.pdb, rowKey(part.p, key))
 }
 
@@ -154,7 +181,11 @@ func (part *Partition) write(key string, value []byte) error {
 			part.rb = part.db.pdb.NewIndexedBatch()
 		}
 		delta := map[string]int64{}
-		if err := part.apply(part.rb, key, value, delta); err != nil {
+		old, err := get(part.rb, rowKey(part.p, key))
+		if err != nil {
+			return err
+		}
+		if err := part.apply(part.rb, key, old, value, delta); err != nil {
 			return err
 		}
 		for ns, d := range delta {
@@ -164,7 +195,12 @@ func (part *Partition) write(key string, value []byte) error {
 		part.db.replayed.Add(1)
 		return nil
 	}
-	w := &write{key: key, value: value, offset: -1}
+	old, err := part.oldValue(key)
+	if err != nil {
+		return err
+	}
+	part.lastOK = false
+	w := &write{key: key, value: value, old: old, offset: -1}
 	part.pending = append(part.pending, w)
 	part.latest[key] = w
 	if part.db.opts.AutoConfirm {
@@ -309,12 +345,12 @@ func (part *Partition) flush() error {
 	ws := append([]*write(nil), part.pending[:part.confirmed]...)
 	part.mu.Unlock()
 
-	b := part.db.pdb.NewIndexedBatch()
+	b := part.db.pdb.NewBatch()
 	defer b.Close()
 	last := int64(-1)
 	delta := map[string]int64{}
 	for _, w := range ws {
-		if err := part.apply(b, w.key, w.value, delta); err != nil {
+		if err := part.apply(b, w.key, w.old, w.value, delta); err != nil {
 			return err
 		}
 		last = max(last, w.offset)
