@@ -16,10 +16,33 @@ import (
 // and two fields, schema.JobStateTimer and friends), so applying a write
 // decodes nothing.
 
-// apply writes a row (nil: deletes it) over old (nil: none) into b, with
-// its index changes; delta collects the change of each namespace's live
-// count.
-func (part *Partition) apply(b *pebble.Batch, key string, old, value []byte, delta map[string]int64) error {
+// RowIndex is what a row's index entries are made of.
+type RowIndex struct {
+	Timer, RecoverAt int64 // Unix ns; 0: none
+	// Listed: the row is a job (not a create held for its namespace),
+	// with its status and created_at.
+	Listed  bool
+	Status  chimev1.JobStatus
+	Created int64
+}
+
+// IndexOf reads a row's index entries from its bytes (nil: no row).
+func IndexOf(value []byte) *RowIndex {
+	if value == nil {
+		return nil
+	}
+	x := &RowIndex{RecoverAt: schema.JobStateRecoverAt(value)}
+	x.Timer, _ = schema.JobStateTimer(value)
+	if sum, ok := schema.JobStateSummary(value); ok && sum.Status != chimev1.JobStatus_JOB_STATUS_UNSPECIFIED {
+		x.Listed, x.Status, x.Created = true, sum.Status, sum.Created
+	}
+	return x
+}
+
+// apply writes a row (nil: deletes it) over one whose index entries were
+// old (nil: no row) into b, with its index changes; delta collects the
+// change of each namespace's live count.
+func (part *Partition) apply(b *pebble.Batch, key string, old *RowIndex, value []byte, delta map[string]int64) error {
 	rk := rowKey(part.p, key)
 	if old != nil {
 		if err := part.index(b, key, old, delta, -1); err != nil {
@@ -32,37 +55,36 @@ func (part *Partition) apply(b *pebble.Batch, key string, old, value []byte, del
 	if err := b.Set(rk, value, nil); err != nil {
 		return err
 	}
-	return part.index(b, key, value, delta, +1)
+	return part.index(b, key, IndexOf(value), delta, +1)
 }
 
 // index adds (sign +1) or removes (-1) the index entries of a row.
-func (part *Partition) index(b *pebble.Batch, key string, value []byte, delta map[string]int64, sign int64) error {
+func (part *Partition) index(b *pebble.Batch, key string, x *RowIndex, delta map[string]int64, sign int64) error {
 	set := func(k, v []byte) error {
 		if sign > 0 {
 			return b.Set(k, v, nil)
 		}
 		return b.Delete(k, nil)
 	}
-	if at, ok := schema.JobStateTimer(value); ok && at != 0 {
-		if err := set(timerKey(part.p, at, key), nil); err != nil {
+	if x.Timer != 0 {
+		if err := set(timerKey(part.p, x.Timer, key), nil); err != nil {
 			return err
 		}
 		delta[timersName] += sign
 	}
-	if r := schema.JobStateRecoverAt(value); r != 0 {
-		if err := set(recoverKey(part.p, key), int64Bytes(r)); err != nil {
+	if x.RecoverAt != 0 {
+		if err := set(recoverKey(part.p, key), int64Bytes(x.RecoverAt)); err != nil {
 			return err
 		}
 	}
-	sum, ok := schema.JobStateSummary(value)
-	ns, id, kok := schema.SplitJobKey(key)
-	if !ok || !kok || sum.Status == chimev1.JobStatus_JOB_STATUS_UNSPECIFIED {
+	ns, id, ok := schema.SplitJobKey(key)
+	if !x.Listed || !ok {
 		return nil // a create held for its namespace is not a job yet
 	}
-	if err := set(listingKey(part.p, ns, sum.Created, id), []byte{byte(sum.Status)}); err != nil {
+	if err := set(listingKey(part.p, ns, x.Created, id), []byte{byte(x.Status)}); err != nil {
 		return err
 	}
-	if sum.Live() && !Internal(id) {
+	if !schema.JobEnded(x.Status) && !Internal(id) {
 		delta[ns] += sign
 	}
 	return nil

@@ -18,10 +18,10 @@ import (
 type write struct {
 	key   string
 	value []byte // nil: the row is deleted
-	// old is the row before the write (nil: none), whose index entries
-	// the write replaces: known when the write is made (the processor has
-	// just read the row), so applying it reads nothing.
-	old    []byte
+	// old is the index entries of the row before the write (nil: no
+	// row), which the write replaces: known when the write is made (the
+	// processor has just read the row), so applying it reads nothing.
+	old    *RowIndex
 	offset int64 // the changelog record's offset; -1 until confirmed
 }
 
@@ -52,12 +52,12 @@ type Partition struct {
 	// iterateBefore, if set, bounds Iterator to the rows whose timer is
 	// before it (see Iterator).
 	iterateBefore func() int64
-	// lastKey and lastRead are the last row read from the database: a
-	// write of the same key (the processor reads a row, then writes it)
-	// takes its old value from there.
-	lastKey  string
-	lastRead []byte
-	lastOK   bool
+	// lastKey and lastIdx are the index entries of the last row read
+	// from the database, or hinted (Hint): a write of the same key (the
+	// processor reads a row, then writes it) takes them from there.
+	lastKey string
+	lastIdx *RowIndex
+	lastOK  bool
 }
 
 func newPartition(db *DB, p int32) *Partition {
@@ -123,22 +123,45 @@ func (part *Partition) Get(key string) ([]byte, error) {
 	}
 	v, err := get(part.db.pdb, rowKey(part.p, key))
 	if err == nil {
+		x := IndexOf(v)
 		part.mu.Lock()
-		part.lastKey, part.lastRead, part.lastOK = key, v, true
+		part.lastKey, part.lastIdx, part.lastOK = key, x, true
 		part.mu.Unlock()
 	}
 	return v, err
 }
 
-// oldValue is the row before a write of key is made. part.mu is held.
-func (part *Partition) oldValue(key string) ([]byte, error) {
+// Stored returns the index entries of key's row as the database holds it,
+// if key was the last row read from it (nil: no row).
+func (part *Partition) Stored(key string) (x *RowIndex, ok bool) {
+	part.mu.Lock()
+	defer part.mu.Unlock()
+	if _, written := part.latest[key]; written || !part.lastOK || part.lastKey != key {
+		return nil, false
+	}
+	return part.lastIdx, true
+}
+
+// Hint says what key's row in the database is indexed as, for its next
+// write: a processor that held the row in memory since it read it (the
+// scheduler's unwritten rows) spares the write a read.
+func (part *Partition) Hint(key string, x *RowIndex) {
+	part.mu.Lock()
+	part.lastKey, part.lastIdx, part.lastOK = key, x, true
+	part.mu.Unlock()
+}
+
+// oldIndex is the index entries of key's row before a write of it is
+// made. part.mu is held.
+func (part *Partition) oldIndex(key string) (*RowIndex, error) {
 	if w, ok := part.latest[key]; ok {
-		return w.value, nil
+		return IndexOf(w.value), nil
 	}
 	if part.lastOK && part.lastKey == key {
-		return part.lastRead, nil
+		return part.lastIdx, nil
 	}
-	return get(part.db.pdb, rowKey(part.p, key))
+	v, err := get(part.db.pdb, rowKey(part.p, key))
+	return IndexOf(v), err
 }
 
 // reader is a Pebble database or batch.
@@ -185,7 +208,7 @@ func (part *Partition) write(key string, value []byte) error {
 		if err != nil {
 			return err
 		}
-		if err := part.apply(part.rb, key, old, value, delta); err != nil {
+		if err := part.apply(part.rb, key, IndexOf(old), value, delta); err != nil {
 			return err
 		}
 		for ns, d := range delta {
@@ -195,7 +218,7 @@ func (part *Partition) write(key string, value []byte) error {
 		part.db.replayed.Add(1)
 		return nil
 	}
-	old, err := part.oldValue(key)
+	old, err := part.oldIndex(key)
 	if err != nil {
 		return err
 	}

@@ -517,7 +517,7 @@ func (s *Scheduler) onCommand(ctx goka.Context, msg any) {
 		// partition goes on with the next one.
 		s.refused(ctx, err)
 		dec = s.decider.refuse(in, fmt.Sprintf("command not applied: %v", err), now)
-		if held != nil && !s.unwritten.put(ctx.Key(), ctx.Partition(), held) {
+		if held != nil && !s.holdRow(ctx, held) {
 			ctx.SetValue(current0(held))
 		}
 		held = nil
@@ -568,16 +568,29 @@ func (s *Scheduler) namespaceOf(ctx goka.Context, in *input) {
 // current is the row as last decided: the one held unwritten (taken out;
 // apply writes it or puts it back) or the stored one.
 func (s *Scheduler) current(ctx goka.Context) (st *chimev1.JobState, held []byte) {
-	if raw, ok := s.unwritten.take(ctx.Key(), ctx.Partition()); ok {
-		v, err := schema.JobStateCodec{}.Decode(raw)
+	if r, ok := s.unwritten.take(ctx.Key(), ctx.Partition()); ok {
+		if r.storedOK {
+			// The store still holds the row as it was before it was
+			// held: the write that ends the hold replaces that one.
+			s.timers.hint(ctx.Partition(), ctx.Key(), r.stored)
+		}
+		v, err := schema.JobStateCodec{}.Decode(r.value)
 		if err == nil {
-			return v.(*chimev1.JobState), raw
+			return v.(*chimev1.JobState), r.value
 		}
 		// Encoded by this process: cannot happen; the stored row decides.
 		s.cfg.Logger.Error("scheduler: unwritten row does not decode; using the stored one", "key", ctx.Key(), "err", err)
 	}
 	st, _ = ctx.Value().(*chimev1.JobState)
 	return st, nil
+}
+
+// holdRow holds raw as key's row unwritten, with what the store holds of
+// it; false when the memory for held rows is full.
+func (s *Scheduler) holdRow(ctx goka.Context, raw []byte) bool {
+	r := unwrittenRow{partition: ctx.Partition(), value: raw}
+	r.stored, r.storedOK = s.timers.stored(ctx.Partition(), ctx.Key())
+	return s.unwritten.put(ctx.Key(), r)
 }
 
 // apply writes a decision through the goka context: goka commits the input
@@ -631,7 +644,7 @@ func (s *Scheduler) apply(ctx goka.Context, d decision, held []byte, tick bool) 
 		ctx.SetValue(d.state)
 	case held != nil:
 		// Nothing changed: the row stays held as it was.
-		if !s.unwritten.put(ctx.Key(), ctx.Partition(), held) {
+		if !s.holdRow(ctx, held) {
 			ctx.SetValue(current0(held))
 		}
 	}
@@ -660,7 +673,7 @@ func (s *Scheduler) hold(ctx goka.Context, d decision, held []byte) bool {
 		return false
 	}
 	raw, err := schema.JobStateCodec{}.Encode(d.state)
-	if err != nil || (held != nil && !bytes.Equal(raw, held)) || !s.unwritten.put(ctx.Key(), ctx.Partition(), raw) {
+	if err != nil || (held != nil && !bytes.Equal(raw, held)) || !s.holdRow(ctx, raw) {
 		return false
 	}
 	s.timers.noteTimer(ctx.Partition(), ctx.Key(), timerOf(raw))
@@ -713,7 +726,7 @@ func (s *Scheduler) onSweep(ctx goka.Context, meta any) {
 	cur, held := s.current(ctx)
 	now := s.cfg.Now()
 	if cur == nil || cur.GetTimerAt() == nil || cur.GetTimerAt().AsTime().After(now.Add(-s.cfg.SweepOverdue)) {
-		if held != nil && !s.unwritten.put(ctx.Key(), ctx.Partition(), held) {
+		if held != nil && !s.holdRow(ctx, held) {
 			ctx.SetValue(cur)
 		}
 		return

@@ -122,6 +122,29 @@ func (t *timers) noteTimer(p int32, key string, at int64) {
 	}
 }
 
+// storage returns partition p's storage, nil if none is open.
+func (t *timers) storage(p int32) *timerStorage {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.storages[p]
+}
+
+// stored is what partition p's store holds of key's row, if it knows it
+// without a read (jobstore.Partition.Stored).
+func (t *timers) stored(p int32, key string) (*jobstore.RowIndex, bool) {
+	if s := t.storage(p); s != nil {
+		return s.Stored(key)
+	}
+	return nil, false
+}
+
+// hint tells partition p's store what it holds of key's row.
+func (t *timers) hint(p int32, key string, x *jobstore.RowIndex) {
+	if s := t.storage(p); s != nil {
+		s.Hint(key, x)
+	}
+}
+
 // listings are the job listings of the partitions this instance actively
 // owns.
 func (t *timers) listings() []jobindex.Source {

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"sync"
 
+	"github.com/chime-sched/chime/processors/jobstore"
 	"github.com/chime-sched/chime/schema"
 )
 
@@ -46,6 +47,11 @@ type unwritten struct {
 type unwrittenRow struct {
 	partition int32
 	value     []byte // encoded by schema.JobStateCodec
+	// stored is the row as the table's store holds it (its index entries),
+	// when known: the write that ends the hold replaces it, and the store
+	// then need not read it again (jobstore.Partition.Hint).
+	stored   *jobstore.RowIndex
+	storedOK bool
 }
 
 func newUnwritten(max int) *unwritten {
@@ -53,25 +59,25 @@ func newUnwritten(max int) *unwritten {
 }
 
 // take removes and returns the key's held row.
-func (u *unwritten) take(key string, partition int32) ([]byte, bool) {
+func (u *unwritten) take(key string, partition int32) (unwrittenRow, bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	r, ok := u.rows[key]
 	if !ok || r.partition != partition {
-		return nil, false
+		return unwrittenRow{}, false
 	}
 	delete(u.rows, key)
-	return r.value, true
+	return r, true
 }
 
-// put holds value for key; false when full.
-func (u *unwritten) put(key string, partition int32, value []byte) bool {
+// put holds r for key; false when full.
+func (u *unwritten) put(key string, r unwrittenRow) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if len(u.rows) >= u.max {
 		return false
 	}
-	u.rows[key] = unwrittenRow{partition: partition, value: value}
+	u.rows[key] = r
 	return true
 }
 
