@@ -11,9 +11,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/chime-sched/chime/infra/kafkaauth"
 	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/schema/chimev1"
 )
 
 // The consumer hands every due event to its own goroutine at once (lanes.go
@@ -206,13 +208,48 @@ func (c *consumer) start(r *kgo.Record, consumed time.Time) {
 		c.complete(r.Partition, ps, e, true)
 		return
 	}
+	due := new(chimev1.Due)
+	if err := proto.Unmarshal(r.Value, due); err != nil {
+		// Nothing can be answered for a record that does not decode (no
+		// namespace, no job): log it loudly and move on rather than stall
+		// the partition behind it.
+		c.d.log.Error("due event does not decode; skipped", "err", err, "bytes", len(r.Value))
+		c.complete(r.Partition, ps, e, true)
+		return
+	}
 	c.handlers.Add(1)
-	c.workers.spawn(func() {
-		defer c.handlers.Done()
-		ok := c.d.handle(ps.owned, r.Value, consumed)
-		c.complete(r.Partition, ps, e, ok)
-	})
+	run := func() {
+		c.workers.spawn(func() {
+			defer c.handlers.Done()
+			ok := c.d.handle(ps.owned, due, consumed)
+			c.complete(r.Partition, ps, e, ok)
+		})
+	}
+	// The scheduler emits a due up to its FireLead before its time; the
+	// call waits for fire_at (at most maxEarly, against clocks far apart).
+	// It counts as in flight meanwhile: nothing after it is committed, and
+	// a new owner of the partition gets it again.
+	if wait := time.Until(due.GetFireAt().AsTime()); due.GetFireAt() != nil && wait > 0 {
+		c.d.stats.early.Add(1)
+		go func() {
+			t := time.NewTimer(min(wait, maxEarly))
+			defer t.Stop()
+			select {
+			case <-t.C:
+				run()
+			case <-ps.owned.Done(): // revoked, or the dispatcher stops
+				c.handlers.Done()
+				c.complete(r.Partition, ps, e, false)
+			}
+		}()
+		return
+	}
+	run()
 }
+
+// maxEarly bounds how long a due is held for its fire_at: a clock that
+// runs behind the scheduler's must not hold calls for long.
+const maxEarly = time.Minute
 
 // complete records that e finished; ok says its results are in Kafka.
 func (c *consumer) complete(p int32, ps *partState, e *entry, ok bool) {

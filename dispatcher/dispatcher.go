@@ -57,7 +57,7 @@ type Dispatcher struct {
 
 	stats struct {
 		consumed, completed, calls, duplicates atomic.Int64
-		held, probes, resent                   atomic.Int64
+		held, probes, resent, early            atomic.Int64
 		byClass                                [7]atomic.Int64
 	}
 }
@@ -74,6 +74,9 @@ type Stats struct {
 	// first send's connection closed before any byte of an answer (mostly
 	// one the endpoint had closed while it sat idle in the pool).
 	Resent int64
+	// Early: dues that arrived before their fire_at (the scheduler emits
+	// ahead of time) and were held until it.
+	Early int64
 	// ByClass counts outcomes by class.
 	ByClass map[chimev1.OutcomeClass]int64
 }
@@ -129,6 +132,7 @@ func (d *Dispatcher) Stats() Stats {
 		Held:       d.stats.held.Load(),
 		Probes:     d.stats.probes.Load(),
 		Resent:     d.stats.resent.Load(),
+		Early:      d.stats.early.Load(),
 		ByClass:    map[chimev1.OutcomeClass]int64{},
 	}
 	for i := range d.stats.byClass {
@@ -151,15 +155,7 @@ type result struct {
 // must then not be committed. owned ends when the due's partition is
 // revoked: a due still waiting for admission is then abandoned to the new
 // owner rather than called twice.
-func (d *Dispatcher) handle(owned context.Context, raw []byte, consumed time.Time) bool {
-	due := new(chimev1.Due)
-	if err := proto.Unmarshal(raw, due); err != nil {
-		// Nothing can be answered for a record that does not decode (no
-		// namespace, no job): log it loudly and move on rather than stall
-		// the partition behind it.
-		d.log.Error("due event does not decode; skipped", "err", err, "bytes", len(raw))
-		return true
-	}
+func (d *Dispatcher) handle(owned context.Context, due *chimev1.Due, consumed time.Time) bool {
 	key := emissionKey(due.GetIdempotencyKey(), due.GetEmitSeq())
 	for {
 		f, mine, seen := d.dedup.begin(key)

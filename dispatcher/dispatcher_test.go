@@ -322,3 +322,30 @@ func TestRateLimitDefers(t *testing.T) {
 		return false
 	})
 }
+
+// TestEarlyDueIsCalledAtItsTime: the scheduler emits a due up to its
+// FireLead before its time; the dispatcher holds it and calls at fire_at,
+// never before. A due whose time has come is called at once.
+func TestEarlyDueIsCalledAtItsTime(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1)
+	r := newReceiver(t, status(200))
+	d := b.start()
+	fireAt := time.Now().Add(1500 * time.Millisecond)
+	early := newDue("ns", "early", r.URL)
+	early.FireAt = timestamppb.New(fireAt)
+	now := newDue("ns", "now", r.URL)
+	now.FireAt = timestamppb.New(time.Now().Add(-time.Second))
+	b.produce(early, now)
+	waitFor(t, 30*time.Second, "both called", func() bool { return len(r.calls()) == 2 })
+	calls := r.calls()
+	var earlyAt time.Time
+	for _, c := range calls {
+		if c.header.Get("Idempotency-Key") == early.IdempotencyKey {
+			earlyAt = c.at
+		}
+	}
+	require.False(t, earlyAt.Before(fireAt), "called at %s, before its time %s", earlyAt, fireAt)
+	require.EqualValues(t, 1, d.Stats().Early)
+	require.True(t, calls[0].header.Get("Idempotency-Key") == now.IdempotencyKey, "the due whose time had come went first")
+}

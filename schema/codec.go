@@ -75,7 +75,8 @@ func (BytesCodec) Decode(data []byte) (any, error) { return data, nil }
 // storage writes, and rebuilt at recovery, without decoding the row:
 //
 //	byte 0       format version (2; 1 had no recover_at)
-//	bytes 1..8   timer_at as Unix nanoseconds, big endian; 0 = no timer
+//	bytes 1..8   when the row wants its tick (tick_at, else timer_at) as
+//	             Unix nanoseconds, big endian; 0 = no timer
 //	bytes 9..16  recover_at likewise (format 2 only)
 //	bytes 17..   chimev1.JobState
 const (
@@ -96,7 +97,11 @@ func (JobStateCodec) Encode(value any) ([]byte, error) {
 	}
 	buf := make([]byte, jobStateHeaderLen, jobStateHeaderLen+proto.Size(s))
 	buf[0] = jobStateFormat
-	binary.BigEndian.PutUint64(buf[1:], uint64(unixNanoOrZero(s.GetTimerAt())))
+	tick := s.GetTickAt()
+	if tick == nil {
+		tick = s.GetTimerAt()
+	}
+	binary.BigEndian.PutUint64(buf[1:], uint64(unixNanoOrZero(tick)))
 	binary.BigEndian.PutUint64(buf[9:], uint64(unixNanoOrZero(s.GetRecoverAt())))
 	return proto.MarshalOptions{}.MarshalAppend(buf, s)
 }
@@ -133,8 +138,9 @@ func (JobStateCodec) Decode(data []byte) (any, error) {
 	return s, nil
 }
 
-// JobStateTimer reads the timer from an encoded row without decoding it.
-// ok is false for a malformed value; timer 0 means the row has no timer.
+// JobStateTimer reads when the row wants its tick (tick_at, else
+// timer_at) from an encoded row without decoding it. ok is false for a
+// malformed value; timer 0 means the row has no timer.
 func JobStateTimer(data []byte) (timerUnixNano int64, ok bool) {
 	if jobStateHeader(data) == 0 {
 		return 0, false

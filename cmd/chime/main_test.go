@@ -183,7 +183,7 @@ func TestDevSurvivesKill9AndStopsCleanly(t *testing.T) {
 		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
 			d := new(chimev1.Due)
 			require.NoError(t, proto.Unmarshal(r.Value, d))
-			require.False(t, d.EmittedAt.AsTime().Before(d.ScheduledAt.AsTime()))
+			require.False(t, d.FireAt.AsTime().Before(d.ScheduledAt.AsTime()), "never called early")
 			seen[d.IdempotencyKey] = true
 		})
 	}

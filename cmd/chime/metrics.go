@@ -72,7 +72,7 @@ func serveHTTP(ctx context.Context, srv *http.Server, ln net.Listener) error {
 type dispatcherCollector struct {
 	d                                            *dispatcher.Dispatcher
 	consumed, completed, calls, dups, held, prob *prometheus.Desc
-	inFlight, outcomes, resent                   *prometheus.Desc
+	inFlight, outcomes, resent, early            *prometheus.Desc
 }
 
 func newDispatcherCollector(d *dispatcher.Dispatcher) *dispatcherCollector {
@@ -90,11 +90,12 @@ func newDispatcherCollector(d *dispatcher.Dispatcher) *dispatcherCollector {
 		inFlight:  desc("dues_in_flight", "Due events consumed and not yet completed (waiting, calling, or publishing results)."),
 		outcomes:  desc("outcomes_total", "Outcomes by class.", "class"),
 		resent:    desc("resent_total", "Calls sent again on a new connection because the pooled one was closed before any answer (not charged as attempts)."),
+		early:     desc("early_total", "Due events that arrived before their fire_at (the scheduler emits up to its fire lead early) and were held until then."),
 	}
 }
 
 func (c *dispatcherCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.consumed, c.completed, c.calls, c.dups, c.held, c.prob, c.inFlight, c.outcomes, c.resent} {
+	for _, d := range []*prometheus.Desc{c.consumed, c.completed, c.calls, c.dups, c.held, c.prob, c.inFlight, c.outcomes, c.resent, c.early} {
 		ch <- d
 	}
 }
@@ -111,6 +112,7 @@ func (c *dispatcherCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.held, s.Held)
 	counter(c.prob, s.Probes)
 	counter(c.resent, s.Resent)
+	counter(c.early, s.Early)
 	ch <- prometheus.MustNewConstMetric(c.inFlight, prometheus.GaugeValue, float64(s.Consumed-s.Completed))
 	for class, n := range s.ByClass {
 		ch <- prometheus.MustNewConstMetric(c.outcomes, prometheus.CounterValue, float64(n), schema.OutcomeClassName(class))

@@ -3,6 +3,8 @@ package jobstore
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"math"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -140,48 +142,50 @@ func (t Timer) Less(u Timer) bool {
 	return t.Key < u.Key
 }
 
-// Timers calls fn with the partition's timers from from (inclusive) in
-// order, as the rows are now: a row written but not applied yet is seen
-// with its latest timer. fn returning false stops the scan; Timers
-// returns the last timer it passed to fn.
-func (part *Partition) Timers(from Timer, fn func(Timer) bool) error {
+// Timers calls fn with the timers of the rows as they are now, in (time,
+// key) order, from from (inclusive) up to to (exclusive) or until fn has
+// had max of them: the applied rows' from the time index, and the rows
+// written but not applied yet from the overlay (after the others, in no
+// particular order). It returns where the next call should start: to, or
+// the first timer it did not pass. It holds the partition's lock
+// throughout, so that no write moves from the overlay to the database
+// while it reads both.
+func (part *Partition) Timers(from, to Timer, max int, fn func(Timer)) (end Timer, err error) {
+	part.mu.Lock()
+	defer part.mu.Unlock()
 	lo := timerKey(part.p, from.At, from.Key)
 	it, err := part.db.pdb.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(prefix(kindTimer, part.p, 0))})
 	if err != nil {
-		return err
+		return from, err
 	}
-	defer it.Close()
+	end = to
+	n := 0
 	for it.First(); it.Valid(); it.Next() {
 		k := it.Key()
 		t := Timer{At: int64(binary.BigEndian.Uint64(k[5:13])), Key: string(k[13:])}
-		if !part.appliedTimerCurrent(t) {
-			continue // the row was written since: its overlay entry decides
+		if !t.Less(to) {
+			break
 		}
-		if !fn(t) {
-			return nil
+		if n == max {
+			end = t
+			break
 		}
+		if _, written := part.latest[t.Key]; written {
+			continue // written since it was applied: the overlay has it
+		}
+		fn(t)
+		n++
 	}
-	return it.Error()
-}
-
-// appliedTimerCurrent says whether the applied row's timer t is still the
-// row's: no write of it waits in the overlay.
-func (part *Partition) appliedTimerCurrent(t Timer) bool {
-	part.mu.Lock()
-	_, written := part.latest[t.Key]
-	part.mu.Unlock()
-	return !written
-}
-
-// OverlayTimers calls fn with the timer of every row written but not
-// applied yet (0: the row has none, or was deleted).
-func (part *Partition) OverlayTimers(fn func(key string, at int64)) {
-	part.mu.Lock()
-	defer part.mu.Unlock()
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return from, err
+	}
 	for k, w := range part.latest {
 		at, _ := schema.JobStateTimer(w.value)
-		fn(k, at)
+		if t := (Timer{At: at, Key: k}); at != 0 && !t.Less(from) && t.Less(end) {
+			fn(t)
+		}
 	}
+	return end, nil
 }
 
 // Recovering calls fn with every row that holds a fire or a Kafka write of
@@ -273,13 +277,7 @@ func (part *Partition) Iterator() (storage.Iterator, error) {
 		return part.iter(lo, upperBound(lo), len(lo))
 	}
 	var keys [][]byte
-	err := part.Timers(Timer{}, func(t Timer) bool {
-		if t.At >= bound() {
-			return false
-		}
-		keys = append(keys, []byte(t.Key))
-		return true
-	})
+	_, err := part.Timers(Timer{}, Timer{At: bound()}, math.MaxInt, func(t Timer) { keys = append(keys, []byte(t.Key)) })
 	return &keysIterator{part: part, keys: keys, i: -1}, err
 }
 

@@ -1,6 +1,7 @@
 package jobstore
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -117,7 +118,8 @@ func TestRecoveryWritesWithTheirOffset(t *testing.T) {
 	require.EqualValues(t, 110, off)
 	require.EqualValues(t, 9, part.Live("ns"))
 	var timers []Timer
-	require.NoError(t, part.Timers(Timer{}, func(tm Timer) bool { timers = append(timers, tm); return true }))
+	_, err = part.Timers(Timer{}, Timer{At: math.MaxInt64}, math.MaxInt, func(tm Timer) { timers = append(timers, tm) })
+	require.NoError(t, err)
 	require.Len(t, timers, 9)
 	require.Equal(t, "ns/j1", timers[0].Key)
 	for i := 1; i < len(timers); i++ {

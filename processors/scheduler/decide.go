@@ -504,7 +504,14 @@ func (d *decider) tick(in *input, cur *chimev1.JobState, now time.Time) decision
 	if heldRow(cur) {
 		return d.onHeld(in, cur, nil, now)
 	}
-	if timer := cur.GetTimerAt(); timer == nil || timer.AsTime().After(now) {
+	// due is how far the timers this tick serves reach: an HTTP fire is
+	// emitted up to FireLead early (its due carries its time; the
+	// dispatcher calls then).
+	due := now
+	if d.leads(cur) {
+		due = now.Add(d.cfg.FireLead)
+	}
+	if timer := cur.GetTimerAt(); timer == nil || timer.AsTime().After(due) {
 		if !d.leftByAnother(cur) {
 			if cur.GetRecoverAt() != nil {
 				// The recovery tick of a row this incarnation wrote (its
@@ -554,7 +561,7 @@ func (d *decider) tick(in *input, cur *chimev1.JobState, now time.Time) decision
 	// Retries and deferrals whose time has come.
 	var later []*chimev1.Pending
 	for _, p := range st.GetPending() {
-		if p.GetNotBefore().AsTime().After(now) {
+		if p.GetNotBefore().AsTime().After(due) {
 			later = append(later, p)
 			continue
 		}
@@ -567,7 +574,18 @@ func (d *decider) tick(in *input, cur *chimev1.JobState, now time.Time) decision
 	if next := st.GetNextScheduledAt(); next != nil {
 		from := next.AsTime()
 		fireAt := from.Add(d.jitter(in.key, st, st.GetFireSeq()+1))
-		if !fireAt.After(now) {
+		if fireAt.After(now) && !fireAt.After(due) {
+			// The next occurrence, emitted ahead of its time. Only this
+			// one: the catch-up below counts what is past, not what is
+			// near.
+			st.FireSeq++
+			st.LastScheduledAt = timestamppb.New(from)
+			d.fire(in, st, &dec, st.GetFireSeq(), 1, 0, nil, from, fireAt, now)
+			st.NextScheduledAt = nil
+			if n, ok := plan.Next(from); ok {
+				st.NextScheduledAt = timestamppb.New(n)
+			}
+		} else if !fireAt.After(now) {
 			last, count, exact := plan.Latest(from, now, d.cfg.CatchupScanLimit)
 			if count > 1 && last.Add(d.jitter(in.key, st, st.GetFireSeq()+count)).After(now) {
 				// The latest occurrence is not due yet with its jitter: it
@@ -614,7 +632,7 @@ func (d *decider) tick(in *input, cur *chimev1.JobState, now time.Time) decision
 			continue
 		}
 		restarted := em.GetIncarnation() != inc
-		if !restarted && d.redeliverAt(em).After(now) {
+		if !restarted && d.redeliverAt(em).After(due) {
 			continue
 		}
 		detail := fmt.Sprintf("emission %d was made by a scheduler that has stopped since; emitted again", em.GetEmitSeq())
@@ -926,6 +944,18 @@ func (d *decider) setTimer(key string, st *chimev1.JobState) {
 		earliest(&recover, u.GetDeliveredAt().AsTime())
 	}
 	st.TimerAt, st.RecoverAt = timestampOrNil(timer), timestampOrNil(recover)
+	st.TickAt = nil
+	if !timer.IsZero() && d.leads(st) {
+		st.TickAt = timestamppb.New(timer.Add(-d.cfg.FireLead))
+	}
+}
+
+// leads says whether the row's timers are served FireLead early: those of
+// a scheduled HTTP job, whose due events the dispatcher holds until their
+// time. A Kafka target is written by the scheduler itself, at its time;
+// retention and confirmation timers are not fires.
+func (d *decider) leads(st *chimev1.JobState) bool {
+	return d.cfg.FireLead > 0 && st.GetStatus() == chimev1.JobStatus_JOB_STATUS_SCHEDULED && st.GetSpec().GetTarget().GetHttp() != nil
 }
 
 // earliest lowers *at to t (a zero *at is unset).

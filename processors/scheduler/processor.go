@@ -56,6 +56,12 @@ type Config struct {
 	// TimerWindow is how far ahead of the clock the timers are held in
 	// memory; beyond it, a pending job costs only disk. Default 1m.
 	TimerWindow time.Duration
+	// FireLead is how long before its time an HTTP fire's due event may be
+	// emitted: the dispatcher holds it until its fire_at. A burst of fires
+	// due at one instant is then decided before the instant, not in the
+	// seconds after it. A cancel, pause or update less than FireLead
+	// before a fire may not stop it. Default 2s; <0 emits at the time.
+	FireLead time.Duration
 	Now         func() time.Time // default time.Now
 	Logger      *slog.Logger     // default slog.Default()
 
@@ -150,6 +156,12 @@ func (c *Config) defaults() {
 	if c.TimerWindow <= 0 {
 		c.TimerWindow = time.Minute
 	}
+	if c.FireLead == 0 {
+		c.FireLead = DefaultFireLead
+	}
+	if c.FireLead < 0 {
+		c.FireLead = 0
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -202,6 +214,9 @@ func (c *Config) defaults() {
 		c.MaxUnwritten = 0
 	}
 }
+
+// DefaultFireLead is Config.FireLead's default.
+const DefaultFireLead = 2 * time.Second
 
 // Scheduler is one scheduler instance; run several with the same topics and
 // they share the partitions through the goka group.

@@ -170,30 +170,11 @@ func (s *timerStorage) refill(to int64) error {
 			s.mu.Unlock()
 			return nil
 		}
-		from := s.windowEnd
-		end := jobstore.Timer{At: to}
-		n := 0
-		err := s.Partition.Timers(from, func(t jobstore.Timer) bool {
-			if t.At >= to {
-				return false
-			}
-			if n == refillChunk {
-				end = t // the next step starts here
-				return false
-			}
-			s.idx.set(t.Key, t.At)
-			n++
-			return true
-		})
+		end, err := s.Partition.Timers(s.windowEnd, jobstore.Timer{At: to}, refillChunk, func(t jobstore.Timer) { s.idx.set(t.Key, t.At) })
 		if err != nil {
 			s.mu.Unlock()
 			return err
 		}
-		s.Partition.OverlayTimers(func(key string, at int64) {
-			if t := (jobstore.Timer{At: at, Key: key}); at != 0 && !t.Less(from) && t.Less(end) {
-				s.idx.set(key, at)
-			}
-		})
 		s.windowEnd = end
 		s.mu.Unlock()
 		s.signal()

@@ -420,8 +420,14 @@ type JobState struct {
 	// command as received, held unapplied until the namespace exists, or
 	// until held_until, when it is rejected. A held row has no spec and is
 	// not listed. See namespaceWait in processors/scheduler.
-	HeldCommand   []byte                 `protobuf:"bytes,21,opt,name=held_command,json=heldCommand,proto3" json:"held_command,omitempty"`
-	HeldUntil     *timestamppb.Timestamp `protobuf:"bytes,22,opt,name=held_until,json=heldUntil,proto3" json:"held_until,omitempty"`
+	HeldCommand []byte                 `protobuf:"bytes,21,opt,name=held_command,json=heldCommand,proto3" json:"held_command,omitempty"`
+	HeldUntil   *timestamppb.Timestamp `protobuf:"bytes,22,opt,name=held_until,json=heldUntil,proto3" json:"held_until,omitempty"`
+	// When the row wants its tick, if earlier than timer_at: an HTTP fire's
+	// due event is emitted up to the scheduler's FireLead before its time
+	// (the dispatcher calls at the due's fire_at), so that a burst of fires
+	// due at one instant is decided before it. Kept in the codec's header in
+	// timer_at's place.
+	TickAt        *timestamppb.Timestamp `protobuf:"bytes,23,opt,name=tick_at,json=tickAt,proto3" json:"tick_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -606,6 +612,13 @@ func (x *JobState) GetHeldCommand() []byte {
 func (x *JobState) GetHeldUntil() *timestamppb.Timestamp {
 	if x != nil {
 		return x.HeldUntil
+	}
+	return nil
+}
+
+func (x *JobState) GetTickAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.TickAt
 	}
 	return nil
 }
@@ -1241,7 +1254,7 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\bdeadline\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x123\n" +
 	"\ahistory\x18\t \x03(\v2\x19.chime.v1.CallbackOutcomeR\ahistory\x12 \n" +
 	"\vincarnation\x18\n" +
-	" \x01(\tR\vincarnation\"\x98\b\n" +
+	" \x01(\tR\vincarnation\"\xcd\b\n" +
 	"\bJobState\x12%\n" +
 	"\x04spec\x18\x01 \x01(\v2\x11.chime.v1.JobSpecR\x04spec\x12+\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x13.chime.v1.JobStatusR\x06status\x12\x19\n" +
@@ -1271,7 +1284,8 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"recover_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\trecoverAt\x12!\n" +
 	"\fheld_command\x18\x15 \x01(\fR\vheldCommand\x129\n" +
 	"\n" +
-	"held_until\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\theldUntil\"\xd9\x01\n" +
+	"held_until\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\theldUntil\x123\n" +
+	"\atick_at\x18\x17 \x01(\v2\x1a.google.protobuf.TimestampR\x06tickAt\"\xd9\x01\n" +
 	"\bDelivery\x12\x19\n" +
 	"\bfire_seq\x18\x01 \x01(\x04R\afireSeq\x12-\n" +
 	"\x06target\x18\x02 \x01(\v2\x15.chime.v1.KafkaTargetR\x06target\x12=\n" +
@@ -1418,29 +1432,30 @@ var file_chime_v1_scheduler_proto_depIdxs = []int32{
 	5,  // 19: chime.v1.JobState.unconfirmed:type_name -> chime.v1.Delivery
 	11, // 20: chime.v1.JobState.recover_at:type_name -> google.protobuf.Timestamp
 	11, // 21: chime.v1.JobState.held_until:type_name -> google.protobuf.Timestamp
-	15, // 22: chime.v1.Delivery.target:type_name -> chime.v1.KafkaTarget
-	11, // 23: chime.v1.Delivery.delivered_at:type_name -> google.protobuf.Timestamp
-	11, // 24: chime.v1.Tick.timer_at:type_name -> google.protobuf.Timestamp
-	11, // 25: chime.v1.Tick.sent_at:type_name -> google.protobuf.Timestamp
-	11, // 26: chime.v1.Due.scheduled_at:type_name -> google.protobuf.Timestamp
-	11, // 27: chime.v1.Due.fire_at:type_name -> google.protobuf.Timestamp
-	11, // 28: chime.v1.Due.emitted_at:type_name -> google.protobuf.Timestamp
-	11, // 29: chime.v1.Due.deadline:type_name -> google.protobuf.Timestamp
-	16, // 30: chime.v1.Due.callback:type_name -> chime.v1.HttpCallback
-	17, // 31: chime.v1.Due.retry:type_name -> chime.v1.RetryPolicy
-	10, // 32: chime.v1.Due.labels:type_name -> chime.v1.Due.LabelsEntry
-	18, // 33: chime.v1.Due.relevancy_window:type_name -> google.protobuf.Duration
-	12, // 34: chime.v1.Due.history:type_name -> chime.v1.CallbackOutcome
-	1,  // 35: chime.v1.JobEvent.type:type_name -> chime.v1.JobEventType
-	11, // 36: chime.v1.JobEvent.at:type_name -> google.protobuf.Timestamp
-	11, // 37: chime.v1.JobEvent.first_scheduled_at:type_name -> google.protobuf.Timestamp
-	11, // 38: chime.v1.JobEvent.last_scheduled_at:type_name -> google.protobuf.Timestamp
-	11, // 39: chime.v1.Rejection.at:type_name -> google.protobuf.Timestamp
-	40, // [40:40] is the sub-list for method output_type
-	40, // [40:40] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	11, // 22: chime.v1.JobState.tick_at:type_name -> google.protobuf.Timestamp
+	15, // 23: chime.v1.Delivery.target:type_name -> chime.v1.KafkaTarget
+	11, // 24: chime.v1.Delivery.delivered_at:type_name -> google.protobuf.Timestamp
+	11, // 25: chime.v1.Tick.timer_at:type_name -> google.protobuf.Timestamp
+	11, // 26: chime.v1.Tick.sent_at:type_name -> google.protobuf.Timestamp
+	11, // 27: chime.v1.Due.scheduled_at:type_name -> google.protobuf.Timestamp
+	11, // 28: chime.v1.Due.fire_at:type_name -> google.protobuf.Timestamp
+	11, // 29: chime.v1.Due.emitted_at:type_name -> google.protobuf.Timestamp
+	11, // 30: chime.v1.Due.deadline:type_name -> google.protobuf.Timestamp
+	16, // 31: chime.v1.Due.callback:type_name -> chime.v1.HttpCallback
+	17, // 32: chime.v1.Due.retry:type_name -> chime.v1.RetryPolicy
+	10, // 33: chime.v1.Due.labels:type_name -> chime.v1.Due.LabelsEntry
+	18, // 34: chime.v1.Due.relevancy_window:type_name -> google.protobuf.Duration
+	12, // 35: chime.v1.Due.history:type_name -> chime.v1.CallbackOutcome
+	1,  // 36: chime.v1.JobEvent.type:type_name -> chime.v1.JobEventType
+	11, // 37: chime.v1.JobEvent.at:type_name -> google.protobuf.Timestamp
+	11, // 38: chime.v1.JobEvent.first_scheduled_at:type_name -> google.protobuf.Timestamp
+	11, // 39: chime.v1.JobEvent.last_scheduled_at:type_name -> google.protobuf.Timestamp
+	11, // 40: chime.v1.Rejection.at:type_name -> google.protobuf.Timestamp
+	41, // [41:41] is the sub-list for method output_type
+	41, // [41:41] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_chime_v1_scheduler_proto_init() }
