@@ -5,7 +5,7 @@ import (
 
 	"github.com/google/btree"
 
-	"github.com/chime-sched/chime/processors/diskstore"
+	"github.com/cespare/xxhash/v2"
 )
 
 // timerIndex orders one partition's rows by when they next need a tick.
@@ -29,17 +29,31 @@ import (
 // Not safe for concurrent use; the owning storage serialises access.
 type timerIndex struct {
 	tree *btree.BTreeG[timerEntry]
-	at   map[diskstore.KeyHash]indexed
+	at   map[keyHash]indexed
 	// keys holds each entry's key as uvarint length + bytes; dead counts
 	// the bytes of keys no longer referenced, reclaimed by compactKeys.
 	keys []byte
 	dead int
 }
 
+// keyHash is a key's 128-bit hash (xxhash and FNV-1a 64): the index
+// finds entries by it instead of holding a string per entry; a collision
+// of both is not to be expected among a partition's keys.
+type keyHash [2]uint64
+
+func hashKey(key string) keyHash {
+	f := uint64(14695981039346656037)
+	for i := 0; i < len(key); i++ {
+		f ^= uint64(key[i])
+		f *= 1099511628211
+	}
+	return keyHash{xxhash.Sum64String(key), f}
+}
+
 // timerEntry is a btree item: ordered by time, then by key hash.
 type timerEntry struct {
 	at int64 // Unix nanoseconds
-	h  diskstore.KeyHash
+	h  keyHash
 }
 
 // indexed is an entry's time and where its key is in the arena.
@@ -67,7 +81,7 @@ func lessTimer(a, b timerEntry) bool {
 func newTimerIndex() *timerIndex {
 	return &timerIndex{
 		tree: btree.NewG(32, lessTimer),
-		at:   make(map[diskstore.KeyHash]indexed),
+		at:   make(map[keyHash]indexed),
 	}
 }
 
@@ -75,7 +89,7 @@ func newTimerIndex() *timerIndex {
 // recovery may replay a row twice. It reports whether the new entry is the
 // earliest, so the pump can be woken.
 func (x *timerIndex) set(key string, at int64) (earliest bool) {
-	h := diskstore.HashKey(key)
+	h := hashKey(key)
 	old, ok := x.at[h]
 	switch {
 	case ok && old.at == at:
@@ -105,7 +119,7 @@ func (x *timerIndex) remove(key string) { x.set(key, 0) }
 
 // get returns key's action time.
 func (x *timerIndex) get(key string) (int64, bool) {
-	ix, ok := x.at[diskstore.HashKey(key)]
+	ix, ok := x.at[hashKey(key)]
 	return ix.at, ok
 }
 
