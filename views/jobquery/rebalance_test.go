@@ -110,8 +110,8 @@ type readers struct {
 	// firstBusy and lastBusy bound the 503s since the last settle.
 	firstBusy, lastBusy time.Time
 	wrong               []string
-	stop          chan struct{}
-	done          sync.WaitGroup
+	stop                chan struct{}
+	done                sync.WaitGroup
 }
 
 func (b *bundle) startReaders(p *apiProcess, ns string, list []jobindex.Entry, n int) *readers {
