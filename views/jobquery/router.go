@@ -46,6 +46,11 @@ const (
 	// assignment (the group rebalancing) is used: the assignment that
 	// follows is wanted at once.
 	unsettledAge = 250 * time.Millisecond
+	// downFor is how long an owner that did not answer is not asked
+	// again: a host that is gone (no answer at all) would otherwise hold
+	// every read for CallTimeout until the group gives its partitions to
+	// another instance.
+	downFor = time.Second
 )
 
 // RouterConfig is what NewRouter needs.
@@ -89,6 +94,8 @@ type Router struct {
 
 	mu  sync.Mutex
 	own *ownership // nil until the group was first described
+	// down holds owners that did not answer, until when not to ask them.
+	down map[string]time.Time
 	// refreshing serialises descriptions of the group.
 	refreshing sync.Mutex
 }
@@ -125,7 +132,7 @@ func NewRouter(cfg RouterConfig) (*Router, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	r := &Router{cfg: cfg, secret: []byte(cfg.Secret), hc: cfg.HTTP, warn: rate.Sometimes{Interval: 10 * time.Second}}
+	r := &Router{cfg: cfg, secret: []byte(cfg.Secret), hc: cfg.HTTP, warn: rate.Sometimes{Interval: 10 * time.Second}, down: map[string]time.Time{}}
 	if r.hc == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = 64
@@ -601,6 +608,12 @@ func retryable(err error) bool {
 // call makes one signed request to the owner at addr and decodes its
 // answer into out.
 func (r *Router) call(addr, method, uri string, body []byte, out any) error {
+	r.mu.Lock()
+	until, isDown := r.down[addr]
+	r.mu.Unlock()
+	if isDown && r.cfg.Now().Before(until) {
+		return &ownerError{addr: addr, kind: ownerUnreachable, detail: "it did not answer a moment ago"}
+	}
 	req, err := http.NewRequest(method, "http://"+addr+uri, bytes.NewReader(body))
 	if err != nil {
 		return &ownerError{addr: addr, kind: ownerBroken, detail: err.Error()}
@@ -612,7 +625,15 @@ func (r *Router) call(addr, method, uri string, body []byte, out any) error {
 	res, err := r.hc.Do(req)
 	if err != nil {
 		r.warnf("jobquery: a scheduler's query server does not answer; reading the group again", "addr", addr, "err", err)
+		r.mu.Lock()
+		r.down[addr] = r.cfg.Now().Add(downFor)
+		r.mu.Unlock()
 		return &ownerError{addr: addr, kind: ownerUnreachable, detail: err.Error()}
+	}
+	if isDown {
+		r.mu.Lock()
+		delete(r.down, addr)
+		r.mu.Unlock()
 	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
