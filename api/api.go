@@ -1,6 +1,7 @@
 // Package api owns chime's HTTP facade: a fiber app that turns JSON
 // requests into job, namespace and breaker commands on Kafka, and answers
-// reads from the processors' tables through views. Every error is an
+// reads from views of the namespace and breaker tables and, for jobs, from
+// the scheduler instances that own them (views/jobquery). Every error is an
 // RFC 9457 problem; docs/api.md and GET /openapi.json describe the routes.
 package api
 
@@ -163,7 +164,8 @@ type Config struct {
 	// to show it, so the next request sees it. Default 5s.
 	ConsistencyWait time.Duration
 	// RecentTTL is how long a job command accepted by this process answers
-	// GET .../jobs/{id} while the view does not show it yet. Default 2m.
+	// GET .../jobs/{id} while the jobs table does not show it yet.
+	// Default 2m.
 	RecentTTL time.Duration
 	// IdempotencyTTL is how long an Idempotency-Key is remembered with its
 	// request; default 24h. IdempotencyMax bounds the keys kept; default

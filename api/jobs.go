@@ -99,7 +99,7 @@ type jobResponse struct {
 	Pending bool `json:"pending,omitempty"`
 }
 
-// currentFire is one fire in progress, as the job view shows it.
+// currentFire is one fire in progress, as the jobs table shows it.
 type currentFire struct {
 	FireSeq     uint64  `json:"fire_seq"`
 	ScheduledAt *string `json:"scheduled_at,omitempty"`
@@ -634,8 +634,8 @@ func (s *server) createJobs(c *fiber.Ctx) error {
 	})
 }
 
-// job returns the job's row as this API knows it: the view's, or the
-// command it accepted and the view does not show yet.
+// job returns the job's row as this API knows it: the jobs table's, or the
+// command it accepted and the table does not show yet.
 func (s *server) job(ns, id string) (*chimev1.JobState, bool, error) {
 	if err := schema.ValidateJobID(id); err != nil {
 		return nil, false, invalidFields(FieldError{Field: "id", Reason: validationReason(err)})
