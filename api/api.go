@@ -1,6 +1,7 @@
 // Package api owns chime's HTTP facade: a fiber app that turns JSON
 // requests into job, namespace and breaker commands on Kafka, and answers
-// reads from the processors' tables through views. Every error is an
+// reads from views of the namespace and breaker tables and, for jobs, from
+// the scheduler instances that own them (views/jobquery). Every error is an
 // RFC 9457 problem; docs/api.md and GET /openapi.json describe the routes.
 package api
 
@@ -23,6 +24,7 @@ import (
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema/chimev1"
 	"github.com/chime-sched/chime/views/jobindex"
+	"github.com/chime-sched/chime/views/jobquery"
 )
 
 // MaxBodyBytes bounds every request body; a larger one is a 413 problem.
@@ -108,17 +110,25 @@ type BreakerView interface {
 	Get(ns string) *chimev1.BreakerStatus
 }
 
-// JobView reads the scheduler's job table; *views.Jobs is one.
+// JobView reads the scheduler's job table where it lives, in the
+// scheduler instances that own its partitions; *jobquery.Router is one.
+// An error means a part of the table cannot be read right now (its owner
+// recovering, moving or unreachable): the request answers 503 with
+// Retry-After, never a partial answer.
 type JobView interface {
 	// Get returns the job's row, nil if there is none.
 	Get(ns, id string) (*chimev1.JobState, error)
+	// Rows returns the rows of the namespace's jobs ids, nil where there
+	// is none, in one call per owner.
+	Rows(ns string, ids []string) ([]*chimev1.JobState, error)
 	// LiveJobs counts the namespace's jobs that have not ended
 	// (scheduled, paused or firing), for the pending-jobs quota; chime's
 	// own jobs in it are not the namespace's and do not count.
-	LiveJobs(ns string) int64
-	// ListJobs returns a page of the namespace's jobs, newest first, and
-	// whether more follow; chime's own jobs only with q.Internal.
-	ListJobs(ns string, q jobindex.Query) ([]jobindex.Entry, bool)
+	LiveJobs(ns string) (int64, error)
+	// ListJobs returns a page of the namespace's jobs with their rows,
+	// newest first, and whether more follow; chime's own jobs only with
+	// q.Internal.
+	ListJobs(ns string, q jobindex.Query) ([]jobquery.Job, bool, error)
 }
 
 // Config is what New needs. Jobs, Control, Namespaces, Breakers and JobStates
@@ -154,7 +164,8 @@ type Config struct {
 	// to show it, so the next request sees it. Default 5s.
 	ConsistencyWait time.Duration
 	// RecentTTL is how long a job command accepted by this process answers
-	// GET .../jobs/{id} while the view does not show it yet. Default 2m.
+	// GET .../jobs/{id} while the jobs table does not show it yet.
+	// Default 2m.
 	RecentTTL time.Duration
 	// IdempotencyTTL is how long an Idempotency-Key is remembered with its
 	// request; default 24h. IdempotencyMax bounds the keys kept; default
@@ -372,8 +383,39 @@ func (r jobReader) Get(ns, id string) (*chimev1.JobState, error) {
 	return st, nil
 }
 
+func (r jobReader) Rows(ns string, ids []string) ([]*chimev1.JobState, error) {
+	rows, err := r.JobView.Rows(ns, ids)
+	if err != nil {
+		return nil, viewUnavailable("job", err)
+	}
+	return rows, nil
+}
+
+func (r jobReader) LiveJobs(ns string) (int64, error) {
+	n, err := r.JobView.LiveJobs(ns)
+	if err != nil {
+		return 0, viewUnavailable("job", err)
+	}
+	return n, nil
+}
+
+func (r jobReader) ListJobs(ns string, q jobindex.Query) ([]jobquery.Job, bool, error) {
+	jobs, more, err := r.JobView.ListJobs(ns, q)
+	if err != nil {
+		return nil, false, viewUnavailable("job", err)
+	}
+	return jobs, more, nil
+}
+
+// viewRetryAfter is the Retry-After of a table that cannot be read: a
+// partition moving between scheduler instances is served again within
+// seconds.
+const viewRetryAfter = time.Second
+
 func viewUnavailable(what string, err error) *Problem {
-	return problem(fiber.StatusServiceUnavailable, "unavailable", "the %s table cannot be read right now (%v); retry shortly", what, err)
+	p := problem(fiber.StatusServiceUnavailable, "unavailable", "the %s table cannot be read right now (%v); retry shortly", what, err)
+	p.retryAfter = viewRetryAfter
+	return p
 }
 
 // marshalJSON is every JSON answer's encoder: like json.Marshal, but

@@ -23,6 +23,7 @@ import (
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 	"github.com/chime-sched/chime/views/jobindex"
+	"github.com/chime-sched/chime/views/jobquery"
 )
 
 const adminToken = "admin-secret"
@@ -182,17 +183,36 @@ func TestReadyzNotReady(t *testing.T) {
 	require.Contains(t, string(b.do(t, "GET", "/metrics", "", nil).raw), "chime_api_ready 0")
 }
 
+// brokenJobs is a jobs table none of whose owners answers.
 type brokenJobs struct{}
 
-func (brokenJobs) Get(string, string) (*chimev1.JobState, error)            { return nil, io.ErrClosedPipe }
-func (brokenJobs) LiveJobs(string) int64                                    { return 0 }
-func (brokenJobs) ListJobs(string, jobindex.Query) ([]jobindex.Entry, bool) { return nil, false }
+func (brokenJobs) Get(string, string) (*chimev1.JobState, error) { return nil, jobquery.ErrUnavailable }
+func (brokenJobs) Rows(string, []string) ([]*chimev1.JobState, error) {
+	return nil, jobquery.ErrUnavailable
+}
+func (brokenJobs) LiveJobs(string) (int64, error) { return 0, jobquery.ErrUnavailable }
+func (brokenJobs) ListJobs(string, jobindex.Query) ([]jobquery.Job, bool, error) {
+	return nil, false, jobquery.ErrUnavailable
+}
 
+// TestViewFailureIs503: every route that reads the jobs table answers 503
+// with Retry-After when it cannot be read, never a 404 or an empty list.
 func TestViewFailureIs503(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(c *api.Config) { c.JobStates = brokenJobs{} })
 	key := b.namespace(t, "shop", nil)
-	requireProblem(t, b.do(t, "GET", "/v1/namespaces/shop/jobs/x", key, nil), 503, "")
+	for _, tc := range []struct{ method, path, body string }{
+		{"GET", "/v1/namespaces/shop/jobs/x", ""},
+		{"GET", "/v1/namespaces/shop/jobs", ""},
+		{"DELETE", "/v1/namespaces/shop/jobs/x", ""},
+		{"POST", "/v1/namespaces/shop/jobs/x/trigger", ""},
+		// A namespace key's create needs the live count (pending quota).
+		{"POST", "/v1/namespaces/shop/jobs", `{"id":"a","schedule":{"in":"1h"},"callback":{"url":"https://example.com/"}}`},
+	} {
+		r := b.do(t, tc.method, tc.path, key, []byte(tc.body))
+		requireProblem(t, r, 503, "")
+		require.Equal(t, "1", r.header.Get("Retry-After"), "%s %s", tc.method, tc.path)
+	}
 }
 
 func TestAuth(t *testing.T) {

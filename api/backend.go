@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
@@ -17,11 +18,14 @@ import (
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/views"
+	"github.com/chime-sched/chime/views/jobquery"
 )
 
 // Backend is what the API needs from Kafka: the job producer, the
-// namespace and breaker command publisher, and the read models (views of
-// the namespace, breaker and job tables).
+// namespace and breaker command publisher, the read models (views of the
+// namespace and breaker tables) and the job reads, which go to the
+// scheduler instances that own the jobs (views/jobquery): an API process
+// holds no job rows.
 type Backend struct {
 	Producer   *producer.Producer
 	Control    *KafkaControl
@@ -31,8 +35,10 @@ type Backend struct {
 
 	// run are the views this backend keeps itself (not shared ones).
 	run []func(context.Context) error
-	// jobsReady reports whether Jobs answers for every job.
+	// jobsReady reports whether Jobs answers (nil: always).
 	jobsReady func() bool
+	// groupClient describes the scheduler group for the job reads.
+	groupClient *kgo.Client
 }
 
 // AnalyticsStore answers the routes that read ClickHouse: breaker history,
@@ -70,16 +76,28 @@ type BackendConfig struct {
 	ReplicationOf func(topic string) int
 	Logger        *slog.Logger
 
+	// Partitions of chime's topics (CHIME_PARTITIONS): a job's row is in
+	// the scheduler table's partition of its key.
+	Partitions int32
+	// QuerySecret signs the job reads sent to the scheduler instances'
+	// query servers (CHIME_QUERY_SECRET).
+	QuerySecret string
+
 	// Shared read models: a process that runs the processors too (chime
 	// dev) hands the API what it already keeps, so the tables are not
 	// consumed twice. The owner runs them. Unset ones the backend keeps
 	// as views of its own.
 	Namespaces *views.Namespaces
 	Breakers   *views.Breakers
-	// Jobs reads job rows (the scheduler's own table in chime dev);
-	// JobsReady says when it answers for every job (nil: always).
-	Jobs      JobView
-	JobsReady func() bool
+	// LocalJobs, if set, is this process's scheduler (chime dev): the
+	// partitions it owns are read from it directly; LocalQueryAddr is the
+	// query address it advertises. JobsReady says when job reads answer
+	// (nil: always).
+	LocalJobs      jobquery.Source
+	LocalQueryAddr string
+	JobsReady      func() bool
+	// Jobs, if set, answers the job reads instead (tests).
+	Jobs JobView
 }
 
 // NewBackend connects; Run must run for the views to answer.
@@ -119,13 +137,25 @@ func NewBackend(cfg BackendConfig) (*Backend, error) {
 		b.run = append(b.run, b.Breakers.Run)
 	}
 	if b.Jobs == nil {
-		jobs, err := views.NewJobs(cfg.Brokers, cfg.Topics, cfg.ClientID+"-jobs", cfg.ReplicationOf(cfg.Topics.SchedulerTable()), log)
+		if b.groupClient, err = kgo.NewClient(append(cfg.SASL.Kgo(), kgo.SeedBrokers(cfg.Brokers...), kgo.ClientID(cfg.ClientID+"-jobs"))...); err != nil {
+			b.Close()
+			return nil, err
+		}
+		router, err := jobquery.NewRouter(jobquery.RouterConfig{
+			Admin:      kadm.NewClient(b.groupClient),
+			Group:      cfg.Topics.SchedulerGroup(),
+			Topic:      cfg.Topics.JobCommands(),
+			Partitions: cfg.Partitions,
+			Secret:     cfg.QuerySecret,
+			Local:      cfg.LocalJobs,
+			LocalAddr:  cfg.LocalQueryAddr,
+			Logger:     cfg.Logger.With("component", "api-jobs"),
+		})
 		if err != nil {
 			b.Close()
 			return nil, err
 		}
-		b.Jobs, b.jobsReady = jobs, jobs.Recovered
-		b.run = append(b.run, jobs.Run)
+		b.Jobs = router
 	}
 	return b, nil
 }
@@ -149,7 +179,7 @@ func (b *Backend) Ready() error {
 		missing = append(missing, errors.New("breakers view recovering"))
 	}
 	if b.jobsReady != nil && !b.jobsReady() {
-		missing = append(missing, errors.New("jobs view recovering"))
+		missing = append(missing, errors.New("scheduler recovering"))
 	}
 	return errors.Join(missing...)
 }
@@ -191,6 +221,9 @@ func (b *Backend) Close() {
 	}
 	if b.Control != nil {
 		b.Control.Close()
+	}
+	if b.groupClient != nil {
+		b.groupClient.Close()
 	}
 }
 

@@ -249,8 +249,12 @@ func (s *server) replayDeadLetter(c *fiber.Ctx) error {
 		return problem(fiber.StatusNotFound, "dead-letter-not-found",
 			"namespace %q has no dead letter %q (GET /v1/namespaces/%s/dead-letters lists them; they are kept for the analytics retention)", ns, dlID, ns)
 	}
+	quota, err := s.jobQuota(c)
+	if err != nil {
+		return err
+	}
 	pctx, pcancel := s.publishCtx(c)
-	res, err := s.replayOne(pctx, ns, nsCfg, d, s.now(), s.jobQuota(c))
+	res, err := s.replayOne(pctx, ns, nsCfg, d, s.now(), quota)
 	pcancel()
 	if refusal := (*jobRefusal)(nil); errors.As(err, &refusal) {
 		return refusal.problem(c)
@@ -371,7 +375,7 @@ func (s *server) replayOne(ctx context.Context, ns string, nsCfg *chimev1.Namesp
 		return replayResult{}, unavailable("the replay", err)
 	}
 	next := fmtTime(timestamppb.New(now))
-	s.accepted(&converted{cmd: cmd, next: next}, now)
+	s.accepted([]*converted{{cmd: cmd, next: next}}, now)
 	s.metrics.jobsAccepted.Inc()
 	st := &chimev1.JobState{
 		Spec: spec, Status: chimev1.JobStatus_JOB_STATUS_SCHEDULED,
@@ -535,9 +539,12 @@ func (s *server) replayDeadLetters(c *fiber.Ctx) error {
 	list = list[:min(len(list), limit)]
 	out := bulkReplayResponse{Matched: len(list), AlreadyReplayed: skipped, Failed: []replayFailure{}, Jobs: []string{}, More: more}
 	now := s.now()
+	quota, err := s.jobQuota(c)
+	if err != nil {
+		return err
+	}
 	pctx, pcancel := s.publishCtx(c)
 	defer pcancel()
-	quota := s.jobQuota(c)
 	var (
 		refusal *jobRefusal
 		record  []*analytics.DeadLetter

@@ -17,6 +17,7 @@ import (
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 	"github.com/chime-sched/chime/views/jobindex"
+	"github.com/chime-sched/chime/views/jobquery"
 )
 
 // fakeJobs records the job commands published.
@@ -123,14 +124,28 @@ func (f *fakeJobStates) Get(ns, id string) (*chimev1.JobState, error) {
 	return f.rows[schema.JobKey(ns, id)], nil
 }
 
-// LiveJobs and ListJobs answer from a listing index of the rows, as the
-// scheduler and the API's view do.
-func (f *fakeJobStates) LiveJobs(ns string) int64 {
-	return jobindex.LiveIn([]*jobindex.Index{f.index(ns)}, ns)
+func (f *fakeJobStates) Rows(ns string, ids []string) ([]*chimev1.JobState, error) {
+	rows := make([]*chimev1.JobState, len(ids))
+	for i, id := range ids {
+		rows[i], _ = f.Get(ns, id)
+	}
+	return rows, nil
 }
 
-func (f *fakeJobStates) ListJobs(ns string, q jobindex.Query) ([]jobindex.Entry, bool) {
-	return jobindex.List([]*jobindex.Index{f.index(ns)}, ns, q)
+// LiveJobs and ListJobs answer from a listing index of the rows, as the
+// scheduler does.
+func (f *fakeJobStates) LiveJobs(ns string) (int64, error) {
+	return jobindex.LiveIn([]*jobindex.Index{f.index(ns)}, ns), nil
+}
+
+func (f *fakeJobStates) ListJobs(ns string, q jobindex.Query) ([]jobquery.Job, bool, error) {
+	entries, more := jobindex.List([]*jobindex.Index{f.index(ns)}, ns, q)
+	jobs := make([]jobquery.Job, len(entries))
+	for i, e := range entries {
+		jobs[i].Entry = e
+		jobs[i].Row, _ = f.Get(ns, e.ID)
+	}
+	return jobs, more, nil
 }
 
 func (f *fakeJobStates) index(ns string) *jobindex.Index {

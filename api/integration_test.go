@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/api"
+	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/infra/kafkatest"
 	"github.com/chime-sched/chime/processors/breaker"
 	"github.com/chime-sched/chime/processors/namespaces"
@@ -25,6 +26,7 @@ import (
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 	"github.com/chime-sched/chime/views"
+	"github.com/chime-sched/chime/views/jobquery"
 )
 
 // liveAPI is the API served on a real listener, over a real broker, with
@@ -45,6 +47,9 @@ type liveKafka struct {
 	// run runs a component until the test ends.
 	run func(func(context.Context) error)
 }
+
+// querySecret signs the API's job reads to the scheduler's query server.
+const querySecret = "api-test-query-secret"
 
 func startLive(t *testing.T, mutate ...func(*api.Config)) *liveAPI {
 	t.Helper()
@@ -78,8 +83,16 @@ func startKafka(t *testing.T) *liveKafka {
 		}
 	})
 
-	sched, err := scheduler.New(scheduler.Config{Brokers: c.Brokers(), Topics: topics, Logger: log})
+	// The scheduler serves its rows to the API processes (views/jobquery)
+	// and advertises where in the group.
+	qln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
+	sched, err := scheduler.New(scheduler.Config{Brokers: c.Brokers(), Topics: topics, Logger: log,
+		Membership: groups.Membership{Advertise: qln.Addr().String()}})
+	require.NoError(t, err)
+	qs, err := jobquery.NewServer(jobquery.ServerConfig{Source: sched, Partitions: 4, Secret: querySecret, Logger: log})
+	require.NoError(t, err)
+	run(func(ctx context.Context) error { return jobquery.Serve(ctx, qs, qln) })
 	run(sched.Run)
 	run(namespaces.New(namespaces.Config{Brokers: c.Brokers(), Topics: topics, Logger: log}).Run)
 	run(breaker.New(breaker.Config{Brokers: c.Brokers(), Topics: topics, Logger: log, Namespaces: views.StaticNamespaces{}}).Run)
@@ -92,7 +105,7 @@ func startKafka(t *testing.T) *liveKafka {
 // api starts one API process, with views of its own.
 func (k *liveKafka) api(t *testing.T, mutate ...func(*api.Config)) *liveAPI {
 	t.Helper()
-	be, err := api.NewBackend(api.BackendConfig{Brokers: k.cluster.Brokers(), Topics: k.topics, Logger: k.log})
+	be, err := api.NewBackend(api.BackendConfig{Brokers: k.cluster.Brokers(), Topics: k.topics, Logger: k.log, Partitions: 4, QuerySecret: querySecret})
 	require.NoError(t, err)
 	t.Cleanup(be.Close)
 	k.run(be.Run)

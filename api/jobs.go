@@ -99,7 +99,7 @@ type jobResponse struct {
 	Pending bool `json:"pending,omitempty"`
 }
 
-// currentFire is one fire in progress, as the job view shows it.
+// currentFire is one fire in progress, as the jobs table shows it.
 type currentFire struct {
 	FireSeq     uint64  `json:"fire_seq"`
 	ScheduledAt *string `json:"scheduled_at,omitempty"`
@@ -474,8 +474,13 @@ func (s *server) createJob(c *fiber.Ctx) error {
 		id := jobIDFor(ns, req.ID, key, 0)
 		if req.ID == "" && key != "" {
 			// Another API instance may have answered this key: the
-			// derived id names the job it created.
-			if row, _ := s.cfg.JobStates.Get(ns, id); row != nil {
+			// derived id names the job it created. Unread, a retry
+			// would publish the job again (an "in" schedule would move).
+			row, err := s.cfg.JobStates.Get(ns, id)
+			if err != nil {
+				return 0, nil, err
+			}
+			if row != nil {
 				c.Set(headerReplayed, "true")
 				return fiber.StatusCreated, created(ns, id, row), nil
 			}
@@ -489,19 +494,39 @@ func (s *server) createJob(c *fiber.Ctx) error {
 		if _, err := s.cfg.Jobs.Publish(ctx, conv.cmd); err != nil {
 			return 0, nil, unavailable("the job", err)
 		}
-		s.accepted(conv, now)
+		s.accepted([]*converted{conv}, now)
 		s.metrics.jobsAccepted.Inc()
 		c.Location("/v1/namespaces/" + ns + "/jobs/" + id)
 		return fiber.StatusCreated, jobCreated{ID: id, Namespace: ns, State: "scheduled", NextFireAt: conv.next}, nil
 	})
 }
 
-// accepted remembers an upsert for read-your-writes. An upsert that
-// repeats the spec of a live job is not remembered: the scheduler ignores
-// it, so the view will never show its command and already is the truth.
-func (s *server) accepted(conv *converted, now time.Time) {
+// accepted remembers upserts of one namespace for read-your-writes,
+// reading their rows in one call.
+func (s *server) accepted(convs []*converted, now time.Time) {
+	if len(convs) == 0 {
+		return
+	}
+	ids := make([]string, len(convs))
+	for i, conv := range convs {
+		ids[i] = conv.cmd.GetJobId()
+	}
+	// Unread rows only cost memory: each upsert is then remembered.
+	rows, err := s.cfg.JobStates.Rows(convs[0].cmd.GetNamespace(), ids)
+	if err != nil {
+		rows = make([]*chimev1.JobState, len(convs))
+	}
+	for i, conv := range convs {
+		s.remember(conv, rows[i], now)
+	}
+}
+
+// remember keeps an upsert for read-your-writes, given the job's row as
+// the table has it. An upsert that repeats the spec of a live job is not
+// remembered: the scheduler ignores it, so the table will never show its
+// command and already is the truth.
+func (s *server) remember(conv *converted, row *chimev1.JobState, now time.Time) {
 	cmd := conv.cmd
-	row, _ := s.cfg.JobStates.Get(cmd.GetNamespace(), cmd.GetJobId())
 	if row != nil && !schema.JobEnded(row.GetStatus()) && proto.Equal(row.GetSpec(), cmd.GetUpsert().GetSpec()) {
 		return
 	}
@@ -589,14 +614,16 @@ func (s *server) createJobs(c *fiber.Ctx) error {
 		wg.Wait()
 		out := make([]jobCreated, len(convs))
 		var failed []FieldError
+		ok := make([]*converted, 0, len(convs))
 		for i, conv := range convs {
 			if errs[i] != nil {
 				failed = append(failed, FieldError{Field: fmt.Sprintf("jobs[%d]", i), Reason: errs[i].Error()})
 				continue
 			}
-			s.accepted(conv, now)
+			ok = append(ok, conv)
 			out[i] = jobCreated{ID: conv.cmd.GetJobId(), Namespace: ns, State: "scheduled", NextFireAt: conv.next}
 		}
+		s.accepted(ok, now)
 		s.metrics.jobsAccepted.Add(float64(len(convs) - len(failed)))
 		if len(failed) > 0 {
 			p := unavailable(fmt.Sprintf("%d of %d jobs", len(failed), len(convs)), errors.New("publish failed"))
@@ -607,8 +634,8 @@ func (s *server) createJobs(c *fiber.Ctx) error {
 	})
 }
 
-// job returns the job's row as this API knows it: the view's, or the
-// command it accepted and the view does not show yet.
+// job returns the job's row as this API knows it: the jobs table's, or the
+// command it accepted and the table does not show yet.
 func (s *server) job(ns, id string) (*chimev1.JobState, bool, error) {
 	if err := schema.ValidateJobID(id); err != nil {
 		return nil, false, invalidFields(FieldError{Field: "id", Reason: validationReason(err)})

@@ -82,20 +82,19 @@ func (s *server) listJobs(c *fiber.Ctx) error {
 	if q.Internal, err = internalParam(c); err != nil {
 		return err
 	}
-	entries, more := s.cfg.JobStates.ListJobs(ns, q)
-	out := jobList{Jobs: make([]jobResponse, 0, len(entries))}
-	for _, e := range entries {
-		row, err := s.cfg.JobStates.Get(ns, e.ID)
-		if err != nil {
-			return err
-		}
-		if row == nil {
+	jobs, more, err := s.cfg.JobStates.ListJobs(ns, q)
+	if err != nil {
+		return err
+	}
+	out := jobList{Jobs: make([]jobResponse, 0, len(jobs))}
+	for _, j := range jobs {
+		if j.Row == nil {
 			continue // removed since the index was read
 		}
-		out.Jobs = append(out.Jobs, renderJob(ns, e.ID, row, false))
+		out.Jobs = append(out.Jobs, renderJob(ns, j.ID, j.Row, false))
 	}
-	if more && len(entries) > 0 {
-		out.NextCursor = jobindex.CursorAt(entries[len(entries)-1]).String()
+	if more && len(jobs) > 0 {
+		out.NextCursor = jobindex.CursorAt(jobs[len(jobs)-1].Entry).String()
 	}
 	return c.JSON(out)
 }

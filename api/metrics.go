@@ -76,7 +76,7 @@ func (m *metrics) middleware(c *fiber.Ctx) error {
 func (s *server) registerState(reg prometheus.Registerer) error {
 	ready := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "chime_api_ready",
-		Help: "1 once the views the API reads have caught up with their tables (GET /readyz), else 0.",
+		Help: "1 once the namespace and breaker views the API reads have caught up with their tables (GET /readyz), else 0.",
 	}, func() float64 {
 		if s.cfg.Ready != nil && s.cfg.Ready() != nil {
 			return 0
@@ -89,7 +89,7 @@ func (s *server) registerState(reg prometheus.Registerer) error {
 	}, func() float64 { return float64(s.idem.len()) })
 	recent := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "chime_api_recent_jobs",
-		Help: "Job commands remembered for read-your-writes until the job view shows them.",
+		Help: "Job commands remembered for read-your-writes until the jobs table shows them.",
 	}, func() float64 { return float64(s.recent.len()) })
 	for _, c := range []prometheus.Collector{ready, keys, recent} {
 		if err := reg.Register(c); err != nil {

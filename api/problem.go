@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 )
@@ -22,6 +24,8 @@ type Problem struct {
 	Detail   string       `json:"detail,omitempty"`
 	Instance string       `json:"instance,omitempty"`
 	Errors   []FieldError `json:"errors,omitempty"`
+	// retryAfter, if set, goes out as Retry-After (whole seconds).
+	retryAfter time.Duration
 }
 
 // FieldError says which field of the request is wrong: a JSON path into
@@ -98,6 +102,9 @@ func (s *server) errorHandler(c *fiber.Ctx, err error) error {
 		out.Instance = c.OriginalURL()
 	}
 	c.Status(out.Status)
+	if out.retryAfter > 0 {
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(retryAfterSeconds(out.retryAfter)))
+	}
 	c.Set(fiber.HeaderContentType, "application/problem+json")
 	return c.JSON(&out, "application/problem+json")
 }

@@ -123,7 +123,11 @@ func (s *server) limitRequests(c *fiber.Ctx) error {
 // limitJobs is the per-namespace quota of jobs created, for n jobs (see
 // jobQuota.take); a refusal is the 429 problem.
 func (s *server) limitJobs(c *fiber.Ctx, n int) error {
-	if r := s.jobQuota(c).take(n); r != nil {
+	q, err := s.jobQuota(c)
+	if err != nil {
+		return err
+	}
+	if r := q.take(n); r != nil {
 		return r.problem(c)
 	}
 	return nil
@@ -150,13 +154,19 @@ type jobQuota struct {
 	live, taken int64
 }
 
-func (s *server) jobQuota(c *fiber.Ctx) *jobQuota {
+// jobQuota counts the namespace's live jobs, unless no quota applies; an
+// error is the 503 of a jobs table that cannot be read: without the count
+// the quota cannot be kept.
+func (s *server) jobQuota(c *fiber.Ctx) (*jobQuota, error) {
 	p, _ := c.Locals(principalKey).(principal)
 	q := &jobQuota{s: s, ns: p.namespace, off: p.admin}
 	if !q.off && s.quotas.cfg.PendingJobs > 0 {
-		q.live = s.cfg.JobStates.LiveJobs(p.namespace)
+		var err error
+		if q.live, err = s.cfg.JobStates.LiveJobs(p.namespace); err != nil {
+			return nil, err
+		}
 	}
-	return q
+	return q, nil
 }
 
 // take admits n more jobs, or says why not: the pending jobs first (a

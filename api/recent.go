@@ -13,14 +13,14 @@ import (
 
 // recentJobs gives read-your-writes: the job commands this process
 // published recently, by job key. GET .../jobs/{id} answers from here while
-// the job view does not yet show the command, for at most ttl; after that
-// the view is the truth (the scheduler may have rejected the command).
+// the jobs table does not yet show the command, for at most ttl; after
+// that the table is the truth (the scheduler may have rejected the command).
 //
-// The view shows the command once the row's last_command_id is the
+// The table shows the command once the row's last_command_id is the
 // command's, or is none of the ids the row could show before it (the row's
 // when the command was accepted, and this process's earlier commands still
 // in flight for the job): then a later command, from another client or
-// instance, has been applied after it, and the view is newer than this
+// instance, has been applied after it, and the table is newer than this
 // memory.
 type recentJobs struct {
 	ttl time.Duration
@@ -51,7 +51,7 @@ func newRecentJobs(ttl time.Duration, max int) *recentJobs {
 // maxBefore bounds the commands of one job remembered as in flight.
 const maxBefore = 16
 
-// put remembers a command; viewID is the view's last_command_id for the
+// put remembers a command; viewID is the table's last_command_id for the
 // job now ("" if it has no row).
 func (r *recentJobs) put(key, commandID, viewID string, state *chimev1.JobState, now time.Time) {
 	raw, err := proto.Marshal(state)
@@ -81,7 +81,7 @@ func (r *recentJobs) put(key, commandID, viewID string, state *chimev1.JobState,
 	r.entries[key] = r.order.PushBack(&recentJob{key: key, commandID: commandID, before: before, at: now, state: raw})
 }
 
-// get returns the expected row if the view's row (nil if none) does not
+// get returns the expected row if the table's row (nil if none) does not
 // show the recent command yet. A row that shows it retires the entry.
 func (r *recentJobs) get(key string, row *chimev1.JobState, now time.Time) *chimev1.JobState {
 	r.mu.Lock()

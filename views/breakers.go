@@ -15,7 +15,7 @@ type Breakers struct {
 
 // NewBreakers builds the view; Run must be running for Get to answer.
 func NewBreakers(brokers []string, topics schema.Topics, clientID string, replication int, logger *slog.Logger) (*Breakers, error) {
-	t, err := newTable[*chimev1.BreakerStatus](brokers, topics.BreakerGroup(), new(schema.BreakerStatusCodec), clientID, replication, logger, true, nil)
+	t, err := newTable[*chimev1.BreakerStatus](brokers, topics.BreakerGroup(), new(schema.BreakerStatusCodec), clientID, replication, logger)
 	if err != nil {
 		return nil, err
 	}

@@ -1,5 +1,7 @@
 // Package views owns chime's read models: typed goka views of the
-// processors' tables, for the API and the dispatchers.
+// namespace and breaker tables, which every API process and dispatcher
+// keeps whole (they are small). The jobs table is not replicated: it is
+// read where it lives, in the scheduler instances (views/jobquery).
 package views
 
 import (
@@ -18,7 +20,7 @@ type Namespaces struct {
 
 // NewNamespaces builds the view; Run must be running for Get to answer.
 func NewNamespaces(brokers []string, topics schema.Topics, clientID string, replication int, logger *slog.Logger) (*Namespaces, error) {
-	t, err := newTable[*chimev1.NamespaceConfig](brokers, topics.NamespaceGroup(), new(schema.NamespaceConfigCodec), clientID, replication, logger, true, nil)
+	t, err := newTable[*chimev1.NamespaceConfig](brokers, topics.NamespaceGroup(), new(schema.NamespaceConfigCodec), clientID, replication, logger)
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/lovoo/goka"
-	"github.com/lovoo/goka/storage"
 
 	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/memstore"
@@ -22,8 +21,8 @@ import (
 // memory. The typed views embed it and add their own getters.
 //
 // Rows are kept encoded (goka's view runs with a bytes codec) and decoded
-// on read. A table built with cached=true also keeps the last decoded value
-// of each key and hands it out again while the stored bytes are the same:
+// on read. The table also keeps the last decoded value of each key and
+// hands it out again while the stored bytes are the same:
 // the dispatcher asks the breaker and namespace views before every call,
 // and decoding a row each time cost more than the call's bookkeeping. A
 // value returned by get is therefore shared and read-only.
@@ -31,7 +30,6 @@ type table[T any] struct {
 	view   *goka.View
 	decode func([]byte) (any, error)
 
-	cached  bool
 	cacheMu sync.RWMutex
 	cache   map[string]decoded[T]
 
@@ -52,26 +50,17 @@ type decoded[T any] struct {
 	val T
 }
 
-// newTable builds a view of group's table. build, if not nil, wraps the
-// view's (in-memory) storage.
-func newTable[T any](brokers []string, group string, codec goka.Codec, clientID string, replication int, logger *slog.Logger, cached bool, build func(storage.Builder) storage.Builder) (*table[T], error) {
+// newTable builds a view of group's table, kept in memory.
+func newTable[T any](brokers []string, group string, codec goka.Codec, clientID string, replication int, logger *slog.Logger) (*table[T], error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	st := memstore.Builder()
-	if build != nil {
-		st = build(st)
-	}
-	opts := append(processors.ViewOptions(clientID, replication, logger), goka.WithViewStorageBuilder(st))
+	opts := append(processors.ViewOptions(clientID, replication, logger), goka.WithViewStorageBuilder(memstore.Builder()))
 	v, err := goka.NewView(brokers, goka.GroupTable(goka.Group(group)), new(schema.BytesCodec), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("view of %s: %w", goka.GroupTable(goka.Group(group)), err)
 	}
-	t := &table[T]{view: v, decode: codec.Decode, cached: cached}
-	if cached {
-		t.cache = map[string]decoded[T]{}
-	}
-	return t, nil
+	return &table[T]{view: v, decode: codec.Decode, cache: map[string]decoded[T]{}}, nil
 }
 
 // Run keeps the view up to date until ctx is done.
@@ -149,20 +138,18 @@ func (t *table[T]) get(key string) (row T, ok bool, err error) {
 	if raw == nil {
 		return row, false, nil
 	}
-	if t.cached {
-		t.cacheMu.RLock()
-		c, hit := t.cache[key]
-		t.cacheMu.RUnlock()
-		if hit && bytes.Equal(c.raw, raw) {
-			return c.val, true, nil
-		}
+	t.cacheMu.RLock()
+	c, hit := t.cache[key]
+	t.cacheMu.RUnlock()
+	if hit && bytes.Equal(c.raw, raw) {
+		return c.val, true, nil
 	}
 	d, err := t.decode(raw)
 	if err != nil {
 		return row, false, err
 	}
 	row, ok = d.(T)
-	if ok && t.cached {
+	if ok {
 		t.cacheMu.Lock()
 		t.cache[key] = decoded[T]{raw: bytes.Clone(raw), val: row}
 		t.cacheMu.Unlock()

@@ -49,7 +49,9 @@ func benchAPI(ctx context.Context, log *slog.Logger, creates int, partitions int
 		defer wg.Done()
 		_ = namespaces.New(namespaces.Config{Brokers: brokers, Topics: tp, Logger: log}).Run(ctx)
 	}()
-	be, err := api.NewBackend(api.BackendConfig{Brokers: brokers, Topics: tp, Logger: log})
+	// No scheduler runs: job reads (the pending-jobs quota, read-your-writes)
+	// find no owner, and the pending quota is off so creates do not need it.
+	be, err := api.NewBackend(api.BackendConfig{Brokers: brokers, Topics: tp, Logger: log, Partitions: partitions, QuerySecret: "bench-query-secret-0123456789"})
 	if err != nil {
 		fail("api backend: %v", err)
 	}
@@ -62,6 +64,7 @@ func benchAPI(ctx context.Context, log *slog.Logger, creates int, partitions int
 	const admin = "bench-admin-token-0123456789"
 	cfg := be.Config()
 	cfg.AdminToken, cfg.Logger, cfg.ConsistencyWait = admin, log, 60*time.Second
+	cfg.Quotas.PendingJobs = -1
 	app, err := api.New(cfg)
 	if err != nil {
 		fail("api: %v", err)

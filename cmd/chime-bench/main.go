@@ -77,6 +77,7 @@ func main() {
 	flag.DurationVar(&e2e.profileFor, "e2e-profile-for", 10*time.Second, "end to end: length of each burst's CPU profile, from 1 s before the instant")
 	flag.BoolVar(&e2e.keepLogs, "e2e-keep", false, "end to end: keep chime's state dir and log of each run")
 	e2eOnly := flag.Bool("e2e-only", false, "run only the end-to-end phases (the role-by-role rows are diagnosis)")
+	apiStandalone := flag.Int("api-standalone", 1_000_000, "end to end: pending jobs in chime dev while a standalone chime api beside it is measured (RSS, time to ready, read latency); 10000000 for the large run; 0 skips")
 	soak := flag.Duration("soak", 0, "run only the soak: chime dev at 1,000 fires/s for this long, sampled every minute (make soak: 30m)")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -112,6 +113,9 @@ func main() {
 		return
 	}
 	add(benchE2E(ctx, e2e)...)
+	if *apiStandalone > 0 {
+		add(benchAPIStandalone(ctx, e2e, *apiStandalone)...)
+	}
 	if *e2eOnly {
 		printResults(results)
 		return

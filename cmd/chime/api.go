@@ -34,11 +34,11 @@ func roleAPI(ctx context.Context, e *env) error {
 }
 
 // apiShared is what a process running the processors too (chime dev) hands
-// the API: its read models, and the scheduler's table for job reads.
+// the API: its read models, and its scheduler, whose partitions the API
+// reads without a round trip.
 type apiShared struct {
 	rm        *readModels
-	jobs      api.JobView
-	jobsReady func() bool
+	scheduler *schedulerRole
 }
 
 // runAPI serves the API on --addr. It listens at once (GET /readyz says
@@ -58,6 +58,10 @@ func runAPI(ctx context.Context, e *env, dev bool, src *analyticsSource, shared 
 	if token == "" {
 		log.Warn("no admin token: namespaces and keys cannot be managed; set CHIME_ADMIN_TOKEN")
 	}
+	secret, err := e.querySecret()
+	if err != nil {
+		return err
+	}
 	bcfg := api.BackendConfig{
 		Brokers:       e.brokers,
 		Topics:        e.cfg.Topics(),
@@ -65,10 +69,12 @@ func runAPI(ctx context.Context, e *env, dev bool, src *analyticsSource, shared 
 		SASL:          e.sasl,
 		ReplicationOf: e.replicationOf,
 		Logger:        log,
+		Partitions:    e.cfg.Partitions,
+		QuerySecret:   secret,
 	}
 	if shared != nil {
 		bcfg.Namespaces, bcfg.Breakers = shared.rm.namespaces, shared.rm.breakers
-		bcfg.Jobs, bcfg.JobsReady = shared.jobs, shared.jobsReady
+		bcfg.LocalJobs, bcfg.LocalQueryAddr, bcfg.JobsReady = shared.scheduler.s, shared.scheduler.queryAddr, shared.scheduler.s.Ready
 	}
 	be, err := api.NewBackend(bcfg)
 	if err != nil {

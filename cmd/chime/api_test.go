@@ -292,6 +292,7 @@ func TestDevAPIEndToEnd(t *testing.T) {
 	}
 
 	checkMetrics(t, dev, admin)
+	checkStandaloneAPI(t, dev, stateDir, port, admin, key, onceID)
 
 	// Signing-secret rotation: during the overlap every callback carries a
 	// signature by the new secret and one by the old, space-separated.
@@ -344,6 +345,70 @@ func TestDevAPIEndToEnd(t *testing.T) {
 	}
 }
 
+// startStandaloneAPI starts a `chime api` of its own (own state dir) on
+// the embedded broker of the `chime dev` in stateDir, given that one's
+// Kafka credential and query secret, as docs/operations.md says to, and
+// waits until it is ready.
+func startStandaloneAPI(t *testing.T, stateDir string, port int, admin string, env ...string) *devAPI {
+	t.Helper()
+	kafka, err := kafkaauth.Load(filepath.Join(stateDir, config.KafkaCredentialFile))
+	require.NoError(t, err)
+	query, err := credential.Load(filepath.Join(stateDir, config.QueryCredentialFile))
+	require.NoError(t, err)
+	env = append([]string{
+		"CHIME_BROKERS=127.0.0.1:" + fmt.Sprint(port),
+		"CHIME_KAFKA_SASL_USER=" + kafka.User, "CHIME_KAFKA_SASL_PASSWORD=" + kafka.Password,
+		"CHIME_QUERY_SECRET=" + query.Password,
+		"CHIME_ADMIN_TOKEN=" + admin,
+		"CHIME_CLICKHOUSE_DSN=",
+		"CHIME_STATE_DIR=" + filepath.Join(t.TempDir(), "api"),
+		"CHIME_PARTITIONS=4", "CHIME_METRICS_ADDR=", "CHIME_API_ADDR=127.0.0.1:0",
+	}, env...)
+	addr := make(chan string, 1)
+	p := startChildEnv(t, env, nil, func(line string) {
+		if m := apiReadyLine.FindStringSubmatch(line); m != nil {
+			select {
+			case addr <- m[1]:
+			default:
+			}
+		}
+	}, "api")
+	select {
+	case a := <-addr:
+		return &devAPI{devProc: p, base: "http://" + a}
+	case err := <-p.exited:
+		t.Fatalf("chime api exited before it was ready: %v", err)
+	case <-time.After(90 * time.Second):
+		t.Fatal("chime api not ready within 90s")
+	}
+	return nil
+}
+
+// checkStandaloneAPI: a `chime api` of its own beside `chime dev` holds no
+// job rows; it reads them from dev's scheduler, found in the scheduler
+// group's membership, and answers as dev's own API does.
+func checkStandaloneAPI(t *testing.T, dev *devAPI, stateDir string, port int, admin, key, onceID string) {
+	t.Helper()
+	other := startStandaloneAPI(t, stateDir, port, admin)
+	for _, path := range []string{"/v1/namespaces/e2e/jobs/" + onceID, "/v1/namespaces/e2e/jobs?limit=2", "/v1/namespaces/e2e/jobs?state=completed"} {
+		st, want := dev.call(t, "GET", path, key, "")
+		require.Equal(t, 200, st, "%s: %v", path, want)
+		st, got := other.call(t, "GET", path, key, "")
+		require.Equal(t, 200, st, "%s: %v", path, got)
+		require.Equal(t, want, got, "%s: the same answer from either API", path)
+	}
+	// A namespace key's create counts the namespace's live jobs (the
+	// pending-jobs quota) across the schedulers.
+	st, out := other.call(t, "POST", "/v1/namespaces/e2e/jobs", key, `{"id": "via-standalone", "schedule": {"in": "1h"}, "callback": {"url": "http://127.0.0.1:9/x"}}`)
+	require.Equal(t, 201, st, "%v", out)
+	waitUntil(t, 30*time.Second, "dev's API to read the job the other created", func() bool {
+		st, _ := dev.call(t, "GET", "/v1/namespaces/e2e/jobs/via-standalone", key, "")
+		return st == 200
+	})
+	require.NoError(t, other.cmd.Process.Signal(syscall.SIGTERM))
+	<-other.exited
+}
+
 // checkSharedClickHouse: the local ClickHouse of `chime dev` lets in only
 // the credential kept in the state dir. The log line names the server
 // without the password; another process given the DSN and the password by
@@ -363,8 +428,6 @@ func checkSharedClickHouse(t *testing.T, dev *devAPI, stateDir string, port int,
 	ch, err := credential.Load(credPath)
 	require.NoError(t, err)
 	require.NotContains(t, dsn, ch.Password, "the log line does not show the password")
-	kafka, err := kafkaauth.Load(filepath.Join(stateDir, config.KafkaCredentialFile))
-	require.NoError(t, err)
 
 	u, err := url.Parse(dsn)
 	require.NoError(t, err)
@@ -375,32 +438,8 @@ func checkSharedClickHouse(t *testing.T, dev *devAPI, stateDir string, port int,
 	require.NotEqual(t, http.StatusOK, res.StatusCode, "without the credential: %s", body)
 	require.Regexp(t, "USER_SESSION_LIMIT_EXCEEDED|AUTHENTICATION_FAILED", string(body))
 
-	env := []string{
-		"CHIME_BROKERS=127.0.0.1:" + fmt.Sprint(port),
-		"CHIME_KAFKA_SASL_USER=" + kafka.User, "CHIME_KAFKA_SASL_PASSWORD=" + kafka.Password,
-		"CHIME_ADMIN_TOKEN=" + admin,
-		"CHIME_CLICKHOUSE_DSN=" + dsn, "CHIME_CLICKHOUSE_PASSWORD=" + ch.Password,
-		"CHIME_STATE_DIR=" + filepath.Join(t.TempDir(), "api"),
-		"CHIME_PARTITIONS=4", "CHIME_METRICS_ADDR=", "CHIME_API_ADDR=127.0.0.1:0",
-	}
-	addr := make(chan string, 1)
-	p := startChildEnv(t, env, nil, func(line string) {
-		if m := apiReadyLine.FindStringSubmatch(line); m != nil {
-			select {
-			case addr <- m[1]:
-			default:
-			}
-		}
-	}, "api")
-	other := &devAPI{devProc: p}
-	select {
-	case a := <-addr:
-		other.base = "http://" + a
-	case err := <-p.exited:
-		t.Fatalf("chime api exited before it was ready: %v", err)
-	case <-time.After(90 * time.Second):
-		t.Fatal("chime api not ready within 90s")
-	}
+	other := startStandaloneAPI(t, stateDir, port, admin, "CHIME_CLICKHOUSE_DSN="+dsn, "CHIME_CLICKHOUSE_PASSWORD="+ch.Password)
+	p := other.devProc
 	var out map[string]any
 	waitUntil(t, 30*time.Second, "the other API's analytics", func() bool {
 		var st int

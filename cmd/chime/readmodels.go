@@ -2,12 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"github.com/chime-sched/chime/views/jobindex"
 
-	"github.com/chime-sched/chime/processors/scheduler"
-	"github.com/chime-sched/chime/schema"
-	"github.com/chime-sched/chime/schema/chimev1"
 	"github.com/chime-sched/chime/views"
 )
 
@@ -53,23 +48,4 @@ func startReadModels(ctx context.Context, e *env) (*readModels, func(), error) {
 		return nil, nil, err
 	}
 	return &readModels{namespaces: ns, breakers: brk}, stop, nil
-}
-
-// schedulerJobs answers the API's job reads from the scheduler's own table
-// (chime dev, where one scheduler owns every partition): no second copy of
-// every row in a view.
-type schedulerJobs struct{ s *scheduler.Scheduler }
-
-func (j schedulerJobs) LiveJobs(ns string) int64 { return j.s.LiveJobs(ns) }
-
-func (j schedulerJobs) ListJobs(ns string, q jobindex.Query) ([]jobindex.Entry, bool) {
-	return j.s.ListJobs(ns, q)
-}
-
-func (j schedulerJobs) Get(ns, id string) (*chimev1.JobState, error) {
-	st, err := j.s.Get(schema.JobKey(ns, id))
-	if err != nil {
-		return nil, fmt.Errorf("reading job %s/%s: %w", ns, id, err)
-	}
-	return st, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -25,6 +26,7 @@ import (
 	"github.com/chime-sched/chime/infra/topics"
 	"github.com/chime-sched/chime/processors/namespaces"
 	"github.com/chime-sched/chime/processors/scheduler"
+	"github.com/chime-sched/chime/views/jobquery"
 )
 
 // env is what every role starts from: the configuration, a logger, and a
@@ -257,53 +259,83 @@ func roleTopics(_ context.Context, e *env) error {
 }
 
 func roleScheduler(ctx context.Context, e *env) error {
-	s, release, err := newScheduler(e, nil)
+	sr, err := newScheduler(e, nil)
 	if err != nil {
 		return err
 	}
-	defer release()
-	return serveScheduler(ctx, e, s)
+	defer sr.release()
+	return serveScheduler(ctx, e, sr)
+}
+
+// schedulerRole is a scheduler with its query server (views/jobquery),
+// which serves the rows of the partitions it owns to the API processes.
+type schedulerRole struct {
+	s *scheduler.Scheduler
+	// query is the query server's socket, advertised (in the scheduler's
+	// group membership) as queryAddr.
+	query     net.Listener
+	queryAddr string
+	server    *jobquery.Server
+	// release marks the local state clean; call it after the scheduler
+	// stopped.
+	release func()
 }
 
 // newScheduler builds the scheduler role: its table on disk under the state
-// dir (processors/jobstore) unless memory storage is configured. rm, if
-// set, is the process's shared namespace view. release closes the store;
-// call it after the scheduler stopped.
-func newScheduler(e *env, rm *readModels) (*scheduler.Scheduler, func(), error) {
+// dir (processors/jobstore) unless memory storage is configured, and its
+// query server. rm, if set, is the process's shared namespace view.
+func newScheduler(e *env, rm *readModels) (*schedulerRole, error) {
+	secret, err := e.querySecret()
+	if err != nil {
+		return nil, err
+	}
+	ln, addr, err := listenQuery(e)
+	if err != nil {
+		return nil, err
+	}
+	sr := &schedulerRole{query: ln, queryAddr: addr, release: func() {}}
 	cfg := e.schedulerConfig()
+	cfg.Membership.Advertise = addr
 	if rm != nil {
 		cfg.Namespaces = rm.namespaces
 	}
-	release := func() {}
 	if e.cfg.SchedulerStorage == config.StorageDisk {
 		local, err := scheduler.OpenLocalState(filepath.Join(e.cfg.StateDir, "scheduler"), e.log)
 		if err != nil {
-			return nil, nil, err
+			ln.Close()
+			return nil, err
 		}
-		release = func() {
+		sr.release = func() {
 			if err := local.Close(); err != nil {
 				e.log.Error("closing the scheduler's table store", "err", err)
 			}
 		}
 		cfg.LocalState = local
 	}
-	s, err := scheduler.New(cfg)
-	if err != nil {
-		release()
-		return nil, nil, err
+	if sr.s, err = scheduler.New(cfg); err == nil {
+		sr.server, err = jobquery.NewServer(jobquery.ServerConfig{Source: sr.s, Partitions: e.cfg.Partitions, Secret: secret,
+			Logger: e.log.With("component", "scheduler-query")})
 	}
-	return s, release, nil
+	if err != nil {
+		ln.Close()
+		sr.release()
+		return nil, err
+	}
+	return sr, nil
 }
 
-// serveScheduler runs s until ctx ends, logging when it is ready.
-func serveScheduler(ctx context.Context, e *env, s *scheduler.Scheduler) error {
+// serveScheduler runs the scheduler and its query server until ctx ends,
+// logging when it is ready.
+func serveScheduler(ctx context.Context, e *env, sr *schedulerRole) error {
+	s := sr.s
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return s.Run(ctx) })
+	g.Go(func() error { return jobquery.Serve(ctx, sr.server, sr.query) })
 	g.Go(func() error {
 		if err := s.WaitReady(ctx); err != nil {
 			return nil
 		}
-		e.log.Info("scheduler ready", "partitions", s.Partitions(), "pending_timers", s.PendingTimers(), "window_timers", s.WindowTimers(), "recovered_records", s.RecoveredRecords())
+		e.log.Info("scheduler ready", "partitions", s.Partitions(), "pending_timers", s.PendingTimers(), "window_timers", s.WindowTimers(), "recovered_records", s.RecoveredRecords(), "query_addr", sr.queryAddr)
 		return nil
 	})
 	return g.Wait()
@@ -311,7 +343,8 @@ func serveScheduler(ctx context.Context, e *env, s *scheduler.Scheduler) error {
 
 // roleDev runs every role in this process. The roles share one set of
 // read models (the namespace and breaker views), and the API reads jobs
-// from the scheduler's own table.
+// from the scheduler's own table (partitions another scheduler process
+// owns, from that one's query server).
 func roleDev(ctx context.Context, e *env) error {
 	e.log.Info("chime dev: all roles in one process", "brokers", strings.Join(e.brokers, ","), "state_dir", e.cfg.StateDir)
 	rm, stopViews, err := startReadModels(ctx, e)
@@ -323,11 +356,11 @@ func roleDev(ctx context.Context, e *env) error {
 	}
 	// After every role: the processors read the views until they stop.
 	defer stopViews()
-	s, release, err := newScheduler(e, rm)
+	sr, err := newScheduler(e, rm)
 	if err != nil {
 		return err
 	}
-	defer release()
+	defer sr.release()
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		g, ctx := errgroup.WithContext(ctx)
@@ -335,14 +368,14 @@ func roleDev(ctx context.Context, e *env) error {
 		g.Go(func() error { return runBreaker(ctx, e, rm) })
 		return g.Wait()
 	})
-	g.Go(func() error { return serveScheduler(ctx, e, s) })
+	g.Go(func() error { return serveScheduler(ctx, e, sr) })
 	g.Go(func() error { return runDispatcher(ctx, e, true, rm) })
 	// The API reads analytics from the ClickHouse the sink opens (the
 	// local one when no DSN is configured).
 	ch := newAnalyticsSource()
 	g.Go(func() error { return runSink(ctx, e, true, ch.set) })
 	g.Go(func() error {
-		return runAPI(ctx, e, true, ch, &apiShared{rm: rm, jobs: schedulerJobs{s}, jobsReady: s.Ready})
+		return runAPI(ctx, e, true, ch, &apiShared{rm: rm, scheduler: sr})
 	})
 	return g.Wait()
 }

@@ -52,9 +52,18 @@ func TestKillEachRoleProcessLosesNothing(t *testing.T) {
 		t.Logf("kill -9 %s: group settled after %s", role, time.Since(killed).Round(100*time.Millisecond))
 		time.Sleep(2 * time.Second) // load on the survivors before the next kill
 	}
-	rs.waitAllCalled(load.stop())
+	accepted := load.stop()
+	rs.waitAllCalled(accepted)
 	rs.requireAllRunning()
 	t.Logf("longest pause between two callbacks: %s", rs.longestPause().Round(10*time.Millisecond))
+	// The surviving API holds no job rows: it reads them from the
+	// surviving scheduler, which took every partition over.
+	for _, id := range accepted[:min(len(accepted), 20)] {
+		waitUntil(t, time.Minute, "job "+id+" completed, read through the API", func() bool {
+			st, body, err := rs.getJSON(rs.api(0), "/v1/namespaces/roles/jobs/"+id)
+			return err == nil && st == 200 && body["state"] == "completed"
+		})
+	}
 }
 
 // TestBrokerKillLosesNothing runs chime's roles as processes on a
@@ -122,7 +131,10 @@ type roles struct {
 	seq   int
 }
 
-const rolesAdmin = "roles-admin-token"
+const (
+	rolesAdmin       = "roles-admin-token"
+	rolesQuerySecret = "roles-query-secret-0123"
+)
 
 func newRoles(t *testing.T, brokers []string, tt schema.Topics, env ...string) *roles {
 	rs := &roles{t: t, brokers: brokers, tt: tt, env: env, root: t.TempDir(), procs: map[string][]*devProc{}, calls: map[string]int{}}
@@ -161,6 +173,9 @@ func (rs *roles) start(role string) {
 		"CHIME_PARTITIONS=4",
 		"CHIME_STATE_DIR=" + dir,
 		"CHIME_ADMIN_TOKEN=" + rolesAdmin,
+		// Each process has its own state dir: they share the query secret
+		// by configuration, as on separate hosts.
+		"CHIME_QUERY_SECRET=" + rolesQuerySecret,
 		"CHIME_DISPATCHER_ALLOW_LOOPBACK=true",
 		"CHIME_CLICKHOUSE_DSN=",
 		"CHIME_METRICS_ADDR=",
@@ -301,6 +316,23 @@ func (rs *roles) request(base, method, path, idemKey string, body []byte) (int, 
 	defer res.Body.Close()
 	_, _ = io.Copy(io.Discard, res.Body)
 	return res.StatusCode, nil
+}
+
+// getJSON GETs path from an API and decodes its answer.
+func (rs *roles) getJSON(base, path string) (int, map[string]any, error) {
+	req, err := http.NewRequest(http.MethodGet, base+path, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+rolesAdmin)
+	res, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer res.Body.Close()
+	var body map[string]any
+	err = json.NewDecoder(res.Body).Decode(&body)
+	return res.StatusCode, body, err
 }
 
 // createNamespace creates ns and waits until every API sees it.

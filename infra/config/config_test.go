@@ -46,6 +46,7 @@ func TestLoadDefaults(t *testing.T) {
 		MaxNamespaces:    10000,
 		LogLevel:         slog.LevelInfo,
 		APIAddr:          "127.0.0.1:8080",
+		QueryAddr:        "127.0.0.1:0",
 	}, cfg)
 	require.Equal(t, config.Default(), cfg)
 	require.True(t, cfg.Embedded())
@@ -64,45 +65,51 @@ func TestLoad(t *testing.T) {
 		{
 			name: "every variable",
 			env: map[string]string{
-				"CHIME_BROKERS":              " k1:9092, k2:9093 ,",
-				"CHIME_EMBEDDED_BROKER_PORT": "19092",
-				"CHIME_TOPIC_PREFIX":         "prod_",
-				"CHIME_PARTITIONS":           "24",
-				"CHIME_REPLICATION":          "2",
-				"CHIME_STATE_DIR":            "/var/lib/chime",
-				"CHIME_CLIENT_ID":            "chime-eu",
-				"CHIME_SCHEDULER_STORAGE":    "memory",
-				"CHIME_INSTANCE_ID":          "chime-eu-1",
-				"CHIME_SESSION_TIMEOUT":      "10s",
-				"CHIME_QUOTA_REQUESTS":       "50.5",
-				"CHIME_QUOTA_JOBS":           "-1",
-				"CHIME_QUOTA_PENDING":        "5000",
-				"CHIME_MAX_NAMESPACES":       "-1",
-				"CHIME_KAFKA_TARGET_TOPICS":  "billing.events,audit,billing.events",
-				"CHIME_LOG_LEVEL":            "DEBUG",
-				"CHIME_API_ADDR":             "0.0.0.0:8081",
-				"CHIME_ADMIN_TOKEN":          "0123456789abcdef0123",
+				"CHIME_BROKERS":               " k1:9092, k2:9093 ,",
+				"CHIME_EMBEDDED_BROKER_PORT":  "19092",
+				"CHIME_TOPIC_PREFIX":          "prod_",
+				"CHIME_PARTITIONS":            "24",
+				"CHIME_REPLICATION":           "2",
+				"CHIME_STATE_DIR":             "/var/lib/chime",
+				"CHIME_CLIENT_ID":             "chime-eu",
+				"CHIME_SCHEDULER_STORAGE":     "memory",
+				"CHIME_INSTANCE_ID":           "chime-eu-1",
+				"CHIME_SESSION_TIMEOUT":       "10s",
+				"CHIME_QUOTA_REQUESTS":        "50.5",
+				"CHIME_QUOTA_JOBS":            "-1",
+				"CHIME_QUOTA_PENDING":         "5000",
+				"CHIME_MAX_NAMESPACES":        "-1",
+				"CHIME_KAFKA_TARGET_TOPICS":   "billing.events,audit,billing.events",
+				"CHIME_LOG_LEVEL":             "DEBUG",
+				"CHIME_API_ADDR":              "0.0.0.0:8081",
+				"CHIME_ADMIN_TOKEN":           "0123456789abcdef0123",
+				"CHIME_QUERY_ADDR":            "10.0.0.5:7070",
+				"CHIME_QUERY_ADVERTISED_ADDR": "sched-1.internal",
+				"CHIME_QUERY_SECRET":          "query-secret-0123456789",
 			},
 			check: func(t *testing.T, cfg config.Config) {
 				require.Equal(t, config.Config{
-					Brokers:            []string{"k1:9092", "k2:9093"},
-					EmbeddedBrokerPort: 19092,
-					TopicPrefix:        "prod_",
-					Partitions:         24,
-					Replication:        2,
-					StateDir:           "/var/lib/chime",
-					ClientID:           "chime-eu",
-					InstanceID:         "chime-eu-1",
-					SessionTimeout:     10 * time.Second,
-					QuotaRequests:      50.5,
-					QuotaJobs:          -1,
-					QuotaPending:       5000,
-					MaxNamespaces:      -1,
-					SchedulerStorage:   config.StorageMemory,
-					KafkaTargetTopics:  []string{"billing.events", "audit"},
-					LogLevel:           slog.LevelDebug,
-					APIAddr:            "0.0.0.0:8081",
-					AdminToken:         "0123456789abcdef0123",
+					Brokers:             []string{"k1:9092", "k2:9093"},
+					EmbeddedBrokerPort:  19092,
+					TopicPrefix:         "prod_",
+					Partitions:          24,
+					Replication:         2,
+					StateDir:            "/var/lib/chime",
+					ClientID:            "chime-eu",
+					InstanceID:          "chime-eu-1",
+					SessionTimeout:      10 * time.Second,
+					QuotaRequests:       50.5,
+					QuotaJobs:           -1,
+					QuotaPending:        5000,
+					MaxNamespaces:       -1,
+					SchedulerStorage:    config.StorageMemory,
+					KafkaTargetTopics:   []string{"billing.events", "audit"},
+					LogLevel:            slog.LevelDebug,
+					APIAddr:             "0.0.0.0:8081",
+					AdminToken:          "0123456789abcdef0123",
+					QueryAddr:           "10.0.0.5:7070",
+					QueryAdvertisedAddr: "sched-1.internal",
+					QuerySecret:         "query-secret-0123456789",
 				}, cfg)
 				require.False(t, cfg.Embedded())
 				require.Equal(t, "prod_due", cfg.Topics().Due())
@@ -278,7 +285,7 @@ func TestDocsListEverySetting(t *testing.T) {
 		}
 		require.Contains(t, row, def, "default of %s", m[1])
 	})
-	require.Equal(t, 27, n, "a setting was added or removed: update this test and the docs")
+	require.Equal(t, 30, n, "a setting was added or removed: update this test and the docs")
 }
 
 func docRow(doc, cell string) string {
@@ -311,6 +318,42 @@ func TestAPISettings(t *testing.T) {
 	_, err = config.Load(env(map[string]string{"CHIME_ADMIN_TOKEN": "short-secret"}), nil, newFlagSet())
 	require.ErrorContains(t, err, "at least 16")
 	require.NotContains(t, err.Error(), "short-secret", "the token is not repeated")
+}
+
+// TestQuerySettings: the scheduler's query server listens on loopback by
+// default, advertises host or host:port, and its secret is long enough
+// and never repeated.
+func TestQuerySettings(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Load(env(nil), nil, newFlagSet())
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:0", cfg.QueryAddr, "loopback, a free port remembered in the state dir")
+	require.Empty(t, cfg.QueryAdvertisedAddr)
+	require.Empty(t, cfg.QuerySecret, "the state dir's query-credential")
+	require.Equal(t, filepath.Join(".chime", "query-credential"), cfg.QueryCredentialPath())
+
+	for _, tc := range []struct {
+		env  map[string]string
+		want string // error; "" if accepted
+	}{
+		{map[string]string{"CHIME_QUERY_ADDR": ":7070", "CHIME_QUERY_ADVERTISED_ADDR": "sched-1.internal:7070", "CHIME_QUERY_SECRET": "0123456789abcdef"}, ""},
+		{map[string]string{"CHIME_QUERY_ADVERTISED_ADDR": "10.0.0.5"}, ""},
+		{map[string]string{"CHIME_QUERY_ADDR": "7070"}, `CHIME_QUERY_ADDR="7070": "7070" is not host:port`},
+		{map[string]string{"CHIME_QUERY_ADDR": "h:70000"}, "port must be a number from 0 to 65535"},
+		{map[string]string{"CHIME_QUERY_ADVERTISED_ADDR": ":7070"}, "is not host or host:port"},
+		{map[string]string{"CHIME_QUERY_SECRET": "short-secret"}, "at least 16"},
+	} {
+		cfg, err := config.Load(env(tc.env), nil, newFlagSet())
+		if tc.want != "" {
+			require.ErrorContains(t, err, tc.want, "%v", tc.env)
+			require.NotContains(t, err.Error(), "short-secret", "the secret is not repeated")
+			continue
+		}
+		require.NoError(t, err, "%v", tc.env)
+		if v := tc.env["CHIME_QUERY_SECRET"]; v != "" {
+			require.Equal(t, v, cfg.QuerySecret)
+		}
+	}
 }
 
 func TestDispatcherSettings(t *testing.T) {

@@ -11,8 +11,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -56,6 +58,15 @@ type Membership struct {
 	// heartbeats; another process sharing the development broker learns of
 	// a rebalance up to a second later.
 	EmbeddedBroker bool
+	// Advertise, if set, is the host:port this member tells whoever reads
+	// the group where to reach it: it travels as the user data of the
+	// member's JoinGroup metadata, which a group description shows next
+	// to the member's assignment (Advertised reads it back). A scheduler
+	// advertises its query server there, so an API process finds the
+	// instance that owns a job's partition (views/jobquery), as Kafka
+	// Streams' application.server does. Only goka (sarama) members
+	// advertise.
+	Advertise string
 }
 
 func (m Membership) session() time.Duration {
@@ -94,12 +105,45 @@ func (m Membership) Sarama(cfg *sarama.Config) {
 	// coordinator still rebalancing); its 2 s default added to takeovers.
 	cfg.Consumer.Group.Rebalance.Retry.Backoff = 250 * time.Millisecond
 	cfg.Consumer.Group.InstanceId = m.InstanceID
+	// goka's co-partitioning strategy sends no assignment user data, so
+	// sarama sends this configured one at every join.
+	cfg.Consumer.Group.Member.UserData = advertisement(m.Advertise)
+}
+
+// userData is what a member advertises, as JSON: a versioned object, so
+// members of another chime version that add fields are still read.
+type userData struct {
+	Addr string `json:"chime_addr,omitempty"`
+}
+
+func advertisement(addr string) []byte {
+	if addr == "" {
+		return nil
+	}
+	b, _ := json.Marshal(userData{Addr: addr}) // a struct of one string always encodes
+	return b
+}
+
+// Advertised is the address a member advertised (Membership.Advertise),
+// read from the user data of its join metadata; "" if it advertised none
+// (a member of a chime from before advertising, or not a chime member).
+func Advertised(raw []byte) string {
+	var u userData
+	if len(raw) == 0 || json.Unmarshal(raw, &u) != nil {
+		return ""
+	}
+	return u.Addr
 }
 
 // Validate checks the settings as Kafka would.
 func (m Membership) Validate() error {
 	if m.SessionTimeout != 0 && m.SessionTimeout < MinSessionTimeout {
 		return fmt.Errorf("session timeout %s is below %s", m.SessionTimeout, MinSessionTimeout)
+	}
+	if m.Advertise != "" {
+		if _, _, err := net.SplitHostPort(m.Advertise); err != nil {
+			return fmt.Errorf("advertised address %q is not host:port", m.Advertise)
+		}
 	}
 	if m.InstanceID != "" {
 		if len(m.InstanceID) > maxInstanceIDLen {

@@ -35,6 +35,23 @@ func TestMembershipSettings(t *testing.T) {
 	require.NoError(t, cfg.Validate())
 }
 
+// TestAdvertise: the advertised address rides in the member's user data
+// and reads back; anything else there reads as no address.
+func TestAdvertise(t *testing.T) {
+	t.Parallel()
+	cfg := sarama.NewConfig()
+	groups.Membership{Advertise: "10.0.0.5:7070"}.Sarama(cfg)
+	require.Equal(t, "10.0.0.5:7070", groups.Advertised(cfg.Consumer.Group.Member.UserData))
+
+	cfg = sarama.NewConfig()
+	groups.Membership{}.Sarama(cfg)
+	require.Nil(t, cfg.Consumer.Group.Member.UserData, "nothing advertised, nothing sent")
+	for _, raw := range []string{"", "garbage", `{"other":1}`, `[]`} {
+		require.Empty(t, groups.Advertised([]byte(raw)), "%q", raw)
+	}
+	require.Equal(t, "h:1", groups.Advertised([]byte(`{"chime_addr":"h:1","later":true}`)), "fields of a later version are ignored")
+}
+
 func TestValidate(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -46,6 +63,8 @@ func TestValidate(t *testing.T) {
 		{groups.Membership{SessionTimeout: time.Second}, "below 2s"},
 		{groups.Membership{InstanceID: "a b"}, `' ' is not allowed`},
 		{groups.Membership{InstanceID: strings.Repeat("a", 250)}, "Kafka allows 249"},
+		{groups.Membership{Advertise: "host:7070"}, ""},
+		{groups.Membership{Advertise: "host"}, `"host" is not host:port`},
 	} {
 		err := tc.m.Validate()
 		if tc.want == "" {

@@ -21,7 +21,6 @@ import (
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
-	"github.com/chime-sched/chime/views"
 	"github.com/chime-sched/chime/views/jobindex"
 )
 
@@ -295,9 +294,9 @@ func (b *bundle) publishRaw(cmd *chimev1.JobCommand) {
 	require.NoError(b.t, cl.ProduceSync(ctx, rec).FirstErr())
 }
 
-// TestLiveJobsCounted: the scheduler and the API's view of its table count
-// each namespace's jobs that have not ended (the pending-jobs quota), as
-// jobs are created and cancelled, and again after a restart.
+// TestLiveJobsCounted: the scheduler counts each namespace's jobs that
+// have not ended (the pending-jobs quota), as jobs are created and
+// cancelled, and again after a restart.
 func TestLiveJobsCounted(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -307,19 +306,11 @@ func TestLiveJobsCounted(t *testing.T) {
 	b.schedule(spec("a", "2", atSchedule(far)))
 	b.schedule(spec("a", "3", atSchedule(far)))
 	b.schedule(spec("b", "1", atSchedule(far)))
-	view, err := views.NewJobs(b.cluster.Brokers(), b.topics, "live-test", 1, testLogger(t))
-	require.NoError(t, err)
-	vctx, vcancel := context.WithCancel(context.Background())
-	vdone := make(chan error, 1)
-	go func() { vdone <- view.Run(vctx) }()
-	t.Cleanup(func() { vcancel(); <-vdone })
 	counts := func(s *scheduler.Scheduler, a, bb int64) func() bool {
-		return func() bool {
-			return s.LiveJobs("a") == a && s.LiveJobs("b") == bb && view.LiveJobs("a") == a && view.LiveJobs("b") == bb
-		}
+		return func() bool { return s.LiveJobs("a") == a && s.LiveJobs("b") == bb }
 	}
 	waitFor(t, 20*time.Second, "3 jobs in a, 1 in b", counts(s1, 3, 1))
-	_, err = b.prod.Cancel(context.Background(), "a", "2", "test")
+	_, err := b.prod.Cancel(context.Background(), "a", "2", "test")
 	require.NoError(t, err)
 	waitFor(t, 20*time.Second, "a cancelled job no longer counts", counts(s1, 2, 1))
 	b.schedule(spec("a", "1", everySchedule(time.Minute, far))) // an update: still one job
@@ -339,7 +330,7 @@ func TestLiveJobsCounted(t *testing.T) {
 		}
 		return out
 	}
-	for name, list := range map[string]func(string, jobindex.Query) ([]jobindex.Entry, bool){"scheduler": s2.ListJobs, "view": view.ListJobs} {
+	for name, list := range map[string]func(string, jobindex.Query) ([]jobindex.Entry, bool){"scheduler": s2.ListJobs} {
 		all, more := list("a", jobindex.Query{Limit: 10})
 		require.False(t, more, name)
 		require.ElementsMatch(t, []string{"1", "2", "3"}, ids(all), name)

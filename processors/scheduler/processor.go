@@ -248,6 +248,8 @@ type Scheduler struct {
 	// cmdPartitions is the job-commands topic's partition count (0 until
 	// known): a command on another partition than its key's is refused.
 	cmdPartitions atomic.Int32
+	// assignments counts the assignments taken (Assignments).
+	assignments atomic.Uint64
 }
 
 // New builds a scheduler. It does not connect until Run.
@@ -414,6 +416,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 // rebalanced records the new assignment; rows held unwritten for
 // partitions that left are dropped (their next owner fires from the table).
 func (s *Scheduler) rebalanced(a goka.Assignment) {
+	s.assignments.Add(1)
 	s.timers.rebalanced(a)
 	keep := make(map[int32]bool, len(a))
 	for p := range a {
@@ -704,6 +707,12 @@ func current0(raw []byte) *chimev1.JobState {
 
 // Partitions lists the partitions this instance actively owns.
 func (s *Scheduler) Partitions() []int32 { return s.timers.Partitions() }
+
+// Assignments counts the assignments this instance has taken: each
+// rebalance and each restart of the processor is one, counted before its
+// partitions are set up. A read that finds Ready before and after it, and
+// the same count, ran under one recovered assignment (views/jobquery).
+func (s *Scheduler) Assignments() uint64 { return s.assignments.Load() }
 
 const sweepVisitor = "sweep"
 

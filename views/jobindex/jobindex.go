@@ -9,9 +9,9 @@
 // in a client's job list nor takes a place of its quota.
 //
 // The scheduler keeps one beside each partition of its table (it knows a
-// row before and after each change), and the API's view of the table keeps
-// one per partition from the writes its storage sees; a listing merges the
-// partitions' indexes (List). Memory: about 30 bytes a job plus its id,
+// row before and after each change); a listing merges the partitions'
+// indexes (List), and the API merges the pages of the scheduler instances
+// (views/jobquery) in the same order (Compare). Memory: about 30 bytes a job plus its id,
 // with no pointer for the collector to follow.
 package jobindex
 
@@ -44,6 +44,19 @@ func newer(a, b Entry) bool {
 		return a.Created > b.Created
 	}
 	return a.ID > b.ID
+}
+
+// Compare orders entries as listings show them (newest first, equal times
+// by id, descending), for slices.SortFunc: pages of several indexes, or of
+// several scheduler instances, merge into one listing with it.
+func Compare(a, b Entry) int {
+	switch {
+	case newer(a, b):
+		return -1
+	case newer(b, a):
+		return 1
+	}
+	return 0
 }
 
 // Index is one partition's jobs. Safe for concurrent use.
@@ -284,15 +297,7 @@ func List[S Source](srcs []S, ns string, q Query) (page []Entry, more bool) {
 	for _, x := range srcs {
 		all = x.Page(ns, q, q.Limit+1, all)
 	}
-	slices.SortFunc(all, func(a, b Entry) int {
-		switch {
-		case newer(a, b):
-			return -1
-		case newer(b, a):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(all, Compare)
 	if len(all) > q.Limit {
 		return all[:q.Limit], true
 	}

@@ -1,0 +1,687 @@
+package jobquery
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"golang.org/x/time/rate"
+
+	"github.com/chime-sched/chime/infra/groups"
+	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/views/jobindex"
+)
+
+// Router defaults.
+const (
+	// DefaultCallTimeout bounds one call to an owner, and one description
+	// of the group.
+	DefaultCallTimeout = 3 * time.Second
+	// DefaultMaxAge is how long a description of the group is used before
+	// it is read again, failures aside.
+	DefaultMaxAge = 10 * time.Second
+)
+
+const (
+	// attempts bounds the tries of one read: each retry follows a fresh
+	// description of the group (a partition moved, an owner went away).
+	attempts = 3
+	// refreshGap is the least time between two descriptions forced by
+	// failures: during a rebalance every read fails, and one description
+	// serves them all.
+	refreshGap = 100 * time.Millisecond
+	// unsettledAge is how long a description that showed no usable
+	// assignment (the group rebalancing) is used: the assignment that
+	// follows is wanted at once.
+	unsettledAge = 250 * time.Millisecond
+	// downFor is how long an owner that did not answer is not asked
+	// again: a host that is gone (no answer at all) would otherwise hold
+	// every read for CallTimeout until the group gives its partitions to
+	// another instance.
+	downFor = time.Second
+)
+
+// RouterConfig is what NewRouter needs.
+type RouterConfig struct {
+	// Admin describes the scheduler's consumer group.
+	Admin *kadm.Client
+	// Group is the scheduler's consumer group, Topic one of its input
+	// topics (job-commands): a member assigned a partition of it owns
+	// that table partition (goka assigns co-partitioned inputs together).
+	Group, Topic string
+	// Partitions of the scheduler's topics (CHIME_PARTITIONS).
+	Partitions int32
+	// Secret signs every request (the scheduler instances' query secret).
+	Secret string
+	// Local, if set, is a scheduler instance of this process (chime dev):
+	// the partitions it owns are read from it directly, without HTTP or a
+	// look at the group. LocalAddr is what it advertises.
+	Local     Source
+	LocalAddr string
+	// CallTimeout bounds a call to an owner; default DefaultCallTimeout.
+	CallTimeout time.Duration
+	// MaxAge is how long a description of the group is used; default
+	// DefaultMaxAge.
+	MaxAge time.Duration
+	// HTTP calls the owners; default a keep-alive client of its own.
+	HTTP   *http.Client
+	Now    func() time.Time // default time.Now
+	Logger *slog.Logger     // default slog.Default()
+}
+
+// Router answers job reads by asking the scheduler instance that owns
+// each job's partition. Its methods are what the API reads jobs with
+// (api.JobView); every error wraps ErrUnavailable.
+type Router struct {
+	cfg    RouterConfig
+	secret []byte
+	local  *local
+	hc     *http.Client
+	// warn keeps the log to a line per interval while owners fail.
+	warn rate.Sometimes
+
+	mu  sync.Mutex
+	own *ownership // nil until the group was first described
+	// down holds owners that did not answer, until when not to ask them.
+	down map[string]time.Time
+	// refreshing serialises descriptions of the group.
+	refreshing sync.Mutex
+}
+
+// ownership is one description of the scheduler group: who owns which
+// partition. A new one replaces it whole.
+type ownership struct {
+	at   time.Time
+	addr []string // by partition: its owner's advertised host:port, "" if none
+	// why says, by partition, why it has no address.
+	why []string
+	// err is why the description shows no assignment (the group is
+	// rebalancing or empty, or could not be described).
+	err error
+}
+
+// NewRouter builds a router; it describes the group on first use.
+func NewRouter(cfg RouterConfig) (*Router, error) {
+	if cfg.Admin == nil || cfg.Group == "" || cfg.Topic == "" || cfg.Partitions <= 0 {
+		return nil, errors.New("jobquery: RouterConfig needs Admin, Group, Topic and Partitions")
+	}
+	if len(cfg.Secret) < MinSecretLen {
+		return nil, fmt.Errorf("jobquery: the query secret has %d characters; it needs at least %d", len(cfg.Secret), MinSecretLen)
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = DefaultCallTimeout
+	}
+	if cfg.MaxAge <= 0 {
+		cfg.MaxAge = DefaultMaxAge
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	r := &Router{cfg: cfg, secret: []byte(cfg.Secret), hc: cfg.HTTP, warn: rate.Sometimes{Interval: 10 * time.Second}, down: map[string]time.Time{}}
+	if r.hc == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 64
+		r.hc = &http.Client{Transport: tr, Timeout: cfg.CallTimeout}
+	}
+	if cfg.Local != nil {
+		r.local = &local{src: cfg.Local, partitions: cfg.Partitions}
+	}
+	return r, nil
+}
+
+// Get returns a job's row, nil if there is none.
+func (r *Router) Get(ns, id string) (*chimev1.JobState, error) {
+	rows, err := r.Rows(ns, []string{id})
+	if err != nil {
+		return nil, err
+	}
+	return rows[0], nil
+}
+
+// Rows returns the rows of the namespace's jobs ids (nil where there is
+// none), asking each owner once for all of its jobs.
+func (r *Router) Rows(ns string, ids []string) ([]*chimev1.JobState, error) {
+	out := make([]*chimev1.JobState, len(ids))
+	done := make([]bool, len(ids))
+	todo := make(map[int32][]int, len(ids)) // partition → indexes of ids
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = jobKey(ns, id)
+		p := partitionOf(keys[i], r.cfg.Partitions)
+		todo[p] = append(todo[p], i)
+	}
+	take := func(idx []int, rows []*chimev1.JobState) {
+		for j, i := range idx {
+			out[i], done[i] = rows[j], true
+		}
+	}
+	settle := func() {
+		for p, idx := range todo {
+			if !slices.ContainsFunc(idx, func(i int) bool { return !done[i] }) {
+				delete(todo, p)
+			}
+		}
+	}
+	var why error
+	var seen *ownership
+	for try := range attempts {
+		if try > 0 {
+			r.refresh(seen)
+		}
+		if r.local != nil {
+			var idx []int
+			for _, p := range r.localPartitions() {
+				idx = append(idx, todo[p]...)
+			}
+			if len(idx) > 0 {
+				rows, _, err := r.local.rows(pick(keys, idx))
+				switch {
+				case err == nil:
+					take(idx, rows)
+					settle()
+				case errors.Is(err, errRecovering):
+					return nil, unavailable(err)
+				}
+				// Not the owner any more: the group says who is.
+			}
+		}
+		if len(todo) == 0 {
+			return out, nil
+		}
+		o := r.ownership()
+		seen = o
+		byAddr, err := r.owners(o, maps.Keys(todo))
+		if err != nil {
+			why = err
+			continue
+		}
+		type call struct {
+			addr string
+			idx  []int
+			rows []*chimev1.JobState
+			err  error
+		}
+		var calls []*call
+		for a, ps := range byAddr {
+			var idx []int
+			for _, p := range ps {
+				idx = append(idx, todo[p]...)
+			}
+			// One call per owner, unless it would ask for too many.
+			for len(idx) > 0 {
+				n := min(len(idx), MaxKeys)
+				calls = append(calls, &call{addr: a, idx: idx[:n]})
+				idx = idx[n:]
+			}
+		}
+		var wg sync.WaitGroup
+		for _, c := range calls {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c.rows, c.err = r.callRows(c.addr, pick(keys, c.idx))
+			}()
+		}
+		wg.Wait()
+		for _, c := range calls {
+			switch {
+			case c.err == nil:
+				take(c.idx, c.rows)
+			case !retryable(c.err):
+				return nil, unavailable(c.err)
+			default:
+				why = c.err
+			}
+		}
+		settle()
+		if len(todo) == 0 {
+			return out, nil
+		}
+	}
+	return nil, unavailable(why)
+}
+
+// callRows asks the owner at addr for the rows of keys.
+func (r *Router) callRows(addr string, keys []string) ([]*chimev1.JobState, error) {
+	body, _ := json.Marshal(rowsRequest{Keys: keys}) // strings always encode
+	var ans rowsAnswer
+	if err := r.call(addr, http.MethodPost, pathRows, body, &ans); err != nil {
+		return nil, err
+	}
+	if len(ans.Rows) != len(keys) {
+		return nil, &ownerError{addr: addr, kind: ownerBroken, detail: fmt.Sprintf("answered %d rows for %d keys", len(ans.Rows), len(keys))}
+	}
+	rows := make([]*chimev1.JobState, len(keys))
+	for i, raw := range ans.Rows {
+		row, err := decodeRow(raw)
+		if err != nil {
+			return nil, &ownerError{addr: addr, kind: ownerBroken, detail: err.Error()}
+		}
+		rows[i] = row
+	}
+	return rows, nil
+}
+
+// ListJobs returns a page of the namespace's jobs, newest first, and
+// whether more follow: the newest of every owner's page.
+func (r *Router) ListJobs(ns string, q jobindex.Query) ([]Job, bool, error) {
+	q.Limit = max(q.Limit, 1)
+	type page struct {
+		jobs []Job
+		more bool
+	}
+	pages, err := gather(r, func(l *local) (page, []int32, error) {
+		jobs, more, owned, err := l.list(ns, q)
+		return page{jobs, more}, owned, err
+	}, func(addr string) (page, []int32, error) {
+		var ans jobsAnswer
+		if err := r.call(addr, http.MethodGet, pathJobs+"?"+listingQuery(ns, q), nil, &ans); err != nil {
+			return page{}, nil, err
+		}
+		pg := page{jobs: make([]Job, len(ans.Jobs)), more: ans.More}
+		for i, j := range ans.Jobs {
+			row, err := decodeRow(j.Row)
+			if err != nil {
+				return page{}, nil, &ownerError{addr: addr, kind: ownerBroken, detail: err.Error()}
+			}
+			pg.jobs[i] = Job{Entry: jobindex.Entry{ID: j.ID, Created: j.Created, Status: chimev1.JobStatus(j.Status)}, Row: row}
+		}
+		return pg, ans.Partitions, nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	var all []Job
+	more := false
+	for _, pg := range pages {
+		all = append(all, pg.jobs...)
+		more = more || pg.more
+	}
+	slices.SortFunc(all, func(a, b Job) int { return jobindex.Compare(a.Entry, b.Entry) })
+	if len(all) > q.Limit {
+		all, more = all[:q.Limit], true
+	}
+	return all, more, nil
+}
+
+// LiveJobs counts the namespace's jobs that have not ended, over every
+// owner.
+func (r *Router) LiveJobs(ns string) (int64, error) {
+	counts, err := gather(r, func(l *local) (int64, []int32, error) {
+		return l.live(ns)
+	}, func(addr string) (int64, []int32, error) {
+		var ans liveAnswer
+		if err := r.call(addr, http.MethodGet, pathLive+"?ns="+url.QueryEscape(ns), nil, &ans); err != nil {
+			return 0, nil, err
+		}
+		return ans.Live, ans.Partitions, nil
+	})
+	var n int64
+	for _, c := range counts {
+		n += c
+	}
+	return n, err
+}
+
+// gather asks the local instance, then an owner of every partition it
+// does not cover, for their part of one answer, and returns the parts
+// once they cover every partition exactly once.
+func gather[T any](r *Router, fromLocal func(*local) (T, []int32, error), fromOwner func(addr string) (T, []int32, error)) ([]T, error) {
+	n := r.cfg.Partitions
+	var why error
+	var seen *ownership
+	for try := range attempts {
+		if try > 0 {
+			r.refresh(seen)
+		}
+		covered := make([]bool, n)
+		var parts []T
+		// add takes a part; false if it covers a partition already covered
+		// (it moved between two answers).
+		add := func(v T, owned []int32) bool {
+			for _, p := range owned {
+				if p < 0 || p >= n || covered[p] {
+					return false
+				}
+			}
+			for _, p := range owned {
+				covered[p] = true
+			}
+			parts = append(parts, v)
+			return true
+		}
+		missing := func() []int32 {
+			var ps []int32
+			for p, c := range covered {
+				if !c {
+					ps = append(ps, int32(p))
+				}
+			}
+			return ps
+		}
+		if r.local != nil {
+			v, owned, err := fromLocal(r.local)
+			if err == nil {
+				add(v, owned)
+			}
+			// Recovering: the partitions it may own are asked below.
+		}
+		need := missing()
+		if len(need) == 0 {
+			return parts, nil
+		}
+		o := r.ownership()
+		seen = o
+		if o.err != nil {
+			why = o.err
+			continue
+		}
+		byAddr, err := r.owners(o, slices.Values(need))
+		if err != nil {
+			why = err
+			continue
+		}
+		type call struct {
+			addr  string
+			v     T
+			owned []int32
+			err   error
+		}
+		calls := make([]*call, 0, len(byAddr))
+		for a := range byAddr {
+			calls = append(calls, &call{addr: a})
+		}
+		var wg sync.WaitGroup
+		for _, c := range calls {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c.v, c.owned, c.err = fromOwner(c.addr)
+			}()
+		}
+		wg.Wait()
+		failed := false
+		for _, c := range calls {
+			switch {
+			case c.err == nil:
+				if !add(c.v, c.owned) {
+					why, failed = fmt.Errorf("the scheduler at %s answered for partitions %s, some of which another instance answered for: they moved while read", c.addr, partitionList(c.owned)), true
+				}
+			case !retryable(c.err):
+				return nil, unavailable(c.err)
+			default:
+				why, failed = c.err, true
+			}
+		}
+		if failed {
+			continue
+		}
+		if need := missing(); len(need) > 0 {
+			why = fmt.Errorf("no scheduler instance answered for partitions %s: they moved while read", partitionList(need))
+			continue
+		}
+		return parts, nil
+	}
+	return nil, unavailable(why)
+}
+
+// localPartitions are the partitions the local instance owns, if it is
+// ready.
+func (r *Router) localPartitions() []int32 {
+	if r.local == nil || !r.local.src.Ready() {
+		return nil
+	}
+	return r.local.src.Partitions()
+}
+
+// owners groups partitions by the address of their owner in o.
+func (r *Router) owners(o *ownership, ps iter.Seq[int32]) (map[string][]int32, error) {
+	out := map[string][]int32{}
+	for p := range ps {
+		a := o.addr[p]
+		switch {
+		case a == "":
+			return nil, fmt.Errorf("partition %d: %s", p, o.why[p])
+		case a == r.cfg.LocalAddr && r.local != nil:
+			// This process's scheduler does not own it (yet): it is
+			// recovering it, or the description is older than the
+			// assignment.
+			return nil, fmt.Errorf("partition %d: %w", p, errRecovering)
+		}
+		out[a] = append(out[a], p)
+	}
+	return out, nil
+}
+
+// ownership returns the current description of the group, reading the
+// group first if there is none or it is too old.
+func (r *Router) ownership() *ownership {
+	r.mu.Lock()
+	o := r.own
+	r.mu.Unlock()
+	if o == nil || r.cfg.Now().Sub(o.at) > o.maxAge(r.cfg.MaxAge) {
+		r.refresh(o)
+		r.mu.Lock()
+		o = r.own
+		r.mu.Unlock()
+	}
+	return o
+}
+
+func (o *ownership) maxAge(settled time.Duration) time.Duration {
+	if o.err != nil {
+		return unsettledAge
+	}
+	return settled
+}
+
+// refresh describes the group again, unless it was described since seen
+// (the description the caller found wanting) or a moment ago.
+func (r *Router) refresh(seen *ownership) {
+	r.refreshing.Lock()
+	defer r.refreshing.Unlock()
+	r.mu.Lock()
+	cur := r.own
+	r.mu.Unlock()
+	if cur != seen || (cur != nil && r.cfg.Now().Sub(cur.at) < refreshGap) {
+		return
+	}
+	o := r.describe()
+	r.mu.Lock()
+	r.own = o
+	r.mu.Unlock()
+}
+
+// describe reads who owns which partition from the group's description:
+// the members' assignments of Topic, and the addresses they advertise.
+func (r *Router) describe() *ownership {
+	n := r.cfg.Partitions
+	o := &ownership{at: r.cfg.Now(), addr: make([]string, n), why: make([]string, n)}
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.CallTimeout)
+	defer cancel()
+	gs, err := r.cfg.Admin.DescribeGroups(ctx, r.cfg.Group)
+	if err == nil {
+		err = gs.Error()
+	}
+	g, ok := gs[r.cfg.Group]
+	switch {
+	case err != nil:
+		o.err = fmt.Errorf("describing the scheduler group %s: %w", r.cfg.Group, err)
+	case !ok:
+		o.err = fmt.Errorf("the scheduler group %s is not described", r.cfg.Group)
+	case g.State == "Empty" || g.State == "Dead" || len(g.Members) == 0:
+		o.err = fmt.Errorf("the scheduler group %s has no members: no chime scheduler is running", r.cfg.Group)
+	case g.State != "Stable":
+		// Only a stable group's description shows the assignment.
+		o.err = fmt.Errorf("the scheduler group %s is rebalancing (%s)", r.cfg.Group, g.State)
+	}
+	if o.err != nil {
+		return o
+	}
+	for i := range o.why {
+		o.why[i] = "no member of the scheduler group " + r.cfg.Group + " is assigned it"
+	}
+	for _, m := range g.Members {
+		as, ok := m.Assigned.AsConsumer()
+		if !ok {
+			continue
+		}
+		addr := ""
+		if meta, ok := m.Join.AsConsumer(); ok {
+			addr = groups.Advertised(meta.UserData)
+		}
+		for _, t := range as.Topics {
+			if t.Topic != r.cfg.Topic {
+				continue
+			}
+			for _, p := range t.Partitions {
+				if p < 0 || p >= n {
+					continue
+				}
+				o.addr[p] = addr
+				if addr == "" {
+					o.why[p] = fmt.Sprintf("its owner (client %s, host %s) advertises no query server: a chime scheduler older than this API, which must be upgraded", m.ClientID, m.ClientHost)
+				}
+			}
+		}
+	}
+	return o
+}
+
+// ownerError is a call to an owner that did not give an answer.
+type ownerError struct {
+	addr   string
+	kind   ownerErrorKind
+	detail string
+}
+
+type ownerErrorKind int
+
+const (
+	ownerUnreachable ownerErrorKind = iota // no answer: gone, or not yet listening
+	ownerNotOwner                          // 421: the partition moved
+	ownerRecovering                        // 503: the owner is recovering it
+	ownerRefused                           // 401: the query secret differs
+	ownerBroken                            // any other answer
+)
+
+func (e *ownerError) Error() string {
+	switch e.kind {
+	case ownerUnreachable:
+		return "the scheduler at " + e.addr + " does not answer: " + e.detail
+	case ownerRefused:
+		return "the scheduler at " + e.addr + " refused this API's query signature (" + e.detail + ")"
+	}
+	return "the scheduler at " + e.addr + ": " + e.detail
+}
+
+// Is makes a recovering owner's answer an errRecovering.
+func (e *ownerError) Is(target error) bool {
+	return target == errRecovering && e.kind == ownerRecovering
+}
+
+// retryable errors are worth a fresh look at the group: the partition
+// may have moved, or its owner died and the group will say so.
+func retryable(err error) bool {
+	var oe *ownerError
+	if errors.As(err, &oe) {
+		return oe.kind == ownerUnreachable || oe.kind == ownerNotOwner
+	}
+	return !errors.Is(err, errRecovering)
+}
+
+// call makes one signed request to the owner at addr and decodes its
+// answer into out.
+func (r *Router) call(addr, method, uri string, body []byte, out any) error {
+	r.mu.Lock()
+	until, isDown := r.down[addr]
+	r.mu.Unlock()
+	if isDown && r.cfg.Now().Before(until) {
+		return &ownerError{addr: addr, kind: ownerUnreachable, detail: "it did not answer a moment ago"}
+	}
+	req, err := http.NewRequest(method, "http://"+addr+uri, bytes.NewReader(body))
+	if err != nil {
+		return &ownerError{addr: addr, kind: ownerBroken, detail: err.Error()}
+	}
+	req.Header.Set(SignatureHeader, sign(r.secret, r.cfg.Now(), method, req.URL.RequestURI(), body))
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := r.hc.Do(req)
+	if err != nil {
+		r.warnf("jobquery: a scheduler's query server does not answer; reading the group again", "addr", addr, "err", err)
+		r.mu.Lock()
+		r.down[addr] = r.cfg.Now().Add(downFor)
+		r.mu.Unlock()
+		return &ownerError{addr: addr, kind: ownerUnreachable, detail: err.Error()}
+	}
+	if isDown {
+		r.mu.Lock()
+		delete(r.down, addr)
+		r.mu.Unlock()
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
+	if err != nil {
+		return &ownerError{addr: addr, kind: ownerUnreachable, detail: err.Error()}
+	}
+	if res.StatusCode == http.StatusOK {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return &ownerError{addr: addr, kind: ownerBroken, detail: "the answer does not decode: " + err.Error()}
+		}
+		return nil
+	}
+	var p problemAnswer
+	if json.Unmarshal(raw, &p) != nil || p.Detail == "" {
+		p.Detail = fmt.Sprintf("%s: %.200s", res.Status, raw)
+	}
+	oe := &ownerError{addr: addr, kind: ownerBroken, detail: p.Detail}
+	switch res.StatusCode {
+	case http.StatusMisdirectedRequest:
+		oe.kind = ownerNotOwner
+	case http.StatusServiceUnavailable:
+		oe.kind = ownerRecovering
+	case http.StatusUnauthorized:
+		oe.kind = ownerRefused
+		r.cfg.Logger.Error("jobquery: a scheduler refused this API's query signature; set the same CHIME_QUERY_SECRET on every chime api and chime scheduler", "addr", addr, "detail", p.Detail)
+	default:
+		r.warnf("jobquery: a scheduler's query server failed", "addr", addr, "status", res.StatusCode, "detail", p.Detail)
+	}
+	return oe
+}
+
+func (r *Router) warnf(msg string, args ...any) {
+	r.warn.Do(func() { r.cfg.Logger.Warn(msg, args...) })
+}
+
+// unavailable wraps why a read could not be answered.
+func unavailable(why error) error {
+	if why == nil {
+		why = errors.New("no owner answered")
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, why)
+}
+
+// pick returns keys[i] for each i of idx.
+func pick(keys []string, idx []int) []string {
+	out := make([]string, len(idx))
+	for j, i := range idx {
+		out[j] = keys[i]
+	}
+	return out
+}

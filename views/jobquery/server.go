@@ -1,0 +1,345 @@
+package jobquery
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/views/jobindex"
+)
+
+// The query server's routes. Every answer names the partitions it
+// covered; every error is a problem (RFC 9457) of one of the problem*
+// types.
+const (
+	pathRows = "/query/v1/rows" // POST {"keys": ["ns/id", ...]}
+	pathJobs = "/query/v1/jobs" // GET ?ns=&limit=&cursor=&status=&internal=
+	pathLive = "/query/v1/live" // GET ?ns=
+)
+
+// Problem types of the query server.
+const (
+	problemBase         = "https://chime.dev/problems/query/"
+	problemNotOwner     = problemBase + "not-owner"    // 421: a key's partition is not this instance's
+	problemRecovering   = problemBase + "recovering"   // 503: not under one recovered assignment; Retry-After
+	problemUnauthorized = problemBase + "unauthorized" // 401: signature missing or wrong
+	problemInvalid      = problemBase + "invalid"      // 400
+)
+
+// Limits of one query.
+const (
+	// MaxKeys is the most rows one request asks for (a jobs:batch's size).
+	MaxKeys = 1000
+	// MaxPage is the largest listing page.
+	MaxPage = 1000
+	// maxBody bounds a request body: MaxKeys of the longest keys.
+	maxBody = 1 << 20
+)
+
+// retryAfter is what a recovering instance asks callers to wait.
+const retryAfter = time.Second
+
+// rowsRequest is the body of POST /query/v1/rows.
+type rowsRequest struct {
+	Keys []string `json:"keys"`
+}
+
+// rowsAnswer: Rows[i] is the protobuf JobState of Keys[i], null if none.
+type rowsAnswer struct {
+	Partitions []int32  `json:"partitions"`
+	Rows       [][]byte `json:"rows"`
+}
+
+type jobsAnswer struct {
+	Partitions []int32     `json:"partitions"`
+	Jobs       []jobAnswer `json:"jobs"`
+	More       bool        `json:"more"`
+}
+
+type jobAnswer struct {
+	ID      string `json:"id"`
+	Created int64  `json:"created"`
+	Status  int32  `json:"status"`
+	Row     []byte `json:"row"` // protobuf JobState; null if removed since listed
+}
+
+type liveAnswer struct {
+	Partitions []int32 `json:"partitions"`
+	Live       int64   `json:"live"`
+}
+
+// problemAnswer is an error; Partitions are the partitions the instance
+// owns, on a not-owner answer.
+type problemAnswer struct {
+	Type       string  `json:"type"`
+	Title      string  `json:"title"`
+	Status     int     `json:"status"`
+	Detail     string  `json:"detail"`
+	Partitions []int32 `json:"partitions,omitempty"`
+}
+
+// ServerConfig is what NewServer needs.
+type ServerConfig struct {
+	// Source is the scheduler instance whose rows are served.
+	Source Source
+	// Partitions of the scheduler's topics (CHIME_PARTITIONS).
+	Partitions int32
+	// Secret signs the requests (at least MinSecretLen characters).
+	Secret string
+	// Now is the clock requests' times are checked against; default
+	// time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger // default slog.Default()
+}
+
+// Server answers API processes' reads of the rows its scheduler instance
+// owns. It is an http.Handler.
+type Server struct {
+	local  local
+	secret []byte
+	now    func() time.Time
+	log    *slog.Logger
+	mux    *http.ServeMux
+}
+
+// NewServer builds the query server of one scheduler instance.
+func NewServer(cfg ServerConfig) (*Server, error) {
+	if cfg.Source == nil || cfg.Partitions <= 0 {
+		return nil, errors.New("jobquery: ServerConfig needs Source and Partitions")
+	}
+	if len(cfg.Secret) < MinSecretLen {
+		return nil, fmt.Errorf("jobquery: the query secret has %d characters; it needs at least %d", len(cfg.Secret), MinSecretLen)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{local: local{src: cfg.Source, partitions: cfg.Partitions}, secret: []byte(cfg.Secret), now: cfg.Now, log: cfg.Logger, mux: http.NewServeMux()}
+	s.mux.HandleFunc("POST "+pathRows, s.rows)
+	s.mux.HandleFunc("GET "+pathJobs, s.jobs)
+	s.mux.HandleFunc("GET "+pathLive, s.live)
+	return s, nil
+}
+
+// ServeHTTP authenticates the request, then answers it.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		writeProblem(w, http.StatusBadRequest, problemInvalid, "the body could not be read (at most %d bytes): %v", maxBody, err)
+		return
+	}
+	if err := verify(s.secret, s.now(), r.Header.Get(SignatureHeader), r.Method, r.RequestURI, body); err != nil {
+		writeProblem(w, http.StatusUnauthorized, problemUnauthorized, "%v", err)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	s.mux.ServeHTTP(w, r)
+}
+
+func (s *Server) rows(w http.ResponseWriter, r *http.Request) {
+	var req rowsRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeProblem(w, http.StatusBadRequest, problemInvalid, "the body is not {\"keys\": [...]}: %v", err)
+		return
+	}
+	if len(req.Keys) == 0 || len(req.Keys) > MaxKeys {
+		writeProblem(w, http.StatusBadRequest, problemInvalid, "keys has %d keys; ask for 1 to %d", len(req.Keys), MaxKeys)
+		return
+	}
+	for _, k := range req.Keys {
+		if _, _, ok := schema.SplitJobKey(k); !ok {
+			writeProblem(w, http.StatusBadRequest, problemInvalid, "key %q is not namespace/job_id", k)
+			return
+		}
+	}
+	rows, owned, err := s.local.rows(req.Keys)
+	if err != nil {
+		s.failed(w, err)
+		return
+	}
+	out := rowsAnswer{Partitions: owned, Rows: make([][]byte, len(rows))}
+	for i, row := range rows {
+		if out.Rows[i], err = encodeRow(row); err != nil {
+			s.failed(w, err)
+			return
+		}
+	}
+	writeJSON(w, out)
+}
+
+func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
+	ns, q, err := parseListing(r)
+	if err != nil {
+		writeProblem(w, http.StatusBadRequest, problemInvalid, "%v", err)
+		return
+	}
+	jobs, more, owned, err := s.local.list(ns, q)
+	if err != nil {
+		s.failed(w, err)
+		return
+	}
+	out := jobsAnswer{Partitions: owned, Jobs: make([]jobAnswer, len(jobs)), More: more}
+	for i, j := range jobs {
+		out.Jobs[i] = jobAnswer{ID: j.ID, Created: j.Created, Status: int32(j.Status)}
+		if out.Jobs[i].Row, err = encodeRow(j.Row); err != nil {
+			s.failed(w, err)
+			return
+		}
+	}
+	writeJSON(w, out)
+}
+
+func (s *Server) live(w http.ResponseWriter, r *http.Request) {
+	ns := r.URL.Query().Get("ns")
+	if ns == "" {
+		writeProblem(w, http.StatusBadRequest, problemInvalid, "ns is missing")
+		return
+	}
+	n, owned, err := s.local.live(ns)
+	if err != nil {
+		s.failed(w, err)
+		return
+	}
+	writeJSON(w, liveAnswer{Partitions: owned, Live: n})
+}
+
+// failed answers a read that could not be made: not the owner (421, the
+// caller asks the owner), recovering (503 with Retry-After).
+func (s *Server) failed(w http.ResponseWriter, err error) {
+	var no *notOwnerError
+	switch {
+	case errors.As(err, &no):
+		writeProblemPartitions(w, http.StatusMisdirectedRequest, problemNotOwner, no.owned, "%v", err)
+	case errors.Is(err, errRecovering):
+		w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter.Seconds())))
+		writeProblem(w, http.StatusServiceUnavailable, problemRecovering, "%v; retry shortly", err)
+	default:
+		s.log.Error("jobquery: read failed", "err", err)
+		writeProblem(w, http.StatusInternalServerError, problemBase+"internal", "%v", err)
+	}
+}
+
+// parseListing reads a listing's query parameters.
+func parseListing(r *http.Request) (string, jobindex.Query, error) {
+	v := r.URL.Query()
+	ns := v.Get("ns")
+	if ns == "" {
+		return "", jobindex.Query{}, errors.New("ns is missing")
+	}
+	var q jobindex.Query
+	var err error
+	if q.Limit, err = strconv.Atoi(v.Get("limit")); err != nil || q.Limit < 1 || q.Limit > MaxPage {
+		return "", q, fmt.Errorf("limit %q is not a number from 1 to %d", v.Get("limit"), MaxPage)
+	}
+	if q.After, err = jobindex.ParseCursor(v.Get("cursor")); err != nil {
+		return "", q, fmt.Errorf("cursor %q: %v", v.Get("cursor"), err)
+	}
+	if st := v.Get("status"); st != "" {
+		for _, f := range strings.Split(st, ",") {
+			n, err := strconv.ParseInt(f, 10, 32)
+			if _, known := chimev1.JobStatus_name[int32(n)]; err != nil || !known {
+				return "", q, fmt.Errorf("status %q is not a JobStatus number", f)
+			}
+			q.Statuses = append(q.Statuses, chimev1.JobStatus(n))
+		}
+	}
+	q.Internal = v.Get("internal") == "true"
+	return ns, q, nil
+}
+
+// listingQuery is parseListing's inverse, for the router.
+func listingQuery(ns string, q jobindex.Query) string {
+	var b strings.Builder
+	b.WriteString("ns=" + url.QueryEscape(ns) + "&limit=" + strconv.Itoa(q.Limit))
+	if !q.After.IsZero() {
+		b.WriteString("&cursor=" + url.QueryEscape(q.After.String()))
+	}
+	if len(q.Statuses) > 0 {
+		s := make([]string, len(q.Statuses))
+		for i, st := range q.Statuses {
+			s[i] = strconv.Itoa(int(st))
+		}
+		b.WriteString("&status=" + strings.Join(s, ","))
+	}
+	if q.Internal {
+		b.WriteString("&internal=true")
+	}
+	return b.String()
+}
+
+func encodeRow(row *chimev1.JobState) ([]byte, error) {
+	if row == nil {
+		return nil, nil
+	}
+	return proto.Marshal(row)
+}
+
+func decodeRow(raw []byte) (*chimev1.JobState, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	row := new(chimev1.JobState)
+	if err := proto.Unmarshal(raw, row); err != nil {
+		return nil, fmt.Errorf("a row does not decode: %w", err)
+	}
+	return row, nil
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeProblem(w http.ResponseWriter, status int, typ, format string, args ...any) {
+	writeProblemPartitions(w, status, typ, nil, format, args...)
+}
+
+func writeProblemPartitions(w http.ResponseWriter, status int, typ string, owned []int32, format string, args ...any) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(problemAnswer{Type: typ, Title: http.StatusText(status), Status: status, Detail: fmt.Sprintf(format, args...), Partitions: owned})
+}
+
+// Serve answers h's requests on ln until ctx is done, then stops taking
+// requests and waits (at most 5 s) for those in flight.
+func Serve(ctx context.Context, h http.Handler, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("jobquery: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("jobquery: shutdown: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("jobquery: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,318 @@
+package jobquery
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/views/jobindex"
+)
+
+const testSecret = "test-query-secret-0123"
+
+// fakeSource is a scheduler instance owning some of 4 partitions.
+type fakeSource struct {
+	mu          sync.Mutex
+	ready       bool
+	owned       []int32
+	assignments uint64
+	rows        map[string]*chimev1.JobState
+	// duringRead runs inside every read: a rebalance in the middle.
+	duringRead func(*fakeSource)
+}
+
+const fakePartitions = 4
+
+func newFakeSource(owned ...int32) *fakeSource {
+	return &fakeSource{ready: true, owned: owned, assignments: 1, rows: map[string]*chimev1.JobState{}}
+}
+
+// put adds a row to the fake, in whichever partition its key falls.
+func (f *fakeSource) put(ns, id string, status chimev1.JobStatus, created time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rows[schema.JobKey(ns, id)] = &chimev1.JobState{Spec: &chimev1.JobSpec{Namespace: ns, Id: id}, Status: status, CreatedAt: timestamppb.New(created)}
+}
+
+func (f *fakeSource) read() {
+	if f.duringRead != nil {
+		f.duringRead(f)
+	}
+}
+
+func (f *fakeSource) Get(key string) (*chimev1.JobState, error) {
+	f.read()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.rows[key], nil
+}
+
+func (f *fakeSource) index() *jobindex.Index {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	x := jobindex.New()
+	for k, st := range f.rows {
+		if !slices.Contains(f.owned, partitionOf(k, fakePartitions)) {
+			continue
+		}
+		ns, id, _ := schema.SplitJobKey(k)
+		x.Change(ns, id, nil, &schema.JobSummary{Status: st.GetStatus(), Created: st.GetCreatedAt().AsTime().UnixNano()})
+	}
+	return x
+}
+
+func (f *fakeSource) LiveJobs(ns string) int64 {
+	f.read()
+	return f.index().Live(ns)
+}
+
+func (f *fakeSource) ListJobs(ns string, q jobindex.Query) ([]jobindex.Entry, bool) {
+	f.read()
+	return jobindex.List([]*jobindex.Index{f.index()}, ns, q)
+}
+
+func (f *fakeSource) Partitions() []int32 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.owned)
+}
+
+func (f *fakeSource) Ready() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ready
+}
+
+func (f *fakeSource) Assignments() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.assignments
+}
+
+// keyIn returns a job id of ns whose key falls in partition p.
+func keyIn(t *testing.T, ns string, p int32) string {
+	t.Helper()
+	for i := range 1000 {
+		id := "j" + strconv.Itoa(i)
+		if partitionOf(schema.JobKey(ns, id), fakePartitions) == p {
+			return id
+		}
+	}
+	t.Fatalf("no id of %s in partition %d", ns, p)
+	return ""
+}
+
+type testServer struct {
+	src *fakeSource
+	url string
+	now time.Time
+}
+
+func newTestServer(t *testing.T, src *fakeSource) *testServer {
+	t.Helper()
+	ts := &testServer{src: src, now: time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)}
+	s, err := NewServer(ServerConfig{Source: src, Partitions: fakePartitions, Secret: testSecret, Now: func() time.Time { return ts.now }})
+	require.NoError(t, err)
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	ts.url = hs.URL
+	return ts
+}
+
+type answer struct {
+	status int
+	header http.Header
+	body   map[string]any
+}
+
+// do sends a request signed with secret at signedAt (the zero time: not
+// signed); signBody, if not nil, is the body the signature covers.
+func (ts *testServer) do(t *testing.T, method, uri string, body []byte, secret string, signedAt time.Time, signBody []byte) answer {
+	t.Helper()
+	req, err := http.NewRequest(method, ts.url+uri, bytes.NewReader(body))
+	require.NoError(t, err)
+	if !signedAt.IsZero() {
+		if signBody == nil {
+			signBody = body
+		}
+		req.Header.Set(SignatureHeader, sign([]byte(secret), signedAt, method, req.URL.RequestURI(), signBody))
+	}
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	a := answer{status: res.StatusCode, header: res.Header}
+	require.NoError(t, json.NewDecoder(res.Body).Decode(&a.body))
+	return a
+}
+
+func (ts *testServer) get(t *testing.T, uri string) answer {
+	return ts.do(t, http.MethodGet, uri, nil, testSecret, ts.now, nil)
+}
+
+func (ts *testServer) rows(t *testing.T, keys ...string) answer {
+	body, _ := json.Marshal(rowsRequest{Keys: keys})
+	return ts.do(t, http.MethodPost, pathRows, body, testSecret, ts.now, nil)
+}
+
+// TestServerRefusesUnsignedRequests: the query server serves every
+// tenant's jobs, so a request without a valid signature gets a 401 that
+// says what is wrong, and nothing else.
+func TestServerRefusesUnsignedRequests(t *testing.T) {
+	t.Parallel()
+	src := newFakeSource(0, 1, 2, 3)
+	src.put("a", "x", chimev1.JobStatus_JOB_STATUS_SCHEDULED, time.Now())
+	ts := newTestServer(t, src)
+	body, _ := json.Marshal(rowsRequest{Keys: []string{"a/x"}})
+	other, _ := json.Marshal(rowsRequest{Keys: []string{"b/secret"}})
+	for _, tc := range []struct {
+		name     string
+		secret   string
+		signedAt time.Time
+		signBody []byte
+		want     string
+	}{
+		{"no signature", "", time.Time{}, nil, "no Chime-Query-Signature header"},
+		{"another secret", "another-secret-0123456", ts.now, nil, "the signature does not match"},
+		{"signed too long ago", testSecret, ts.now.Add(-MaxSkew - time.Second), nil, "synchronise the clocks"},
+		{"signed in the future", testSecret, ts.now.Add(MaxSkew + time.Second), nil, "synchronise the clocks"},
+		{"another body", testSecret, ts.now, other, "the signature does not match"},
+	} {
+		a := ts.do(t, http.MethodPost, pathRows, body, tc.secret, tc.signedAt, tc.signBody)
+		require.Equal(t, http.StatusUnauthorized, a.status, tc.name)
+		require.Equal(t, problemUnauthorized, a.body["type"], tc.name)
+		require.Contains(t, a.body["detail"], tc.want, tc.name)
+		require.NotContains(t, a.body["detail"], testSecret, tc.name)
+		require.Nil(t, a.body["rows"], tc.name)
+	}
+	// The signature covers the query string too: another namespace's
+	// listing is not the signed one.
+	req, err := http.NewRequest(http.MethodGet, ts.url+pathLive+"?ns=b", nil)
+	require.NoError(t, err)
+	req.Header.Set(SignatureHeader, sign([]byte(testSecret), ts.now, http.MethodGet, pathLive+"?ns=a", nil))
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, res.StatusCode)
+
+	a := ts.rows(t, "a/x")
+	require.Equal(t, http.StatusOK, a.status, "signed with the secret: answered")
+}
+
+// TestServerSaysNotTheOwner: a key of a partition the instance does not
+// own is a 421 naming the partition and listing those it owns, so the
+// router asks the owner instead.
+func TestServerSaysNotTheOwner(t *testing.T) {
+	t.Parallel()
+	src := newFakeSource(0, 1)
+	ts := newTestServer(t, src)
+	mine, theirs := keyIn(t, "a", 1), keyIn(t, "a", 2)
+	src.put("a", mine, chimev1.JobStatus_JOB_STATUS_SCHEDULED, time.Now())
+
+	a := ts.rows(t, "a/"+mine, "a/"+theirs)
+	require.Equal(t, http.StatusMisdirectedRequest, a.status)
+	require.Equal(t, problemNotOwner, a.body["type"])
+	require.Equal(t, "partition 2 is not owned by this scheduler instance (it owns [0 1])", a.body["detail"])
+	require.Equal(t, []any{0.0, 1.0}, a.body["partitions"])
+
+	a = ts.rows(t, "a/"+mine)
+	require.Equal(t, http.StatusOK, a.status)
+	require.Equal(t, []any{0.0, 1.0}, a.body["partitions"])
+	require.Len(t, a.body["rows"], 1)
+	require.NotNil(t, a.body["rows"].([]any)[0])
+}
+
+// TestServerRecovering: an instance that is not running one recovered
+// assignment, before or during a read, answers 503 with Retry-After
+// rather than what it holds.
+func TestServerRecovering(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		set  func(*fakeSource)
+	}{
+		{"not ready", func(f *fakeSource) { f.ready = false }},
+		{"rebalanced during the read", func(f *fakeSource) {
+			f.duringRead = func(f *fakeSource) {
+				f.mu.Lock()
+				f.assignments++
+				f.mu.Unlock()
+			}
+		}},
+		{"stopped during the read", func(f *fakeSource) {
+			f.duringRead = func(f *fakeSource) {
+				f.mu.Lock()
+				f.ready = false
+				f.mu.Unlock()
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			src := newFakeSource(0, 1, 2, 3)
+			src.put("a", "x", chimev1.JobStatus_JOB_STATUS_SCHEDULED, time.Now())
+			tc.set(src)
+			ts := newTestServer(t, src)
+			for _, a := range []answer{ts.rows(t, "a/x"), ts.get(t, pathJobs+"?ns=a&limit=10"), ts.get(t, pathLive+"?ns=a")} {
+				require.Equal(t, http.StatusServiceUnavailable, a.status)
+				require.Equal(t, problemRecovering, a.body["type"])
+				require.Equal(t, "1", a.header.Get("Retry-After"))
+			}
+		})
+	}
+}
+
+// TestServerAnswers: rows, a listing page and the live count over the
+// partitions the instance owns, each naming them.
+func TestServerAnswers(t *testing.T) {
+	t.Parallel()
+	src := newFakeSource(0, 1, 2, 3)
+	t0 := time.Now()
+	src.put("a", "old", chimev1.JobStatus_JOB_STATUS_SCHEDULED, t0)
+	src.put("a", "mid", chimev1.JobStatus_JOB_STATUS_PAUSED, t0.Add(time.Second))
+	src.put("a", "new", chimev1.JobStatus_JOB_STATUS_CANCELLED, t0.Add(2*time.Second))
+	src.put("b", "other", chimev1.JobStatus_JOB_STATUS_SCHEDULED, t0)
+	ts := newTestServer(t, src)
+
+	a := ts.get(t, pathLive+"?ns=a")
+	require.Equal(t, http.StatusOK, a.status)
+	require.EqualValues(t, 2, a.body["live"])
+	require.Equal(t, []any{0.0, 1.0, 2.0, 3.0}, a.body["partitions"])
+
+	ids := func(a answer) (out []string) {
+		for _, j := range a.body["jobs"].([]any) {
+			out = append(out, j.(map[string]any)["id"].(string))
+		}
+		return out
+	}
+	a = ts.get(t, pathJobs+"?"+listingQuery("a", jobindex.Query{Limit: 2}))
+	require.Equal(t, []string{"new", "mid"}, ids(a))
+	require.Equal(t, true, a.body["more"])
+	a = ts.get(t, pathJobs+"?"+listingQuery("a", jobindex.Query{Limit: 2, After: jobindex.Cursor{Created: t0.Add(time.Second).UnixNano(), ID: "mid"}}))
+	require.Equal(t, []string{"old"}, ids(a))
+	require.Equal(t, false, a.body["more"])
+	a = ts.get(t, pathJobs+"?"+listingQuery("a", jobindex.Query{Limit: 10, Statuses: []chimev1.JobStatus{chimev1.JobStatus_JOB_STATUS_PAUSED}}))
+	require.Equal(t, []string{"mid"}, ids(a))
+
+	a = ts.rows(t, "a/mid", "a/none")
+	require.Equal(t, http.StatusOK, a.status)
+	rows := a.body["rows"].([]any)
+	require.NotNil(t, rows[0])
+	require.Nil(t, rows[1], "no row: null")
+
+	for _, uri := range []string{pathJobs + "?ns=a", pathJobs + "?ns=a&limit=10&status=99", pathLive, pathJobs + "?ns=a&limit=1&cursor=bm8tY29sb24"} {
+		a := ts.get(t, uri)
+		require.Equal(t, http.StatusBadRequest, a.status, uri)
+		require.Equal(t, problemInvalid, a.body["type"], uri)
+	}
+}
