@@ -78,6 +78,7 @@ func main() {
 	flag.BoolVar(&e2e.keepLogs, "e2e-keep", false, "end to end: keep chime's state dir and log of each run")
 	e2eOnly := flag.Bool("e2e-only", false, "run only the end-to-end phases (the role-by-role rows are diagnosis)")
 	soak := flag.Duration("soak", 0, "run only the soak: chime dev at 1,000 fires/s for this long, sampled every minute (make soak: 30m)")
+	capacity := capacityFlags()
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -111,7 +112,14 @@ func main() {
 		printResults(benchSoak(ctx, e2e.chime, *soak))
 		return
 	}
+	if capacity.only {
+		printResults(benchCapacity(ctx, e2e, capacity))
+		return
+	}
 	add(benchE2E(ctx, e2e)...)
+	if capacity.run {
+		add(benchCapacity(ctx, e2e, capacity)...)
+	}
 	if *e2eOnly {
 		printResults(results)
 		return
