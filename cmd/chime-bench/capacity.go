@@ -32,6 +32,8 @@ import (
 //     partitions.
 //   - Kafka records and bytes per fired job, by topic: end offsets and
 //     log-dir sizes (DescribeLogDirs) at both ends of the window.
+//   - How fast the breaker and the sink consume the hot namespace's one
+//     outcomes partition (capacityhot.go).
 //   - What a second process of the scheduler, the dispatcher and the sink
 //     takes over: the same load with two processes of each.
 //   - RAM and disk per pending job: jobs due in more than an hour published
@@ -61,11 +63,11 @@ type capacityOptions struct {
 
 // capacityFlags registers the phase's flags.
 func capacityFlags() *capacityOptions {
-	o := &capacityOptions{lead: 5 * time.Second, warm: 10 * time.Second, idle: 15 * time.Second, partitions: []int{6, 24}}
+	o := &capacityOptions{lead: 5 * time.Second, warm: 10 * time.Second, idle: 10 * time.Second, partitions: []int{6, 24}}
 	flag.BoolVar(&o.run, "capacity", true, "capacity model inputs (docs/capacity.md): the roles as processes on Apache Kafka (needs make kafka-jars): CPU per fired job and per partition, Kafka records and bytes per job, two processes per role, RAM and disk per pending job")
 	flag.BoolVar(&o.only, "capacity-only", false, "run only the capacity phase")
 	flag.IntVar(&o.rate, "capacity-rate", 2000, "capacity: jobs created (and fired) per second in the steady runs")
-	flag.DurationVar(&o.window, "capacity-window", 30*time.Second, "capacity: length of each measured window under load")
+	flag.DurationVar(&o.window, "capacity-window", 20*time.Second, "capacity: length of each measured window under load")
 	flag.IntVar(&o.pending, "capacity-pending", 1_000_000, "capacity: jobs due in more than an hour loaded into one scheduler; 0 skips")
 	flag.Func("capacity-partitions", "capacity: the two partition counts compared (default 6,24); the first also carries the Kafka, scale-out and pending runs", func(s string) error {
 		a, b, ok := strings.Cut(s, ",")
@@ -81,11 +83,15 @@ func capacityFlags() *capacityOptions {
 }
 
 // capRun is the idle and loaded windows at one partition count; the first
-// count also has a run at a quarter of the rate, for the marginal cost.
+// count also has a run at a quarter of the rate, for the marginal cost,
+// and the hot namespace's outcome partition drained by the breaker and
+// the sink.
 type capRun struct {
 	partitions int
 	idle       capWindow
 	low, load  capLoad
+	hotBreaker capDrain
+	hotSink    capDrain
 }
 
 // benchCapacity runs the phase with the end-to-end phases' binary, log and
@@ -136,6 +142,9 @@ func benchCapacity(ctx context.Context, e2e e2eOptions, o *capacityOptions) []re
 			run.low = d.steady(ctx, "low", max(1, o.rate/4))
 		}
 		run.load = d.steady(ctx, "a", o.rate)
+		if i == 0 {
+			run.hotBreaker, run.hotSink = d.hotDrain(ctx)
+		}
 		runs = append(runs, run)
 		if i == 0 {
 			for _, role := range capScaled {
@@ -269,6 +278,28 @@ func capacityRows(o *capacityOptions, runs []capRun, scaled capLoad, pend *capPe
 				fmt.Sprintf("%.0f B", float64(grown)/f))
 		}
 	}
+
+	for _, r := range runs {
+		w := r.load.capWindow
+		if f := float64(w.fired()); f > 0 {
+			add(fmt.Sprintf("ClickHouse data dir growth per fired job, %d partitions (as inserted, before merges)", r.partitions),
+				fmt.Sprintf("%.0f B", float64(w.s1.chDir-w.s0.chDir)/f))
+		}
+	}
+
+	// The hot namespace's one outcomes partition.
+	drain := func(x capDrain, ch bool) string {
+		if x.failed != "" {
+			return x.failed
+		}
+		v := fmt.Sprintf("%.0f/s, %s CPU each", x.rate, micros(x.cpu*1e6))
+		if ch {
+			v += fmt.Sprintf(" (+ ClickHouse %s)", micros(x.chCPU*1e6))
+		}
+		return v
+	}
+	add(fmt.Sprintf("hot namespace's outcomes (one partition of %d), %dk backlog: breaker drains", pa, capHotOutcomes/1000), drain(a.hotBreaker, false))
+	add(fmt.Sprintf("hot namespace's outcomes (one partition of %d), %dk backlog: sink drains", pa, capHotOutcomes/1000), drain(a.hotSink, true))
 
 	// Two processes of a role: the share each one does, and its CPU.
 	loadRow(fmt.Sprintf("%d/s, %d partitions, 2 schedulers, 2 dispatchers, 2 sinks", scaled.rate, pa), scaled)
