@@ -92,6 +92,7 @@ type capRun struct {
 	low, load  capLoad
 	hotBreaker capDrain
 	hotSink    capDrain
+	clickhouse []string // "table B/row (rows)"
 }
 
 // benchCapacity runs the phase with the end-to-end phases' binary, log and
@@ -143,6 +144,9 @@ func benchCapacity(ctx context.Context, e2e e2eOptions, o *capacityOptions) []re
 		}
 		run.load = d.steady(ctx, "a", o.rate)
 		if i == 0 {
+			// Before the hot backlog: its rows, all alike, would
+			// compress better than any real ones.
+			run.clickhouse = c.clickhouseBytes(ctx)
 			run.hotBreaker, run.hotSink = d.hotDrain(ctx)
 		}
 		runs = append(runs, run)
@@ -279,12 +283,8 @@ func capacityRows(o *capacityOptions, runs []capRun, scaled capLoad, pend *capPe
 		}
 	}
 
-	for _, r := range runs {
-		w := r.load.capWindow
-		if f := float64(w.fired()); f > 0 {
-			add(fmt.Sprintf("ClickHouse data dir growth per fired job, %d partitions (as inserted, before merges)", r.partitions),
-				fmt.Sprintf("%.0f B", float64(w.s1.chDir-w.s0.chDir)/f))
-		}
+	if len(a.clickhouse) > 0 {
+		add(fmt.Sprintf("ClickHouse after the %d/s and %d/s runs at %d partitions: compressed bytes per row (rows), by table", a.low.rate, a.load.rate, pa), strings.Join(a.clickhouse, "; "))
 	}
 
 	// The hot namespace's one outcomes partition.

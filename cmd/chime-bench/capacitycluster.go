@@ -74,6 +74,33 @@ func (c *capCluster) close() {
 	c.kc.Close()
 }
 
+// clickhouseBytes reads what the sinks' rows take in ClickHouse: for each
+// table of chime's database with rows, the compressed bytes of its active
+// parts per row. Parts written at a few thousand rows a second are small,
+// so this is an upper bound of what merged parts take.
+func (c *capCluster) clickhouseBytes(ctx context.Context) []string {
+	out, err := c.ch.Query(ctx, "SELECT table, sum(rows), sum(data_compressed_bytes) FROM system.parts "+
+		"WHERE active AND database = 'chime' GROUP BY table HAVING sum(rows) > 0 ORDER BY sum(data_compressed_bytes) DESC FORMAT TabSeparated")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "capacity: ClickHouse parts: %v\n", err)
+		return nil
+	}
+	var rows []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) != 3 {
+			continue
+		}
+		n, err1 := strconv.ParseFloat(f[1], 64)
+		b, err2 := strconv.ParseFloat(f[2], 64)
+		if err1 != nil || err2 != nil || n <= 0 {
+			continue
+		}
+		rows = append(rows, fmt.Sprintf("%s %.0f B (%.0f)", f[0], b/n, n))
+	}
+	return rows
+}
+
 // childWith returns the pid of this process's child whose command line
 // contains s (0 if none).
 func childWith(s string) int {

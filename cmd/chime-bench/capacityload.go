@@ -34,7 +34,6 @@ type capSnap struct {
 	// so far: fires emitted, HTTP calls made, records committed.
 	work     map[string]float64
 	stateDir map[string]int64 // schedulers' state dirs
-	chDir    int64            // ClickHouse's data dir
 	calls    int64            // callbacks the receiver got
 	records  map[string]int64 // per topic: sum of end offsets
 	size     map[string]int64 // per topic: bytes in the broker's log dirs
@@ -76,7 +75,6 @@ func (d *capDeploy) snap(ctx context.Context) capSnap {
 			s.work[p.label] = float64(sinks[p.instanceID()])
 		}
 	}
-	s.chDir = dirSize(d.c.ch.Dir())
 	s.records, s.size = topicStats(ctx, d.c.adm, d.prefix)
 	return s
 }
