@@ -63,7 +63,7 @@ type capacityOptions struct {
 
 // capacityFlags registers the phase's flags.
 func capacityFlags() *capacityOptions {
-	o := &capacityOptions{lead: 5 * time.Second, warm: 10 * time.Second, idle: 10 * time.Second, partitions: []int{6, 24}}
+	o := &capacityOptions{lead: 5 * time.Second, warm: 15 * time.Second, idle: 10 * time.Second, partitions: []int{6, 24}}
 	flag.BoolVar(&o.run, "capacity", true, "capacity model inputs (docs/capacity.md): the roles as processes on Apache Kafka (needs make kafka-jars): CPU per fired job and per partition, Kafka records and bytes per job, two processes per role, RAM and disk per pending job")
 	flag.BoolVar(&o.only, "capacity-only", false, "run only the capacity phase")
 	flag.IntVar(&o.rate, "capacity-rate", 2000, "capacity: jobs created (and fired) per second in the steady runs")
@@ -135,15 +135,16 @@ func benchCapacity(ctx context.Context, e2e e2eOptions, o *capacityOptions) []re
 		}
 		d.waitReady(ctx)
 		d.createNamespaces(ctx, spread)
-		// Let start-up settle (the JVM's compiler, the groups' first
-		// commits) before the idle window.
+		// The full rate first: its warm-up also warms the broker's JVM
+		// (its compiler works for tens of seconds after a start, which
+		// an idle or quarter-rate window first would count); idle then
+		// measures a warm broker beside the rows the load left.
+		run := capRun{partitions: parts}
+		run.load = d.steady(ctx, "a", o.rate)
 		sleepCtx(ctx, 5*time.Second)
-		run := capRun{partitions: parts, idle: d.idle(ctx)}
+		run.idle = d.idle(ctx)
 		if i == 0 {
 			run.low = d.steady(ctx, "low", max(1, o.rate/4))
-		}
-		run.load = d.steady(ctx, "a", o.rate)
-		if i == 0 {
 			// Before the hot backlog: its rows, all alike, would
 			// compress better than any real ones.
 			run.clickhouse = c.clickhouseBytes(ctx)
@@ -173,8 +174,8 @@ func capacityRows(o *capacityOptions, runs []capRun, scaled capLoad, pend *capPe
 	add := func(name, value string) { out = append(out, result{"capacity: " + name, value, "—", "—"}) }
 	a, b := runs[0], runs[1]
 	pa, pb := a.partitions, b.partitions
-	add("setup", fmt.Sprintf("%d cores shared by every process; Apache Kafka %s, 1 node, replication 1; one process per role; %d jobs/s created via the API (jobs:batch every %s) and due %s later, half in one namespace spread over %d partitions, half in %d others; idle %s, then %s under load after %s",
-		runtime.NumCPU(), kafkacluster.Version, o.rate, capTick, o.lead, pa, capColdNamespaces, o.idle, o.window, o.warm))
+	add("setup", fmt.Sprintf("%d cores shared by every process; Apache Kafka %s, 1 node, replication 1; one process per role; %d jobs/s created via the API (jobs:batch every %s) and due %s later, half in one namespace spread over %d partitions, half in %d others; each window %s, opened after %s of firing; idle %s, after the full-rate run",
+		runtime.NumCPU(), kafkacluster.Version, o.rate, capTick, o.lead, pa, capColdNamespaces, o.window, o.warm, o.idle))
 	loadRow := func(name string, l capLoad) {
 		s := l.stats
 		busy, ours := l.machine()
