@@ -25,8 +25,8 @@ import (
 //     steady load of jobs created through the API and due o.lead later, so
 //     that in the measured window jobs are created and fired at the same
 //     rate; each process's CPU time (/proc/<pid>/stat) over the window
-//     divided by the callbacks the receiver got in it, in all and above
-//     the same process's idle CPU.
+//     divided by the callbacks the receiver got in it, at the full rate
+//     and at a quarter of it, and the marginal cost between the two.
 //   - CPU and RSS per partition: idle and loaded windows at two partition
 //     counts, each on a fresh broker; the difference over the added
 //     partitions.
