@@ -50,6 +50,11 @@ type roleProc struct {
 	cmd       *exec.Cmd
 	log       *os.File
 	exited    chan struct{}
+
+	// env is appended to the environment start sets, so its variables
+	// win (the capacity phase sets its own prefix, partitions, metrics
+	// address and ClickHouse).
+	env []string
 }
 
 func (p *roleProc) start() {
@@ -73,6 +78,7 @@ func (p *roleProc) start() {
 		"CHIME_CLICKHOUSE_DSN=",
 		"CHIME_METRICS_ADDR=",
 	)
+	cmd.Env = append(cmd.Env, p.env...)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {

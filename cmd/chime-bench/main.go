@@ -79,6 +79,7 @@ func main() {
 	e2eOnly := flag.Bool("e2e-only", false, "run only the end-to-end phases (the role-by-role rows are diagnosis)")
 	apiStandalone := flag.Int("api-standalone", 1_000_000, "end to end: pending jobs in chime dev while a standalone chime api beside it is measured (RSS, time to ready, read latency); 10000000 for the large run; 0 skips")
 	soak := flag.Duration("soak", 0, "run only the soak: chime dev at 1,000 fires/s for this long, sampled every minute (make soak: 30m)")
+	capacity := capacityFlags()
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -112,9 +113,16 @@ func main() {
 		printResults(benchSoak(ctx, e2e.chime, *soak))
 		return
 	}
+	if capacity.only {
+		printResults(benchCapacity(ctx, e2e, capacity))
+		return
+	}
 	add(benchE2E(ctx, e2e)...)
 	if *apiStandalone > 0 {
 		add(benchAPIStandalone(ctx, e2e, *apiStandalone)...)
+	}
+	if capacity.run {
+		add(benchCapacity(ctx, e2e, capacity)...)
 	}
 	if *e2eOnly {
 		printResults(results)
