@@ -46,8 +46,15 @@ func IndexOf(value []byte) *RowIndex {
 // change of each namespace's live count.
 func (part *Partition) apply(b *pebble.Batch, key string, old *RowIndex, value []byte, delta map[string]int64) error {
 	rk := rowKey(part.p, key)
+	var next *RowIndex
+	if value != nil {
+		next = IndexOf(value)
+	}
+	// Only the entries that change are written: most writes of a row
+	// move its timer and leave its listing as it was, and every key
+	// written is a key the store compacts.
 	if old != nil {
-		if err := part.index(b, key, old, delta, -1); err != nil {
+		if err := part.index(b, key, old, next, delta, -1); err != nil {
 			return err
 		}
 	}
@@ -57,24 +64,30 @@ func (part *Partition) apply(b *pebble.Batch, key string, old *RowIndex, value [
 	if err := b.Set(rk, value, nil); err != nil {
 		return err
 	}
-	return part.index(b, key, IndexOf(value), delta, +1)
+	return part.index(b, key, next, old, delta, +1)
 }
 
-// index adds (sign +1) or removes (-1) the index entries of a row.
-func (part *Partition) index(b *pebble.Batch, key string, x *RowIndex, delta map[string]int64, sign int64) error {
+// index adds (sign +1) or removes (-1) the index entries of a row, but
+// those it shares with other (the row's other version; nil: none).
+func (part *Partition) index(b *pebble.Batch, key string, x, other *RowIndex, delta map[string]int64, sign int64) error {
+	if other == nil {
+		other = &RowIndex{}
+	}
 	set := func(k, v []byte) error {
 		if sign > 0 {
 			return b.Set(k, v, nil)
 		}
 		return b.Delete(k, nil)
 	}
-	if x.Timer != 0 {
+	if x.Timer != 0 && x.Timer != other.Timer {
 		if err := set(timerKey(part.p, x.Timer, key), nil); err != nil {
 			return err
 		}
 		delta[timersName] += sign
 	}
-	if x.RecoverAt != 0 {
+	if x.RecoverAt != 0 && (other.RecoverAt == 0 || sign > 0 && x.RecoverAt != other.RecoverAt) {
+		// One key per row, whatever its value: removed only when the new
+		// version has none, rewritten when the value changes.
 		if err := set(recoverKey(part.p, key), int64Bytes(x.RecoverAt)); err != nil {
 			return err
 		}
@@ -83,8 +96,16 @@ func (part *Partition) index(b *pebble.Batch, key string, x *RowIndex, delta map
 	if !x.Listed || !ok {
 		return nil // a create held for its namespace is not a job yet
 	}
-	if err := set(listingKey(part.p, ns, x.Created, id), []byte{byte(x.Status)}); err != nil {
-		return err
+	sameKey := other.Listed && other.Created == x.Created
+	switch {
+	case sameKey && other.Status == x.Status:
+		return nil // what listings show is unchanged
+	case sameKey && sign < 0:
+		// The key stays; the new version writes its status over it.
+	default:
+		if err := set(listingKey(part.p, ns, x.Created, id), []byte{byte(x.Status)}); err != nil {
+			return err
+		}
 	}
 	if !schema.JobEnded(x.Status) && !Internal(id) {
 		delta[ns] += sign

@@ -56,9 +56,9 @@ type Options struct {
 	// Dir holds the database; empty keeps it in memory (tests, and
 	// schedulers that rebuild their table from Kafka at every start).
 	Dir string
-	// CacheSize bounds Pebble's block cache. Default 64 MiB.
+	// CacheSize bounds Pebble's block cache. Default 128 MiB.
 	CacheSize int64
-	// MemTableSize is the size of a Pebble memtable. Default 16 MiB.
+	// MemTableSize is the size of a Pebble memtable. Default 32 MiB.
 	MemTableSize uint64
 	// MaxCheckpointAge: a partition whose offset was stored longer ago is
 	// rebuilt from Kafka (see the package comment). Default 20 hours.
@@ -78,10 +78,10 @@ type Options struct {
 
 func (o *Options) defaults() {
 	if o.CacheSize <= 0 {
-		o.CacheSize = 64 << 20
+		o.CacheSize = 128 << 20
 	}
 	if o.MemTableSize == 0 {
-		o.MemTableSize = 16 << 20
+		o.MemTableSize = 32 << 20
 	}
 	if o.MaxCheckpointAge <= 0 {
 		o.MaxCheckpointAge = 20 * time.Hour

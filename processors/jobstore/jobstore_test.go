@@ -1,7 +1,9 @@
 package jobstore
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -234,4 +236,83 @@ func TestIteratorBoundedForTheSweep(t *testing.T) {
 	}
 	it.Release()
 	require.Equal(t, []string{"ns/jb", "ns/jc", "ns/ja"}, keys)
+}
+
+// TestIndexesFollowTheRows: after any sequence of writes and deletes, the
+// time index, the recovery index, the listing and the counts are exactly
+// what the rows say (the store writes only the entries that change).
+func TestIndexesFollowTheRows(t *testing.T) {
+	t.Parallel()
+	db := open(t, "", func(o *Options) { o.AutoConfirm = true })
+	t.Cleanup(func() { _ = db.Close() })
+	part := recovered(t, db, 0)
+	rng := rand.New(rand.NewPCG(1, 2))
+	statuses := []chimev1.JobStatus{chimev1.JobStatus_JOB_STATUS_UNSPECIFIED, chimev1.JobStatus_JOB_STATUS_SCHEDULED,
+		chimev1.JobStatus_JOB_STATUS_PAUSED, chimev1.JobStatus_JOB_STATUS_COMPLETED, chimev1.JobStatus_JOB_STATUS_DEAD}
+	rows := map[string]*chimev1.JobState{}
+	for i := range 5000 {
+		key := fmt.Sprintf("ns%d/j%d", rng.IntN(2), rng.IntN(60))
+		if i%1000 == 999 {
+			require.NoError(t, part.flush())
+		}
+		if rng.IntN(8) == 0 {
+			require.NoError(t, part.Delete(key))
+			delete(rows, key)
+			continue
+		}
+		st := &chimev1.JobState{Status: statuses[rng.IntN(len(statuses))], CreatedAt: timestamppb.New(t0.Add(time.Duration(rng.IntN(3)) * time.Second))}
+		if rng.IntN(3) > 0 {
+			st.TimerAt = timestamppb.New(t0.Add(time.Duration(rng.IntN(4)) * time.Minute))
+		}
+		if rng.IntN(3) == 0 {
+			st.RecoverAt = timestamppb.New(t0.Add(time.Duration(rng.IntN(2)) * time.Second))
+		}
+		b, err := schema.JobStateCodec{}.Encode(st)
+		require.NoError(t, err)
+		require.NoError(t, part.Set(key, b))
+		rows[key] = st
+	}
+	require.NoError(t, part.flush())
+
+	var timers []Timer
+	_, err := part.Timers(Timer{}, Timer{At: math.MaxInt64}, math.MaxInt, func(tm Timer) { timers = append(timers, tm) })
+	require.NoError(t, err)
+	var recovering []Timer
+	require.NoError(t, part.Recovering(func(tm Timer) { recovering = append(recovering, tm) }))
+	wantTimers, wantRecovering := 0, 0
+	live := map[string]int64{}
+	listed := map[string]int{}
+	for key, st := range rows {
+		if st.TimerAt != nil {
+			wantTimers++
+			require.Contains(t, timers, Timer{At: st.TimerAt.AsTime().UnixNano(), Key: key})
+		}
+		if st.RecoverAt != nil {
+			wantRecovering++
+			require.Contains(t, recovering, Timer{At: st.RecoverAt.AsTime().UnixNano(), Key: key})
+		}
+		ns, _, _ := schema.SplitJobKey(key)
+		if st.Status != chimev1.JobStatus_JOB_STATUS_UNSPECIFIED {
+			listed[ns]++
+			if !schema.JobEnded(st.Status) {
+				live[ns]++
+			}
+		}
+	}
+	require.Len(t, timers, wantTimers)
+	require.Len(t, recovering, wantRecovering)
+	require.EqualValues(t, wantTimers, part.TimerCount())
+	for _, ns := range []string{"ns0", "ns1"} {
+		require.Equal(t, live[ns], part.Live(ns), ns)
+		n := 0
+		require.NoError(t, part.List(ns, 0, "", func(l Listed) bool {
+			st := rows[ns+"/"+l.ID]
+			require.NotNil(t, st, "listed %s/%s", ns, l.ID)
+			require.Equal(t, st.Status, l.Status)
+			require.Equal(t, st.CreatedAt.AsTime().UnixNano(), l.Created)
+			n++
+			return true
+		}))
+		require.Equal(t, listed[ns], n, ns)
+	}
 }
