@@ -344,6 +344,8 @@ func capacityRows(o *capacityOptions, runs []capRun, scaled capLoad, pend *capPe
 			fmt.Sprintf("%.0f B", float64(p.rss1-p.rss0)/n))
 		add(fmt.Sprintf("scheduler RSS per pending job after a clean restart (%s; ready in %s)", mb(p.rssRestart), p.restart.Round(100*time.Millisecond)),
 			fmt.Sprintf("%.0f B", float64(p.rssRestart-p.rss0)/n))
+		add(fmt.Sprintf("scheduler ready after kill -9 with %dk pending (start → every timer held); changelog records read", p.n/1000),
+			fmt.Sprintf("%s; %.0f", p.killRestart.Round(100*time.Millisecond), p.killRecovered))
 		add(fmt.Sprintf("scheduler state dir per pending job (%s → %s)", mb(p.dir0), mb(p.dir1)),
 			fmt.Sprintf("%.0f B", float64(p.dir1-p.dir0)/n))
 		add(fmt.Sprintf("broker log dirs per pending job, replication 1 (%s)", strings.Join(split, ", ")),

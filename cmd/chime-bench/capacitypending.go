@@ -20,6 +20,10 @@ type capPending struct {
 	dir0, dir1             int64
 	kafka0, kafka1         map[string]int64 // per topic
 	apply, restart         time.Duration
+	// After a kill -9: time from the new process's start to every timer
+	// held again, and the changelog records it read to get there.
+	killRestart   time.Duration
+	killRecovered float64
 	cpu                    float64 // the scheduler's CPU seconds applying the n commands
 	brokerCPU              float64
 }
@@ -99,6 +103,18 @@ func (c *capCluster) pending(ctx context.Context, bin string, partitions int) ca
 	r.restart = time.Since(restart)
 	sleepCtx(ctx, 20*time.Second)
 	r.rssRestart, _ = procMem(sched.pid())
+
+	// kill -9 and start again: the store keeps its offset, so only what
+	// Kafka got since it was last applied is read again.
+	fmt.Fprintf(os.Stderr, "capacity pending: kill -9 of the scheduler, and a restart...\n")
+	sched.kill9()
+	restart = time.Now()
+	sched.start()
+	if !waitPending(ctx, sched, n, 5*time.Minute) {
+		fail("capacity pending: after kill -9 the scheduler holds %v of %d timers", sched.scrape(ctx).sum("chime_scheduler_pending_timers"), n)
+	}
+	r.killRestart = time.Since(restart)
+	r.killRecovered = sched.scrape(ctx).sum("chime_scheduler_recovered_records_total")
 	return r
 }
 

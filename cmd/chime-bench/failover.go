@@ -77,6 +77,9 @@ func (p *roleProc) start() {
 		"CHIME_DISPATCHER_ALLOW_LOOPBACK=true",
 		"CHIME_CLICKHOUSE_DSN=",
 		"CHIME_METRICS_ADDR=",
+		// Every role reads the same secret: the API asks the schedulers
+		// for job rows (views/jobquery), each role having its own state dir.
+		"CHIME_QUERY_SECRET="+benchQuerySecret,
 	)
 	cmd.Env = append(cmd.Env, p.env...)
 	cmd.Stdout, cmd.Stderr = lf, lf
@@ -88,6 +91,10 @@ func (p *roleProc) start() {
 	p.exited = make(chan struct{})
 	go func() { _ = cmd.Wait(); lf.Close(); close(p.exited) }()
 }
+
+// benchQuerySecret is the query secret of the roles the harness runs as
+// processes.
+const benchQuerySecret = "chime-bench-query-secret-0123456789"
 
 // kill9 kills the process and its children (a sink's local ClickHouse).
 func (p *roleProc) kill9() {
