@@ -1,6 +1,9 @@
 package schema
 
-import "unicode/utf8"
+import (
+	"time"
+	"unicode/utf8"
+)
 
 // Limits on what chime writes to Kafka, whatever a tenant does within its
 // quotas. A record over the broker's limit cannot be written, and in a goka
@@ -27,6 +30,16 @@ const (
 	// an open breaker). A trigger beyond it is refused; a scheduled
 	// occurrence beyond it closes the oldest open fire as dead.
 	MaxOpenFires = 256
+
+	// DefaultJobRetention is how long a completed, cancelled or dead job's
+	// row stays in the scheduler's table (readable, its id taken) before
+	// it is removed. CHIME_JOB_RETENTION sets it.
+	DefaultJobRetention = 7 * 24 * time.Hour
+
+	// MinJobRetention is the shortest retention chime accepts: a finished
+	// row must outlive the outcomes and acknowledgements still on their
+	// way to it, and the retries of the create that made it.
+	MinJobRetention = time.Minute
 
 	// MaxHistoryError and MaxHistorySnippet bound what a fire keeps of each
 	// failed attempt in its row and due events (the outcomes topic and

@@ -24,8 +24,8 @@ type capPending struct {
 	// held again, and the changelog records it read to get there.
 	killRestart   time.Duration
 	killRecovered float64
-	cpu                    float64 // the scheduler's CPU seconds applying the n commands
-	brokerCPU              float64
+	cpu           float64 // the scheduler's CPU seconds applying the n commands
+	brokerCPU     float64
 }
 
 const capPendingNamespace = "pend"

@@ -248,6 +248,7 @@ func (e *env) schedulerConfig() scheduler.Config {
 		Logger:            e.log.With("component", "scheduler"),
 		Registerer:        e.registry,
 		KafkaTargetTopics: e.cfg.KafkaTargetTopics,
+		TerminalRetention: e.cfg.JobRetention,
 	}
 }
 

@@ -91,6 +91,9 @@ type Config struct {
 	// MaxNamespaces is how many namespaces may exist (api.Quotas.Namespaces;
 	// <0: no limit).
 	MaxNamespaces float64
+	// JobRetention is how long the scheduler keeps a finished job's row
+	// (schema.DefaultJobRetention by default).
+	JobRetention time.Duration
 	// SchedulerStorage is StorageDisk or StorageMemory.
 	SchedulerStorage string
 	// KafkaTargetTopics are the topics, besides chime's own, that jobs with
@@ -157,6 +160,7 @@ func Default() Config {
 		StateDir:         DefaultStateDir,
 		ClientID:         "chime",
 		SchedulerStorage: StorageDisk,
+		JobRetention:     schema.DefaultJobRetention,
 		SessionTimeout:   groups.DefaultSessionTimeout,
 		QuotaRequests:    api.DefaultRequestsPerSecond,
 		QuotaJobs:        api.DefaultJobsPerSecond,
@@ -387,6 +391,19 @@ var settings = []setting{
 				return nil
 			}
 			return fmt.Errorf("must be %q or %q", StorageDisk, StorageMemory)
+		},
+	},
+	{
+		env: "CHIME_JOB_RETENTION", flag: "job-retention",
+		usage: "`duration` a completed, cancelled or dead job stays readable, its id taken, before the scheduler removes its row (at least 1m)",
+		def:   func(c Config) string { return c.JobRetention.String() },
+		apply: func(c *Config, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < schema.MinJobRetention {
+				return fmt.Errorf("must be a duration of at least %s, such as 1h or 168h", schema.MinJobRetention)
+			}
+			c.JobRetention = d
+			return nil
 		},
 	},
 	{

@@ -39,6 +39,7 @@ func TestLoadDefaults(t *testing.T) {
 		StateDir:         "./.chime",
 		ClientID:         "chime",
 		SchedulerStorage: config.StorageDisk,
+		JobRetention:     7 * 24 * time.Hour,
 		SessionTimeout:   6 * time.Second,
 		QuotaRequests:    200,
 		QuotaJobs:        2000,
@@ -73,6 +74,7 @@ func TestLoad(t *testing.T) {
 				"CHIME_STATE_DIR":             "/var/lib/chime",
 				"CHIME_CLIENT_ID":             "chime-eu",
 				"CHIME_SCHEDULER_STORAGE":     "memory",
+				"CHIME_JOB_RETENTION":         "1h",
 				"CHIME_INSTANCE_ID":           "chime-eu-1",
 				"CHIME_SESSION_TIMEOUT":       "10s",
 				"CHIME_QUOTA_REQUESTS":        "50.5",
@@ -103,6 +105,7 @@ func TestLoad(t *testing.T) {
 					QuotaPending:        5000,
 					MaxNamespaces:       -1,
 					SchedulerStorage:    config.StorageMemory,
+					JobRetention:        time.Hour,
 					KafkaTargetTopics:   []string{"billing.events", "audit"},
 					LogLevel:            slog.LevelDebug,
 					APIAddr:             "0.0.0.0:8081",
@@ -199,6 +202,8 @@ func TestLoadRejectsBadValues(t *testing.T) {
 			[]string{`--topic-prefix="": must not be empty (the default is "chime.")`}},
 		{"storage", map[string]string{"CHIME_SCHEDULER_STORAGE": "rocksdb"}, nil,
 			[]string{`CHIME_SCHEDULER_STORAGE="rocksdb": must be "disk" or "memory"`}},
+		{"short job retention", map[string]string{"CHIME_JOB_RETENTION": "30s"}, nil,
+			[]string{`CHIME_JOB_RETENTION="30s": must be a duration of at least 1m0s, such as 1h or 168h`}},
 		{"target topic", nil, []string{"--kafka-target-topics=ok,.."},
 			[]string{`--kafka-target-topics="ok,..": topic ".." is not allowed by Kafka`}},
 		{"target topic too long", map[string]string{"CHIME_KAFKA_TARGET_TOPICS": strings.Repeat("a", 250)}, nil,
@@ -285,7 +290,7 @@ func TestDocsListEverySetting(t *testing.T) {
 		}
 		require.Contains(t, row, def, "default of %s", m[1])
 	})
-	require.Equal(t, 30, n, "a setting was added or removed: update this test and the docs")
+	require.Equal(t, 31, n, "a setting was added or removed: update this test and the docs")
 }
 
 func docRow(doc, cell string) string {

@@ -81,4 +81,3 @@ func TestHTTPFiresLeaveAheadOfTime(t *testing.T) {
 	k.tick(t0.Add(time.Minute))
 	require.Len(t, k.deliver, 1)
 }
-

@@ -62,8 +62,8 @@ type Config struct {
 	// seconds after it. A cancel, pause or update less than FireLead
 	// before a fire may not stop it. Default 2s; <0 emits at the time.
 	FireLead time.Duration
-	Now         func() time.Time // default time.Now
-	Logger      *slog.Logger     // default slog.Default()
+	Now      func() time.Time // default time.Now
+	Logger   *slog.Logger     // default slog.Default()
 
 	// Namespaces reads the namespace configs (a job without its own
 	// relevancy window takes its namespace's). nil: Run keeps its own
@@ -79,7 +79,8 @@ type Config struct {
 	// missed occurrence fires).
 	DefaultRelevancyWindow time.Duration
 	// TerminalRetention keeps completed, cancelled and dead jobs readable
-	// this long before their row is removed. Default 7 days; <0 keeps them.
+	// this long before their row is removed. Default
+	// schema.DefaultJobRetention; <0 keeps them.
 	TerminalRetention time.Duration
 	// TickResend is how long the pump waits for a row to change after
 	// sending its tick before sending it again. Default 10s.
@@ -169,7 +170,7 @@ func (c *Config) defaults() {
 		c.Logger = slog.Default()
 	}
 	if c.TerminalRetention == 0 {
-		c.TerminalRetention = 7 * 24 * time.Hour
+		c.TerminalRetention = schema.DefaultJobRetention
 	}
 	if c.TickResend <= 0 {
 		c.TickResend = 10 * time.Second
