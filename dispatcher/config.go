@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chime-sched/chime/infra/groups"
@@ -113,9 +114,13 @@ type Config struct {
 	// Default 1024.
 	BodySnippet int
 
+	// Registerer, if set, gets the dispatcher's metrics: its counters
+	// (Stats), read when scraped.
+	Registerer prometheus.Registerer
 	// OnDispatch, if set, is called with the time a due was taken from
-	// Kafka and the time its request was handed to the HTTP client (for
-	// benchmarks and metrics). It must be fast.
+	// Kafka and the time its request was handed to the HTTP client: the
+	// benchmark's per-call overhead, at a resolution (and with a maximum)
+	// a metric's buckets would not keep. It must be fast.
 	OnDispatch func(consumed, sent time.Time)
 	// Membership is the consumer's part in the dispatcher group (session
 	// timeout, static membership).

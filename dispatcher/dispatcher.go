@@ -62,7 +62,8 @@ type Dispatcher struct {
 	}
 }
 
-// Stats are counters since start.
+// Stats are counters since start, the same the dispatcher's metrics export
+// (Config.Registerer).
 type Stats struct {
 	// Consumed due events, Completed ones (results acknowledged by Kafka),
 	// Calls made, Duplicates skipped.
@@ -108,6 +109,10 @@ func New(cfg Config) (*Dispatcher, error) {
 		return nil, fmt.Errorf("dispatcher: producer: %w", err)
 	}
 	d.out = d.cmds.Client()
+	if err := d.registerMetrics(cfg.Registerer); err != nil {
+		d.cmds.Close()
+		return nil, err
+	}
 	d.callCtx, d.cancelCall = context.WithCancel(context.Background())
 	return d, nil
 }

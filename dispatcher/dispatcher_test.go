@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -219,7 +220,8 @@ func TestCallbacks(t *testing.T) {
 			c.rcv = newReceiver(t, c.script...)
 		}
 	}
-	d := b.start(func(cfg *Config) { cfg.Namespaces = nss })
+	reg := prometheus.NewRegistry()
+	d := b.start(func(cfg *Config) { cfg.Namespaces = nss; cfg.Registerer = reg })
 	for _, c := range cases {
 		url := c.url
 		if url == "" {
@@ -270,6 +272,7 @@ func TestCallbacks(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "offsets committed", b.committedAll)
 	require.EqualValues(t, len(cases), d.Stats().Completed)
+	requireMetricsFollowStats(t, reg, d.Stats())
 }
 
 // TestDuplicateDueIsNotCalledAgain: a due replayed (as after a rebalance)

@@ -67,6 +67,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"google.golang.org/protobuf/proto"
@@ -97,6 +98,9 @@ type Config struct {
 	Membership groups.Membership
 	// KgoOptions are added to the consumer's options (tests).
 	KgoOptions []kgo.Opt
+	// Registerer, if set, gets the sink's metrics: its counters (Stats),
+	// read when scraped.
+	Registerer prometheus.Registerer
 
 	// afterInsert runs between a successful insert and its commit; an
 	// error ends Run there, as a crash would (tests).
@@ -115,8 +119,9 @@ type Sink struct {
 	rows, batches, skipped, bad, retries atomic.Int64
 }
 
-// Counters are the sink's running totals.
-type Counters struct {
+// Stats are the sink's running totals, the same its metrics export
+// (Config.Registerer).
+type Stats struct {
 	// Rows inserted, in Batches inserts.
 	Rows, Batches int64
 	// Skipped records were already stored (a replay); Bad ones could not
@@ -151,17 +156,21 @@ func New(cfg Config) (*Sink, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	t := cfg.Topics
-	return &Sink{cfg: cfg, log: log, table: map[string]string{
+	s := &Sink{cfg: cfg, log: log, table: map[string]string{
 		t.Outcomes():           analytics.TableAttempts,
 		t.BreakerTransitions(): analytics.TableTransitions,
 		t.JobEvents():          analytics.TableJobEvents,
 		t.DeadLetters():        analytics.TableDeadLetters,
-	}}, nil
+	}}
+	if err := s.registerMetrics(cfg.Registerer); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
-// Counters returns the running totals.
-func (s *Sink) Counters() Counters {
-	return Counters{Rows: s.rows.Load(), Batches: s.batches.Load(), Skipped: s.skipped.Load(), Bad: s.bad.Load(), Retries: s.retries.Load()}
+// Stats returns the running totals.
+func (s *Sink) Stats() Stats {
+	return Stats{Rows: s.rows.Load(), Batches: s.batches.Load(), Skipped: s.skipped.Load(), Bad: s.bad.Load(), Retries: s.retries.Load()}
 }
 
 type tp struct {

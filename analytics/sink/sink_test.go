@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -214,7 +215,10 @@ func TestSinkStoresEveryStreamAndCommits(t *testing.T) {
 	// A record that is not protobuf is passed over, not fatal.
 	produce(t, tb, &kgo.Record{Topic: tb.topics.JobEvents(), Key: []byte("ns2"), Value: []byte{0xff, 0xff}})
 
-	s := tb.start(t, tb.config())
+	cfg := tb.config()
+	reg := prometheus.NewRegistry()
+	cfg.Registerer = reg
+	s := tb.start(t, cfg)
 	// Offsets are committed after the insert returned: by then the
 	// materialized views are written too (a raw part can be visible first).
 	kafkatest.WaitFor(t, time.Minute, "every record committed", func() bool { return tb.committed(t) == 1000+10+21 })
@@ -226,10 +230,31 @@ func TestSinkStoresEveryStreamAndCommits(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, hist, 10)
 	require.NoError(t, s.stop())
-	c := s.Counters()
+	c := s.Stats()
 	require.Equal(t, int64(1030), c.Rows)
 	require.Equal(t, int64(1), c.Bad)
 	require.Greater(t, c.Batches, int64(3), "batches are cut by size")
+	require.Equal(t, map[string]float64{
+		"chime_sink_rows_total":        float64(c.Rows),
+		"chime_sink_batches_total":     float64(c.Batches),
+		"chime_sink_skipped_total":     float64(c.Skipped),
+		"chime_sink_bad_records_total": float64(c.Bad),
+		"chime_sink_retries_total":     float64(c.Retries),
+	}, counters(t, reg), "the metrics say what Stats says")
+}
+
+// counters gathers reg's counters by family name.
+func counters(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			out[mf.GetName()] += m.GetCounter().GetValue()
+		}
+	}
+	return out
 }
 
 // TestSinkCrashBetweenInsertAndCommitLeavesNoDuplicates: the first sink
@@ -255,8 +280,8 @@ func TestSinkCrashBetweenInsertAndCommitLeavesNoDuplicates(t *testing.T) {
 	require.Equal(t, uint64(1000), tb.count(t, "SELECT count() FROM callback_attempts"), "raw rows, without FINAL")
 	require.Equal(t, uint64(1000), tb.count(t, "SELECT uniqExact(event_id) FROM callback_attempts"))
 	require.Equal(t, uint64(1000), tb.requests(t), "per-minute aggregates")
-	require.Equal(t, int64(stored), s.Counters().Skipped, "the replayed batch was skipped")
-	require.Equal(t, int64(1000-stored), s.Counters().Rows)
+	require.Equal(t, int64(stored), s.Stats().Skipped, "the replayed batch was skipped")
+	require.Equal(t, int64(1000-stored), s.Stats().Rows)
 }
 
 // TestSinkCatchesUpAfterClickHouseOutage stops ClickHouse while outcomes
@@ -273,7 +298,7 @@ func TestSinkCatchesUpAfterClickHouseOutage(t *testing.T) {
 
 	require.NoError(t, srv.Stop())
 	tb.sendOutcomes(t, 400)
-	kafkatest.WaitFor(t, time.Minute, "the sink retrying", func() bool { return s.Counters().Retries >= 3 })
+	kafkatest.WaitFor(t, time.Minute, "the sink retrying", func() bool { return s.Stats().Retries >= 3 })
 	require.Equal(t, int64(100), tb.committed(t), "nothing committed while ClickHouse is down")
 
 	srv, err := srv.Restart(tb.ctx)
@@ -420,7 +445,7 @@ func TestSinkCrashBetweenDaysOfABatchLosesNothing(t *testing.T) {
 	}
 	require.Positive(t, lost, "a highest offset per partition alone would have skipped (lost) later-day records")
 	require.Equal(t, uint64(n), tb.count(t, "SELECT sum(requests) FROM attempts_1m"), "per-minute aggregates")
-	c := s.Counters()
+	c := s.Stats()
 	require.Equal(t, int64(stored), c.Skipped, "exactly what was stored is skipped")
 	require.Equal(t, int64(4*n)-int64(stored), c.Rows)
 	require.Zero(t, c.Bad)

@@ -99,21 +99,21 @@ func benchSink(ctx context.Context, log *slog.Logger, store *analytics.Store, di
 	done := make(chan error, 1)
 	start := time.Now()
 	go func() { done <- s.Run(sctx) }()
-	for s.Counters().Rows < int64(n) {
+	for s.Stats().Rows < int64(n) {
 		select {
 		case err := <-done:
 			fail("sink ended: %v", err)
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Since(start) > 10*time.Minute {
-			fail("sink: %d of %d rows after 10 minutes", s.Counters().Rows, n)
+			fail("sink: %d of %d rows after 10 minutes", s.Stats().Rows, n)
 		}
 	}
 	elapsed := time.Since(start)
 	cancel()
 	<-done
 	rate := float64(n) / elapsed.Seconds()
-	return result{fmt.Sprintf("sink rows/s, Kafka → ClickHouse (%d outcomes, %d batches)", n, s.Counters().Batches),
+	return result{fmt.Sprintf("sink rows/s, Kafka → ClickHouse (%d outcomes, %d batches)", n, s.Stats().Batches),
 		fmt.Sprintf("%.0f", rate), "≥ 200k rows/s", verdict(rate >= 200_000)}
 }
 

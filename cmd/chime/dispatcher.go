@@ -65,11 +65,9 @@ func runDispatcher(ctx context.Context, e *env, dev bool, rm *readModels) error 
 		// The producer of its Retry/Defer/Ack commands (the Go SDK)
 		// authenticates with what it is given only.
 		KgoOptions: e.sasl.Kgo(),
+		Registerer: e.registry,
 	})
 	if err != nil {
-		return err
-	}
-	if err := e.registry.Register(newDispatcherCollector(d)); err != nil {
 		return err
 	}
 	log.Info("dispatcher starting", "id", d.ID(), "group", e.cfg.Topics().DispatcherGroup(), "allow", fmt.Sprint(guard.Allow))

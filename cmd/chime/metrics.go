@@ -15,13 +15,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/chime-sched/chime/dispatcher"
 	"github.com/chime-sched/chime/infra/kafkaauth"
-	"github.com/chime-sched/chime/schema"
 )
 
 // newRegistry is the process's metrics registry: every role of the process
-// registers into it, and /metrics (the API's, or --metrics-addr) serves it.
+// is given it as its Config.Registerer and registers its own metrics there,
+// and /metrics (the API's, or --metrics-addr) serves it. This file adds
+// only what belongs to the process: Go's runtime, the process, and the
+// consumer lag of chime's groups.
 func newRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -65,58 +66,6 @@ func serveHTTP(ctx context.Context, srv *http.Server, ln net.Listener) error {
 		return err
 	}
 	return nil
-}
-
-// dispatcherCollector turns a dispatcher's counters into metrics when
-// scraped.
-type dispatcherCollector struct {
-	d                                            *dispatcher.Dispatcher
-	consumed, completed, calls, dups, held, prob *prometheus.Desc
-	inFlight, outcomes, resent, early            *prometheus.Desc
-}
-
-func newDispatcherCollector(d *dispatcher.Dispatcher) *dispatcherCollector {
-	desc := func(name, help string, labels ...string) *prometheus.Desc {
-		return prometheus.NewDesc("chime_dispatcher_"+name, help, labels, nil)
-	}
-	return &dispatcherCollector{
-		d:         d,
-		consumed:  desc("dues_consumed_total", "Due events consumed."),
-		completed: desc("dues_completed_total", "Due events whose results Kafka acknowledged."),
-		calls:     desc("calls_total", "HTTP calls made."),
-		dups:      desc("duplicates_total", "Replayed due events skipped."),
-		held:      desc("breaker_held_total", "Due events deferred because their namespace's breaker was open."),
-		prob:      desc("probes_total", "Calls sent as half-open probes."),
-		inFlight:  desc("dues_in_flight", "Due events consumed and not yet completed (waiting, calling, or publishing results)."),
-		outcomes:  desc("outcomes_total", "Outcomes by class.", "class"),
-		resent:    desc("resent_total", "Calls sent again on a new connection because the pooled one was closed before any answer (not charged as attempts)."),
-		early:     desc("early_total", "Due events that arrived before their fire_at (the scheduler emits up to its fire lead early) and were held until then."),
-	}
-}
-
-func (c *dispatcherCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.consumed, c.completed, c.calls, c.dups, c.held, c.prob, c.inFlight, c.outcomes, c.resent, c.early} {
-		ch <- d
-	}
-}
-
-func (c *dispatcherCollector) Collect(ch chan<- prometheus.Metric) {
-	s := c.d.Stats()
-	counter := func(d *prometheus.Desc, v int64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
-	}
-	counter(c.consumed, s.Consumed)
-	counter(c.completed, s.Completed)
-	counter(c.calls, s.Calls)
-	counter(c.dups, s.Duplicates)
-	counter(c.held, s.Held)
-	counter(c.prob, s.Probes)
-	counter(c.resent, s.Resent)
-	counter(c.early, s.Early)
-	ch <- prometheus.MustNewConstMetric(c.inFlight, prometheus.GaugeValue, float64(s.Consumed-s.Completed))
-	for class, n := range s.ByClass {
-		ch <- prometheus.MustNewConstMetric(c.outcomes, prometheus.CounterValue, float64(n), schema.OutcomeClassName(class))
-	}
 }
 
 // lagCollector reports consumer lag of chime's consumer groups, asked of

@@ -146,12 +146,13 @@ func (e *env) connect(ctx context.Context) error {
 			}
 		}
 		b, err := broker.Start(broker.Options{
-			DataDir: e.cfg.BrokerDataDir(),
-			Port:    e.cfg.EmbeddedBrokerPort,
-			Tables:  []string{t.SchedulerTable(), t.BreakerTable(), t.NamespaceTable()},
-			Streams: streams,
-			Logf:    func(f string, a ...any) { e.log.Warn(fmt.Sprintf(f, a...), "component", "broker") },
-			SASL:    cred,
+			DataDir:    e.cfg.BrokerDataDir(),
+			Port:       e.cfg.EmbeddedBrokerPort,
+			Tables:     []string{t.SchedulerTable(), t.BreakerTable(), t.NamespaceTable()},
+			Streams:    streams,
+			Logf:       func(f string, a ...any) { e.log.Warn(fmt.Sprintf(f, a...), "component", "broker") },
+			SASL:       cred,
+			Registerer: e.registry,
 		})
 		if err != nil {
 			return fmt.Errorf("embedded broker: %w", err)
@@ -390,6 +391,7 @@ func roleNamespaces(ctx context.Context, e *env) error {
 		Replication: e.replicationOf(e.cfg.Topics().NamespaceTable()),
 		Membership:  e.membership,
 		Logger:      e.log.With("component", "namespaces"),
+		Registerer:  e.registry,
 	}).Run(ctx)
 }
 

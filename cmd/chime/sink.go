@@ -56,6 +56,7 @@ func runSink(ctx context.Context, e *env, dev bool, opened func(dsn string, err 
 		Membership: e.membership,
 		Store:      store,
 		Logger:     log,
+		Registerer: e.registry,
 	})
 	if err != nil {
 		return err

@@ -14,9 +14,11 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/chime-sched/chime/infra/dirlock"
@@ -75,6 +77,9 @@ type Options struct {
 	SASL kafkaauth.Credential
 	// Logf, if set, receives the broker's warnings and errors.
 	Logf func(format string, args ...any)
+	// Registerer, if set, gets the broker's metrics: records trimmed from
+	// the streams and compactions of the tables.
+	Registerer prometheus.Registerer
 }
 
 // Broker is a running embedded broker.
@@ -89,6 +94,9 @@ type Broker struct {
 	compactDone chan struct{}
 	trim        *trimmer
 	moved       int
+
+	// trimmed and compactions count what the cleaner did, for metrics.
+	trimmed, compactions atomic.Int64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -200,6 +208,14 @@ func Start(opts Options) (*Broker, error) {
 			return nil, err
 		}
 	}
+	if err := b.registerMetrics(opts.Registerer); err != nil {
+		if b.trim != nil {
+			b.trim.close()
+		}
+		cluster.Close()
+		_ = lock.Release()
+		return nil, err
+	}
 	go b.compactLoop(backoff, opts.Tables, minDirty)
 	return b, nil
 }
@@ -238,6 +254,7 @@ func (b *Broker) compactLoop(every time.Duration, tables []string, minDirty int6
 		b.trimStreams(ctx)
 		if len(tables) == 0 {
 			b.cluster.Compact()
+			b.compactions.Add(1)
 			continue
 		}
 		size := b.tableBytes(tables)
@@ -258,7 +275,9 @@ func (b *Broker) trimStreams(ctx context.Context) {
 	if b.trim == nil {
 		return
 	}
-	if _, err := b.trim.trim(ctx); err != nil && ctx.Err() == nil {
+	n, err := b.trim.trim(ctx)
+	b.trimmed.Add(n)
+	if err != nil && ctx.Err() == nil {
 		b.logf("broker: trimming consumed records: %v", err)
 	}
 }
@@ -271,6 +290,7 @@ func (b *Broker) compactProtected(tables []string) error {
 		return err
 	}
 	b.cluster.Compact()
+	b.compactions.Add(1)
 	return b.unprotect()
 }
 

@@ -57,7 +57,8 @@ type Config struct {
 	Logger     *slog.Logger     // default slog.Default()
 
 	// Registerer, if set, gets the breaker's metrics: the state of every
-	// namespace's breaker this instance decided, and transitions.
+	// namespace's breaker this instance decided, transitions, and the
+	// outcomes read.
 	Registerer prometheus.Registerer
 
 	// Namespaces reads the namespace configs (the thresholds). nil: Run
@@ -149,7 +150,11 @@ func New(cfg Config) *Processor {
 		Help: "Breaker state changes, by the state entered.",
 	}, []string{"to"})
 	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(p.state, p.transitions)
+		outcomes := prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "chime_breaker_outcomes_total",
+			Help: "Callback outcome records this instance read (those skipped as undecodable included).",
+		}, func() float64 { return float64(p.outcomes.Load()) })
+		cfg.Registerer.MustRegister(p.state, p.transitions, outcomes)
 	}
 	return p
 }
@@ -241,7 +246,7 @@ func (p *Processor) Get(ns string) (*chimev1.BreakerStatus, error) {
 }
 
 // OutcomesHandled counts the outcome records this instance has processed
-// (including skipped ones), for benchmarks and metrics.
+// (including skipped ones), as chime_breaker_outcomes_total does.
 func (p *Processor) OutcomesHandled() uint64 { return p.outcomes.Load() }
 
 func (p *Processor) onOutcome(ctx goka.Context, msg any) {

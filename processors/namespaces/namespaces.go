@@ -16,6 +16,7 @@ import (
 
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/storage"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -38,13 +39,17 @@ type Config struct {
 	Storage    storage.Builder // nil = in memory
 	Now        func() time.Time
 	Logger     *slog.Logger
+	// Registerer, if set, gets the processor's metrics: commands by
+	// result.
+	Registerer prometheus.Registerer
 
 	extraOptions []goka.ProcessorOption
 }
 
 // Processor is the namespace-config processor.
 type Processor struct {
-	cfg Config
+	cfg                Config
+	accepted, rejected prometheus.Counter
 }
 
 // New builds the processor.
@@ -67,7 +72,14 @@ func New(cfg Config) *Processor {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Processor{cfg: cfg}
+	commands := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "chime_namespaces_commands_total",
+		Help: "Namespace commands processed, by result (accepted, rejected: see the rejections topic).",
+	}, []string{"result"})
+	if cfg.Registerer != nil {
+		cfg.Registerer.MustRegister(commands)
+	}
+	return &Processor{cfg: cfg, accepted: commands.WithLabelValues("accepted"), rejected: commands.WithLabelValues("rejected")}
 }
 
 // Graph declares the processor: commands in, the config table, rejections
@@ -103,8 +115,10 @@ func (p *Processor) onCommand(ctx goka.Context, msg any) {
 		rej.Topic, rej.Partition, rej.Offset = string(ctx.Topic()), ctx.Partition(), ctx.Offset()
 		ctx.Emit(goka.Stream(p.cfg.Topics.Rejections()), ctx.Key(), rej)
 		p.cfg.Logger.Info("namespace command rejected", "namespace", ctx.Key(), "reason", rej.GetReason())
+		p.rejected.Inc()
 		return
 	}
+	p.accepted.Inc()
 	if next != nil {
 		ctx.SetValue(next)
 	}

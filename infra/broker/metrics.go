@@ -1,0 +1,31 @@
+package broker
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// registerMetrics exports what the cleaner did to reg; nil exports
+// nothing. Both say whether the broker keeps its memory and disk bounded
+// (see Stream and DirtyRatio).
+func (b *Broker) registerMetrics(reg prometheus.Registerer) error {
+	if reg == nil {
+		return nil
+	}
+	for _, c := range []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "chime_broker_trimmed_records_total",
+			Help: "Records of the streams the embedded broker deleted once every reader had committed past them.",
+		}, func() float64 { return float64(b.trimmed.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "chime_broker_compactions_total",
+			Help: "Compactions of the table topics by the embedded broker.",
+		}, func() float64 { return float64(b.compactions.Load()) }),
+	} {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("broker metrics: %w", err)
+		}
+	}
+	return nil
+}
