@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -505,18 +506,26 @@ func TestCompactionWaitsForTablesToGrow(t *testing.T) {
 		return len(got)
 	}
 
-	idle := setup(t, broker.Options{CleanerBackoff: 20 * time.Millisecond, Tables: []string{topic}, MinDirtyBytes: 1 << 30})
+	idleReg, busyReg := prometheus.NewRegistry(), prometheus.NewRegistry()
+	idle := setup(t, broker.Options{CleanerBackoff: 20 * time.Millisecond, Tables: []string{topic}, MinDirtyBytes: 1 << 30, Registerer: idleReg})
 	createTopic(t, idle.b.Addrs(), topic, 1, map[string]*string{"cleanup.policy": &compact})
 	write(idle.b, 6)
 	time.Sleep(300 * time.Millisecond) // passes that must not compact
 	require.Equal(t, 30, records(idle.b), "below the dirty threshold nothing is compacted")
+	require.Zero(t, counter(t, idleReg, "chime_broker_compactions_total"))
 
-	busy := setup(t, broker.Options{CleanerBackoff: 20 * time.Millisecond, Tables: []string{topic}, MinDirtyBytes: 500}) // batches compress to ~150 bytes
+	busy := setup(t, broker.Options{CleanerBackoff: 20 * time.Millisecond, Tables: []string{topic}, MinDirtyBytes: 500, Registerer: busyReg}) // batches compress to ~150 bytes
 	createTopic(t, busy.b.Addrs(), topic, 1, map[string]*string{"cleanup.policy": &compact})
 	write(busy.b, 6)
 	checkFor(t, 20*time.Second, 50*time.Millisecond, func() error {
 		if n := records(busy.b); n >= 30 {
 			return fmt.Errorf("log holds %d records, want fewer after a compaction", n)
+		}
+		return nil
+	})
+	checkFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if counter(t, busyReg, "chime_broker_compactions_total") == 0 {
+			return fmt.Errorf("chime_broker_compactions_total is 0 after a compaction")
 		}
 		return nil
 	})
@@ -646,9 +655,11 @@ func TestInterruptedCompactionLosesNothing(t *testing.T) {
 func TestConsumedStreamsAreTrimmed(t *testing.T) {
 	t.Parallel()
 	const topic, reader, other = "stream", "reader", "someone-else"
+	reg := prometheus.NewRegistry()
 	tb := setup(t, broker.Options{
 		CleanerBackoff: 20 * time.Millisecond,
 		Streams:        []broker.Stream{{Topic: topic, Readers: []string{reader}}},
+		Registerer:     reg,
 	})
 	addrs := tb.b.Addrs()
 	createTopic(t, addrs, topic, 2, nil)
@@ -695,4 +706,23 @@ func TestConsumedStreamsAreTrimmed(t *testing.T) {
 	startIs(70)
 	got := readAll(t, addrs, topic, 30)
 	require.Equal(t, "70", string(got[0].Value), "the first record kept is the first one the reader has not committed")
+	checkFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if n := counter(t, reg, "chime_broker_trimmed_records_total"); n != 70 {
+			return fmt.Errorf("chime_broker_trimmed_records_total %v, want 70", n)
+		}
+		return nil
+	})
+}
+
+// counter is the value of the counter name in reg (0 if absent).
+func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return 0
 }

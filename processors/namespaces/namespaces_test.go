@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/proto"
@@ -121,7 +122,8 @@ func TestProcessorAndView(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 
-	p := namespaces.New(namespaces.Config{Brokers: c.Brokers(), Topics: topics})
+	reg := prometheus.NewRegistry()
+	p := namespaces.New(namespaces.Config{Brokers: c.Brokers(), Topics: topics, Registerer: reg})
 	go func() { _ = p.Run(ctx) }()
 	v, err := views.NewNamespaces(c.Brokers(), topics, "test-view", 1, nil)
 	require.NoError(t, err)
@@ -144,6 +146,24 @@ func TestProcessorAndView(t *testing.T) {
 	require.EqualValues(t, 10, eff.RateLimit.Burst)
 	require.EqualValues(t, 5, eff.Retry.MaxAttempts, "defaults fill what the namespace did not set")
 	require.EqualValues(t, 5, v.Effective("unknown").Retry.MaxAttempts)
+
+	// A command that does not decode is rejected, and counted so.
+	require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Topic: topics.NamespaceCommands(), Key: []byte("acme"), Value: []byte{0xff}}).FirstErr())
+	commands := func() map[string]float64 {
+		mfs, err := reg.Gather()
+		require.NoError(t, err)
+		out := map[string]float64{}
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				out[mf.GetName()+"/"+m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+			}
+		}
+		return out
+	}
+	kafkatest.WaitFor(t, 30*time.Second, "the rejection counted", func() bool {
+		return commands()["chime_namespaces_commands_total/rejected"] == 1
+	})
+	require.Equal(t, map[string]float64{"chime_namespaces_commands_total/accepted": 1, "chime_namespaces_commands_total/rejected": 1}, commands())
 }
 
 func TestEffectiveNamespaceReplacesDurationsWhole(t *testing.T) {
