@@ -57,9 +57,9 @@ type callResult struct {
 // A pooled connection may have been closed by the endpoint while it sat
 // idle (its keep-alive timeout, a restart); the call sent on it then ends
 // before any byte of an answer, and the endpoint never saw it or never
-// answered it. Such a call is sent once more through fresh, whose
+// answered it. Such a call is sent again through fresh, whose
 // connections are dialled for one call and closed after it, so the
-// second send cannot land on another stale pooled connection. fasthttp's
+// next send cannot land on another stale pooled connection. fasthttp's
 // own resend (io.EOF only, MaxIdemponentCallAttempts times) takes the next
 // pooled connection, which after a restart is just as stale; it is off.
 type callClient struct {
@@ -107,18 +107,33 @@ func newCallClient(g *Guard, maxTimeout, idleConnTimeout time.Duration) *callCli
 	return &callClient{pooled: client(), fresh: client(), conns: conns}
 }
 
+// freshSends bounds the sends on new connections after a call's
+// connection ended before any byte of an answer. One is not enough: a
+// server in graceful shutdown (Go's net/http, for one) closes without an
+// answer a connection it accepted just before, once it reads the request
+// on it, so during an endpoint's rolling restart the first new connection
+// can meet the old process too; by the second, that process has stopped
+// accepting.
+const freshSends = 2
+
 // do sends req by deadline. A call whose connection ended before any byte
-// of an answer is sent once more on a new connection (resent), and what
-// that one gets is the result: a second failure is the endpoint's own.
+// of an answer is sent again on a new connection (resent), up to
+// freshSends times; what the last send gets is the result: a failure that
+// is not a connection closed unanswered is the endpoint's own.
 func (c *callClient) do(req *fasthttp.Request, resp *fasthttp.Response, deadline time.Time) (resent bool, err error) {
 	err = c.pooled.DoDeadline(req, resp, deadline)
-	if err == nil || !unanswered(err) || c.cut.Load() {
-		return false, err
-	}
 	// Connection: close keeps fresh's pool empty: every send through it
 	// dials.
-	req.SetConnectionClose()
-	return true, c.fresh.DoDeadline(req, resp, deadline)
+	for range freshSends {
+		if err == nil || !unanswered(err) || c.cut.Load() {
+			return resent, err
+		}
+		req.SetConnectionClose()
+		resp.Reset()
+		resent = true
+		err = c.fresh.DoDeadline(req, resp, deadline)
+	}
+	return resent, err
 }
 
 // unanswered reports whether a call failed before any byte of an answer

@@ -130,7 +130,7 @@ func callTestDispatcher(t *testing.T, mutate ...func(*Config)) *Dispatcher {
 // the endpoint had closed is sent again on a new connection, however many
 // closed ones the pool holds, and the outcome is what the endpoint
 // answered on that one; a call the endpoint itself hangs up on is sent
-// once more and then reported as the failure it is.
+// freshSends more times and then reported as the failure it is.
 func TestCallResendsOnConnectionClosedBeforeAnswer(t *testing.T) {
 	t.Parallel()
 	const (
@@ -159,8 +159,8 @@ func TestCallResendsOnConnectionClosedBeforeAnswer(t *testing.T) {
 		// one fails the next.
 		{name: "eight closed pooled connections, 256 KiB body", pooled: 8, closed: true, answer: 204, body: 256 << 10, status: 204, class: success, resent: 1, received: 1},
 		{name: "closed pool then 503", pooled: 8, closed: true, answer: 503, status: 503, class: retryable, resent: 1, received: 1},
-		{name: "closed pool then hang-up", pooled: 8, closed: true, answer: 0, class: retryable, kind: kindConnection, resent: 1, received: 1},
-		{name: "endpoint hangs up on every call", pooled: 0, answer: 0, class: retryable, kind: kindConnection, resent: 1, received: 2},
+		{name: "closed pool then hang-up", pooled: 8, closed: true, answer: 0, class: retryable, kind: kindConnection, resent: 1, received: freshSends},
+		{name: "endpoint hangs up on every call", pooled: 0, answer: 0, class: retryable, kind: kindConnection, resent: 1, received: 1 + freshSends},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

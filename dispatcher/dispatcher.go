@@ -71,9 +71,9 @@ type Stats struct {
 	// Held: dues deferred by their namespace's breaker; Probes: calls
 	// sent as half-open probes.
 	Held, Probes int64
-	// Resent: calls sent a second time, on a new connection, because the
-	// first send's connection closed before any byte of an answer (mostly
-	// one the endpoint had closed while it sat idle in the pool).
+	// Resent: calls sent again, on new connections, because the first
+	// send's connection closed before any byte of an answer (mostly one
+	// the endpoint had closed while it sat idle in the pool).
 	Resent int64
 	// Early: dues that arrived before their fire_at (the scheduler emits
 	// ahead of time) and were held until it.
