@@ -897,16 +897,12 @@ func (d *decider) redeliverAt(em *chimev1.Emission) time.Time {
 }
 
 // window is the fire's relevancy window: the job's own, else its
-// namespace's, else DefaultRelevancyWindow (the dispatcher applies the same
-// order).
+// namespace's (the dispatcher applies the same order); 0, none.
 func (d *decider) window(in *input, st *chimev1.JobState) time.Duration {
 	if w := st.GetSpec().GetRelevancyWindow(); w != nil && w.AsDuration() > 0 {
 		return w.AsDuration()
 	}
-	if in.nsWindow > 0 {
-		return in.nsWindow
-	}
-	return d.cfg.DefaultRelevancyWindow
+	return max(in.nsWindow, 0)
 }
 
 func (d *decider) jitter(key string, st *chimev1.JobState, fireSeq uint64) time.Duration {

@@ -37,11 +37,11 @@ type rig struct {
 func newRig(t *testing.T, mutate ...func(*Config)) *rig {
 	// Redelivery of unanswered fires is off unless a test turns it on:
 	// most tests play the scheduler without a dispatcher.
-	cfg := Config{AckTimeout: -1}
+	cfg := Config{AckTimeout: Off}
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	cfg.defaults()
+	require.NoError(t, cfg.validate())
 	allowed := map[string]bool{cfg.Topics.BreakerTimers(): true, userTopic: true}
 	return &rig{t: t, d: &decider{cfg: cfg, allowed: allowed}, key: "ns1/job1"}
 }

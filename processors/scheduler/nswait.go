@@ -37,13 +37,8 @@ const (
 	nsUnreadable
 )
 
-const (
-	// DefaultNamespaceWait is how long a create for an unknown namespace is
-	// held before it is rejected.
-	DefaultNamespaceWait = time.Minute
-	// firstNamespaceCheck is how soon a held create is looked at again.
-	firstNamespaceCheck = 250 * time.Millisecond
-)
+// firstNamespaceCheck is how soon a held create is looked at again.
+const firstNamespaceCheck = 250 * time.Millisecond
 
 func heldRow(st *chimev1.JobState) bool { return st != nil && st.GetHeldCommand() != nil }
 

@@ -18,7 +18,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strconv"
 	"sync"
@@ -29,7 +28,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/infra/kafkaauth"
 	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/jobstore"
@@ -38,186 +36,6 @@ import (
 	"github.com/chime-sched/chime/views"
 	"github.com/chime-sched/chime/views/jobindex"
 )
-
-// Config configures a scheduler instance. Zero fields take the defaults
-// documented on each.
-type Config struct {
-	Brokers     []string
-	Topics      schema.Topics
-	ClientID    string // default "chime-scheduler"
-	Replication int    // default 1
-	// Membership is the processor's part in its consumer group
-	// (session timeout, static membership).
-	Membership groups.Membership
-	// LocalState is the table's store on disk (see LocalState); the
-	// caller opens and closes it. nil keeps the table in memory, recovered
-	// from Kafka at every start.
-	LocalState *LocalState
-	// TimerWindow is how far ahead of the clock the timers are held in
-	// memory; beyond it, a pending job costs only disk. Default 1m.
-	TimerWindow time.Duration
-	// FireLead is how long before its time an HTTP fire's due event may be
-	// emitted: the dispatcher holds it until its fire_at. A burst of fires
-	// due at one instant is then decided before the instant, not in the
-	// seconds after it. A cancel, pause or update less than FireLead
-	// before a fire may not stop it. Default 2s; <0 emits at the time.
-	FireLead time.Duration
-	Now      func() time.Time // default time.Now
-	Logger   *slog.Logger     // default slog.Default()
-
-	// Namespaces reads the namespace configs (a job without its own
-	// relevancy window takes its namespace's). nil: Run keeps its own
-	// view of the namespace table, caught up before the processor starts
-	// and stopped after it.
-	Namespaces views.NamespaceSource
-
-	// KafkaTargetTopics may be written by Kafka-target jobs, besides the
-	// breaker's timer topic.
-	KafkaTargetTopics []string
-	// DefaultRelevancyWindow applies to jobs without their own window;
-	// 0 means a late fire is never expired (but still only the latest
-	// missed occurrence fires).
-	DefaultRelevancyWindow time.Duration
-	// TerminalRetention keeps completed, cancelled and dead jobs readable
-	// this long before their row is removed. Default
-	// schema.DefaultJobRetention; <0 keeps them.
-	TerminalRetention time.Duration
-	// TickResend is how long the pump waits for a row to change after
-	// sending its tick before sending it again. Default 10s.
-	TickResend time.Duration
-	// TickBatch bounds the ticks one pump pass sends. Default 4096.
-	TickBatch int
-	// PumpIdle bounds how long a pump sleeps with nothing due (a write
-	// that brings a timer forward wakes it at once). Default 5s.
-	PumpIdle time.Duration
-	// MaxOpenFires bounds the fires per job awaiting their outcome.
-	// Default schema.MaxOpenFires (the API refuses triggers at that one).
-	MaxOpenFires int
-	// MaxRowBytes is the budget of a job's row (bound.go). Default
-	// schema.MaxRowBytes.
-	MaxRowBytes int
-	// NamespaceWait is how long a create for a namespace the scheduler
-	// does not know is held before it is rejected (nswait.go). Default
-	// DefaultNamespaceWait.
-	NamespaceWait time.Duration
-	// CatchupScanLimit bounds the occurrences counted one by one when a
-	// cron job catches up after downtime. Default 10000.
-	CatchupScanLimit int
-	// SweepInterval is how often every owned row is visited as a safety
-	// net: a row whose timer is more than SweepOverdue in the past is
-	// handled as if its tick had come. The pump is the timer; the sweep
-	// only catches what it somehow missed. Default 5m; <0 disables.
-	SweepInterval time.Duration
-	// SweepOverdue is how late a timer must be for the sweep to act.
-	// Default 1m.
-	SweepOverdue time.Duration
-	// AckTimeout is how long a fire waits for the dispatcher's retry,
-	// defer or ack before its due event is emitted again (doubling per
-	// redelivery, at most 1h). It recovers a due event lost in a crash.
-	// Default 2m; <0 disables redelivery.
-	AckTimeout time.Duration
-	// ConfirmAfter is how long a Kafka-target write stays in its row
-	// before it counts as stored (chimev1.Delivery): longer than a failed
-	// write can take to fail the processor (sarama: up to 4 tries of a 30 s
-	// network timeout). Until then a scheduler restart writes it again.
-	// Default 3m.
-	ConfirmAfter time.Duration
-	// FireEvents also writes a job event for every fire, and the
-	// COMPLETED event of a one-shot job whose fire succeeded (the outcomes
-	// stream already records every attempt and its result). Default off.
-	FireEvents bool
-	// MaxUnwritten bounds the rows held in memory between a fire and the
-	// dispatcher's answer instead of written at the fire (unwritten.go).
-	// Default 65536; <0 writes every fire.
-	MaxUnwritten int
-
-	// Registerer, if set, gets the scheduler's metrics: fire lag, fires,
-	// pending timers.
-	Registerer prometheus.Registerer
-
-	// tickSender replaces the franz-go tick producer in unit tests.
-	tickSender tickSender
-	// autoConfirm: no Kafka producer confirms the table's writes (goka's
-	// tester); the store takes them as confirmed when made.
-	autoConfirm bool
-	// extraOptions are appended to the goka options (unit tests).
-	extraOptions []goka.ProcessorOption
-}
-
-func (c *Config) defaults() {
-	if c.Topics.Prefix == "" {
-		c.Topics = schema.NewTopics("")
-	}
-	if c.ClientID == "" {
-		c.ClientID = "chime-scheduler"
-	}
-	if c.Replication <= 0 {
-		c.Replication = 1
-	}
-	if c.TimerWindow <= 0 {
-		c.TimerWindow = time.Minute
-	}
-	if c.FireLead == 0 {
-		c.FireLead = DefaultFireLead
-	}
-	if c.FireLead < 0 {
-		c.FireLead = 0
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.TerminalRetention == 0 {
-		c.TerminalRetention = schema.DefaultJobRetention
-	}
-	if c.TickResend <= 0 {
-		c.TickResend = 10 * time.Second
-	}
-	if c.TickBatch <= 0 {
-		c.TickBatch = 4096
-	}
-	if c.PumpIdle <= 0 {
-		c.PumpIdle = 5 * time.Second
-	}
-	if c.MaxOpenFires <= 0 {
-		c.MaxOpenFires = schema.MaxOpenFires
-	}
-	if c.MaxRowBytes <= 0 {
-		c.MaxRowBytes = schema.MaxRowBytes
-	}
-	if c.NamespaceWait <= 0 {
-		c.NamespaceWait = DefaultNamespaceWait
-	}
-	if c.SweepInterval == 0 {
-		c.SweepInterval = 5 * time.Minute
-	}
-	if c.SweepOverdue <= 0 {
-		c.SweepOverdue = time.Minute
-	}
-	if c.AckTimeout == 0 {
-		c.AckTimeout = 2 * time.Minute
-	}
-	if c.AckTimeout < 0 {
-		c.AckTimeout = 0
-	}
-	if c.ConfirmAfter <= 0 {
-		c.ConfirmAfter = 3 * time.Minute
-	}
-	if c.CatchupScanLimit <= 0 {
-		c.CatchupScanLimit = 10000
-	}
-	if c.MaxUnwritten == 0 {
-		c.MaxUnwritten = 1 << 16
-	}
-	if c.MaxUnwritten < 0 {
-		c.MaxUnwritten = 0
-	}
-}
-
-// DefaultFireLead is Config.FireLead's default.
-const DefaultFireLead = 2 * time.Second
 
 // Scheduler is one scheduler instance; run several with the same topics and
 // they share the partitions through the goka group.
@@ -255,7 +73,9 @@ type Scheduler struct {
 
 // New builds a scheduler. It does not connect until Run.
 func New(cfg Config) (*Scheduler, error) {
-	cfg.defaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
 	s := &Scheduler{cfg: cfg, namespaces: cfg.Namespaces, unwritten: newUnwritten(cfg.MaxUnwritten)}
 	allowed := map[string]bool{cfg.Topics.BreakerTimers(): true}
 	for _, t := range cfg.KafkaTargetTopics {

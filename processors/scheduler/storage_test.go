@@ -21,7 +21,7 @@ import (
 func TestWindowMissesNoTimer(t *testing.T) {
 	t.Parallel()
 	cfg := Config{TimerWindow: time.Minute, Now: func() time.Time { return t0 }}
-	cfg.defaults()
+	require.NoError(t, cfg.validate())
 	db, err := jobstore.Open(jobstore.Options{AutoConfirm: true, FlushInterval: time.Millisecond, FlushAfter: 7})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })

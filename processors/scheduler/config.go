@@ -1,0 +1,191 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/lovoo/goka"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/chime-sched/chime/infra/groups"
+	"github.com/chime-sched/chime/internal/setting"
+	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/views"
+)
+
+// Config configures a scheduler instance. A field left at its zero value
+// takes the default named on it; a negative one is refused by New, except
+// the value Off (or Keep) where a field says it takes it.
+type Config struct {
+	Brokers     []string
+	Topics      schema.Topics
+	ClientID    string // default DefaultClientID
+	Replication int    // default 1
+	// Membership is the processor's part in its consumer group
+	// (session timeout, static membership).
+	Membership groups.Membership
+	// LocalState is the table's store on disk (see LocalState); the
+	// caller opens and closes it. nil keeps the table in memory, recovered
+	// from Kafka at every start.
+	LocalState *LocalState
+	// TimerWindow is how far ahead of the clock the timers are held in
+	// memory; beyond it, a pending job costs only disk. Default
+	// DefaultTimerWindow.
+	TimerWindow time.Duration
+	// FireLead is how long before its time an HTTP fire's due event may be
+	// emitted: the dispatcher holds it until its fire_at. A burst of fires
+	// due at one instant is then decided before the instant, not in the
+	// seconds after it. A cancel, pause or update less than FireLead
+	// before a fire may not stop it. Default DefaultFireLead; Off emits at
+	// the time.
+	FireLead time.Duration
+	Now      func() time.Time // default time.Now
+	Logger   *slog.Logger     // default slog.Default()
+
+	// Namespaces reads the namespace configs (a job without its own
+	// relevancy window takes its namespace's). nil: Run keeps its own
+	// view of the namespace table, caught up before the processor starts
+	// and stopped after it.
+	Namespaces views.NamespaceSource
+
+	// KafkaTargetTopics may be written by Kafka-target jobs, besides the
+	// breaker's timer topic.
+	KafkaTargetTopics []string
+	// TerminalRetention keeps completed, cancelled and dead jobs readable
+	// this long before their row is removed. Default
+	// schema.DefaultJobRetention; Keep keeps them.
+	TerminalRetention time.Duration
+	// TickResend is how long the pump waits for a row to change after
+	// sending its tick before sending it again. Default DefaultTickResend.
+	TickResend time.Duration
+	// TickBatch bounds the ticks one pump pass sends. Default
+	// DefaultTickBatch.
+	TickBatch int
+	// PumpIdle bounds how long a pump sleeps with nothing due (a write
+	// that brings a timer forward wakes it at once). Default
+	// DefaultPumpIdle.
+	PumpIdle time.Duration
+	// MaxOpenFires bounds the fires per job awaiting their outcome.
+	// Default schema.MaxOpenFires (the API refuses triggers at that one).
+	MaxOpenFires int
+	// MaxRowBytes is the budget of a job's row (bound.go). Default
+	// schema.MaxRowBytes.
+	MaxRowBytes int
+	// NamespaceWait is how long a create for a namespace the scheduler
+	// does not know is held before it is rejected (nswait.go). Default
+	// DefaultNamespaceWait.
+	NamespaceWait time.Duration
+	// CatchupScanLimit bounds the occurrences counted one by one when a
+	// cron job catches up after downtime. Default DefaultCatchupScanLimit.
+	CatchupScanLimit int
+	// SweepInterval is how often every owned row is visited as a safety
+	// net: a row whose timer is more than SweepOverdue in the past is
+	// handled as if its tick had come. The pump is the timer; the sweep
+	// only catches what it somehow missed. Default DefaultSweepInterval;
+	// Off turns the sweep off.
+	SweepInterval time.Duration
+	// SweepOverdue is how late a timer must be for the sweep to act.
+	// Default DefaultSweepOverdue.
+	SweepOverdue time.Duration
+	// AckTimeout is how long a fire waits for the dispatcher's retry,
+	// defer or ack before its due event is emitted again (doubling per
+	// redelivery, at most 1h). It recovers a due event lost in a crash.
+	// Default DefaultAckTimeout; Off turns redelivery off.
+	AckTimeout time.Duration
+	// ConfirmAfter is how long a Kafka-target write stays in its row
+	// before it counts as stored (chimev1.Delivery): longer than a failed
+	// write can take to fail the processor (sarama: up to 4 tries of a 30 s
+	// network timeout). Until then a scheduler restart writes it again.
+	// Default DefaultConfirmAfter.
+	ConfirmAfter time.Duration
+	// FireEvents also writes a job event for every fire, and the
+	// COMPLETED event of a one-shot job whose fire succeeded (the outcomes
+	// stream already records every attempt and its result). Default off.
+	FireEvents bool
+	// MaxUnwritten bounds the rows held in memory between a fire and the
+	// dispatcher's answer instead of written at the fire (unwritten.go).
+	// Default DefaultMaxUnwritten; Off writes every fire.
+	MaxUnwritten int
+
+	// Registerer, if set, gets the scheduler's metrics: fire lag, fires,
+	// pending timers.
+	Registerer prometheus.Registerer
+
+	// tickSender replaces the franz-go tick producer in unit tests.
+	tickSender tickSender
+	// autoConfirm: no Kafka producer confirms the table's writes (goka's
+	// tester); the store takes them as confirmed when made.
+	autoConfirm bool
+	// extraOptions are appended to the goka options (unit tests).
+	extraOptions []goka.ProcessorOption
+}
+
+// Off, given to a Config field that says it takes it (FireLead,
+// SweepInterval, AckTimeout, MaxUnwritten), turns what the field bounds
+// off; 0 takes the default instead. Code reads such a field as "on when
+// positive".
+const Off = -1
+
+// Keep, as Config.TerminalRetention, keeps ended jobs' rows for ever.
+const Keep = -1
+
+// The defaults of Config's fields (docs/guarantees.md lists them; a test
+// holds it to these).
+const (
+	DefaultClientID         = "chime-scheduler"
+	DefaultTimerWindow      = time.Minute
+	DefaultFireLead         = 2 * time.Second
+	DefaultTickResend       = 10 * time.Second
+	DefaultTickBatch        = 4096
+	DefaultPumpIdle         = 5 * time.Second
+	DefaultNamespaceWait    = time.Minute
+	DefaultCatchupScanLimit = 10_000
+	DefaultSweepInterval    = 5 * time.Minute
+	DefaultSweepOverdue     = time.Minute
+	DefaultAckTimeout       = 2 * time.Minute
+	DefaultConfirmAfter     = 3 * time.Minute
+	DefaultMaxUnwritten     = 1 << 16
+)
+
+// validate applies the defaults to the fields left unset and refuses the
+// values the scheduler cannot work with, naming each.
+func (c *Config) validate() error {
+	if c.Topics.Prefix == "" {
+		c.Topics = schema.NewTopics("")
+	}
+	if c.ClientID == "" {
+		c.ClientID = DefaultClientID
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	const o = "scheduler"
+	var membership error
+	if err := c.Membership.Validate(); err != nil {
+		membership = fmt.Errorf("scheduler: Membership: %w", err)
+	}
+	return errors.Join(
+		setting.Positive(o, "Replication", &c.Replication, 1),
+		membership,
+		setting.Positive(o, "TimerWindow", &c.TimerWindow, DefaultTimerWindow),
+		setting.PositiveOr(o, "FireLead", &c.FireLead, DefaultFireLead, Off, "scheduler.Off", "to emit due events at their time"),
+		setting.PositiveOr(o, "TerminalRetention", &c.TerminalRetention, schema.DefaultJobRetention, Keep, "scheduler.Keep", "to keep ended jobs"),
+		setting.Positive(o, "TickResend", &c.TickResend, DefaultTickResend),
+		setting.Positive(o, "TickBatch", &c.TickBatch, DefaultTickBatch),
+		setting.Positive(o, "PumpIdle", &c.PumpIdle, DefaultPumpIdle),
+		setting.Positive(o, "MaxOpenFires", &c.MaxOpenFires, schema.MaxOpenFires),
+		setting.Positive(o, "MaxRowBytes", &c.MaxRowBytes, schema.MaxRowBytes),
+		setting.Positive(o, "NamespaceWait", &c.NamespaceWait, DefaultNamespaceWait),
+		setting.Positive(o, "CatchupScanLimit", &c.CatchupScanLimit, DefaultCatchupScanLimit),
+		setting.PositiveOr(o, "SweepInterval", &c.SweepInterval, DefaultSweepInterval, Off, "scheduler.Off", "to turn the sweep off"),
+		setting.Positive(o, "SweepOverdue", &c.SweepOverdue, DefaultSweepOverdue),
+		setting.PositiveOr(o, "AckTimeout", &c.AckTimeout, DefaultAckTimeout, Off, "scheduler.Off", "to turn redelivery off"),
+		setting.Positive(o, "ConfirmAfter", &c.ConfirmAfter, DefaultConfirmAfter),
+		setting.PositiveOr(o, "MaxUnwritten", &c.MaxUnwritten, DefaultMaxUnwritten, Off, "scheduler.Off", "to write every fire"),
+	)
+}

@@ -1,0 +1,150 @@
+package scheduler
+
+import (
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chime-sched/chime/infra/groups"
+	"github.com/chime-sched/chime/schema"
+)
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		err  string
+		// check looks at the validated config (no error).
+		check func(t *testing.T, c Config)
+	}{
+		{name: "zero takes the defaults", check: func(t *testing.T, c Config) {
+			require.Equal(t, DefaultClientID, c.ClientID)
+			require.Equal(t, 1, c.Replication)
+			require.Equal(t, DefaultTimerWindow, c.TimerWindow)
+			require.Equal(t, DefaultFireLead, c.FireLead)
+			require.Equal(t, schema.DefaultJobRetention, c.TerminalRetention)
+			require.Equal(t, DefaultTickResend, c.TickResend)
+			require.Equal(t, DefaultTickBatch, c.TickBatch)
+			require.Equal(t, DefaultPumpIdle, c.PumpIdle)
+			require.Equal(t, schema.MaxOpenFires, c.MaxOpenFires)
+			require.Equal(t, schema.MaxRowBytes, c.MaxRowBytes)
+			require.Equal(t, DefaultNamespaceWait, c.NamespaceWait)
+			require.Equal(t, DefaultCatchupScanLimit, c.CatchupScanLimit)
+			require.Equal(t, DefaultSweepInterval, c.SweepInterval)
+			require.Equal(t, DefaultSweepOverdue, c.SweepOverdue)
+			require.Equal(t, DefaultAckTimeout, c.AckTimeout)
+			require.Equal(t, DefaultConfirmAfter, c.ConfirmAfter)
+			require.Equal(t, DefaultMaxUnwritten, c.MaxUnwritten)
+			require.NotNil(t, c.Now)
+			require.NotNil(t, c.Logger)
+			require.Equal(t, schema.NewTopics(""), c.Topics)
+		}},
+		{name: "set values stay", cfg: Config{TickBatch: 7, AckTimeout: time.Second, TerminalRetention: time.Hour}, check: func(t *testing.T, c Config) {
+			require.Equal(t, 7, c.TickBatch)
+			require.Equal(t, time.Second, c.AckTimeout)
+			require.Equal(t, time.Hour, c.TerminalRetention)
+		}},
+		{name: "Off and Keep stay", cfg: Config{FireLead: Off, SweepInterval: Off, AckTimeout: Off, MaxUnwritten: Off, TerminalRetention: Keep}, check: func(t *testing.T, c Config) {
+			require.EqualValues(t, Off, c.FireLead)
+			require.EqualValues(t, Off, c.SweepInterval)
+			require.EqualValues(t, Off, c.AckTimeout)
+			require.EqualValues(t, Off, c.MaxUnwritten)
+			require.EqualValues(t, Keep, c.TerminalRetention)
+		}},
+		{name: "TickBatch", cfg: Config{TickBatch: -1}, err: "scheduler: TickBatch is -1: must be positive, or 0 for the default 4096"},
+		{name: "Replication", cfg: Config{Replication: -3}, err: "scheduler: Replication is -3: must be positive, or 0 for the default 1"},
+		{name: "TimerWindow", cfg: Config{TimerWindow: -time.Second}, err: "scheduler: TimerWindow is -1s: must be positive, or 0 for the default 1m0s"},
+		{name: "TickResend", cfg: Config{TickResend: -time.Second}, err: "scheduler: TickResend is -1s: must be positive, or 0 for the default 10s"},
+		{name: "PumpIdle", cfg: Config{PumpIdle: -time.Second}, err: "scheduler: PumpIdle is -1s: must be positive, or 0 for the default 5s"},
+		{name: "MaxOpenFires", cfg: Config{MaxOpenFires: -1}, err: "scheduler: MaxOpenFires is -1: must be positive, or 0 for the default 256"},
+		{name: "MaxRowBytes", cfg: Config{MaxRowBytes: -1}, err: "scheduler: MaxRowBytes is -1: must be positive, or 0 for the default 786432"},
+		{name: "NamespaceWait", cfg: Config{NamespaceWait: -time.Second}, err: "scheduler: NamespaceWait is -1s: must be positive, or 0 for the default 1m0s"},
+		{name: "CatchupScanLimit", cfg: Config{CatchupScanLimit: -1}, err: "scheduler: CatchupScanLimit is -1: must be positive, or 0 for the default 10000"},
+		{name: "SweepOverdue", cfg: Config{SweepOverdue: -time.Second}, err: "scheduler: SweepOverdue is -1s: must be positive, or 0 for the default 1m0s"},
+		{name: "ConfirmAfter", cfg: Config{ConfirmAfter: -time.Second}, err: "scheduler: ConfirmAfter is -1s: must be positive, or 0 for the default 3m0s"},
+		{name: "FireLead", cfg: Config{FireLead: -time.Second}, err: "scheduler: FireLead is -1s: must be positive, 0 for the default 2s, or scheduler.Off to emit due events at their time"},
+		{name: "TerminalRetention", cfg: Config{TerminalRetention: -time.Hour}, err: "scheduler: TerminalRetention is -1h0m0s: must be positive, 0 for the default 168h0m0s, or scheduler.Keep to keep ended jobs"},
+		{name: "SweepInterval", cfg: Config{SweepInterval: -time.Minute}, err: "scheduler: SweepInterval is -1m0s: must be positive, 0 for the default 5m0s, or scheduler.Off to turn the sweep off"},
+		{name: "AckTimeout", cfg: Config{AckTimeout: -time.Minute}, err: "scheduler: AckTimeout is -1m0s: must be positive, 0 for the default 2m0s, or scheduler.Off to turn redelivery off"},
+		{name: "MaxUnwritten", cfg: Config{MaxUnwritten: -2}, err: "scheduler: MaxUnwritten is -2: must be positive, 0 for the default 65536, or scheduler.Off to write every fire"},
+		{name: "Membership", cfg: Config{Membership: groups.Membership{SessionTimeout: time.Second}}, err: "scheduler: Membership: session timeout 1s is below 2s"},
+		{name: "every refusal at once", cfg: Config{TickBatch: -1, PumpIdle: -1}, err: "scheduler: TickBatch is -1: must be positive, or 0 for the default 4096\nscheduler: PumpIdle is -1ns: must be positive, or 0 for the default 5s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := tc.cfg
+			err := c.validate()
+			if tc.err != "" {
+				require.EqualError(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			tc.check(t, c)
+		})
+	}
+}
+
+// TestNewRefusesBadConfig: New reports validate's refusal before it
+// connects or opens anything.
+func TestNewRefusesBadConfig(t *testing.T) {
+	t.Parallel()
+	_, err := New(Config{TickBatch: -1})
+	require.EqualError(t, err, "scheduler: TickBatch is -1: must be positive, or 0 for the default 4096")
+}
+
+// TestGuaranteesListDefaults holds the scheduler table of
+// docs/guarantees.md to the defaults.
+// human writes a default as the docs do: "7 days", "2 min", "10 s".
+func human(d time.Duration) string {
+	switch {
+	case d%(24*time.Hour) == 0:
+		return strconv.Itoa(int(d/(24*time.Hour))) + " days"
+	case d%time.Minute == 0:
+		return strconv.Itoa(int(d/time.Minute)) + " min"
+	default:
+		return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s"
+	}
+}
+
+// count writes a number as the docs do: "10,000".
+func count(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+func TestGuaranteesListDefaults(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../../docs/guarantees.md")
+	require.NoError(t, err)
+	rows := map[string]string{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([A-Za-z]+)` \\| ([^|]+) \\|").FindAllStringSubmatch(string(doc), -1) {
+		rows[m[1]] = strings.TrimSpace(m[2])
+	}
+	for field, want := range map[string]string{
+		"MaxOpenFires":      count(schema.MaxOpenFires) + " (`schema.MaxOpenFires`)",
+		"MaxRowBytes":       count(schema.MaxRowBytes>>10) + " KiB (`schema.MaxRowBytes`)",
+		"NamespaceWait":     human(DefaultNamespaceWait),
+		"AckTimeout":        human(DefaultAckTimeout),
+		"CatchupScanLimit":  count(DefaultCatchupScanLimit),
+		"TickResend":        human(DefaultTickResend),
+		"TerminalRetention": human(schema.DefaultJobRetention) + " (`CHIME_JOB_RETENTION`)",
+		"FireLead":          human(DefaultFireLead),
+		"PumpIdle":          human(DefaultPumpIdle),
+		"SweepInterval":     human(DefaultSweepInterval),
+		"MaxUnwritten":      count(DefaultMaxUnwritten),
+		"FireEvents":        "off",
+	} {
+		require.Contains(t, rows, field, "docs/guarantees.md has no row for %s", field)
+		require.Equal(t, want, rows[field], "docs/guarantees.md: %s", field)
+	}
+	require.NotContains(t, rows, "DefaultRelevancyWindow", "the scheduler has no default window: a namespace's relevancy_window is the one")
+}
