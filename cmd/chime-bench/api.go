@@ -44,10 +44,14 @@ func benchAPI(ctx context.Context, log *slog.Logger, creates int, partitions int
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
+	nsp, err := namespaces.New(namespaces.Config{Brokers: brokers, Topics: tp, Logger: log})
+	if err != nil {
+		fail("namespaces: %v", err)
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_ = namespaces.New(namespaces.Config{Brokers: brokers, Topics: tp, Logger: log}).Run(ctx)
+		_ = nsp.Run(ctx)
 	}()
 	// No scheduler runs: job reads (the pending-jobs quota, read-your-writes)
 	// find no owner, and the pending quota is off so creates do not need it.

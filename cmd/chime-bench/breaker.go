@@ -65,7 +65,10 @@ func benchBreaker(ctx context.Context, log *slog.Logger, outcomes int, partition
 		fail("flush: %v", err)
 	}
 
-	p := breaker.New(breaker.Config{Brokers: brokers, Topics: tp, Logger: log})
+	p, err := breaker.New(breaker.Config{Brokers: brokers, Topics: tp, Logger: log})
+	if err != nil {
+		fail("breaker: %v", err)
+	}
 	pctx, pcancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = p.Run(pctx) })

@@ -67,7 +67,10 @@ func benchBreakerGate(ctx context.Context, log *slog.Logger, run time.Duration, 
 		var gates []*views.Breakers
 		cfg := dispatcher.Config{Brokers: brokers, Topics: tp, Logger: log, Guard: dispatcher.Guard{AllowLoopback: true}}
 		if withBreaker {
-			p := breaker.New(breaker.Config{Brokers: brokers, Topics: tp, Logger: log})
+			p, err := breaker.New(breaker.Config{Brokers: brokers, Topics: tp, Logger: log})
+			if err != nil {
+				fail("breaker: %v", err)
+			}
 			wg.Go(func() { _ = p.Run(rctx) })
 			if err := p.WaitReady(ctx); err != nil {
 				fail("breaker: %v", err)

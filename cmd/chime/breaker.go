@@ -33,5 +33,9 @@ func runBreaker(ctx context.Context, e *env, rm *readModels) error {
 	if rm != nil {
 		cfg.Namespaces = rm.namespaces
 	}
-	return breaker.New(cfg).Run(ctx)
+	p, err := breaker.New(cfg)
+	if err != nil {
+		return err
+	}
+	return p.Run(ctx)
 }

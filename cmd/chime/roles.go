@@ -384,7 +384,7 @@ func roleDev(ctx context.Context, e *env) error {
 
 // roleNamespaces runs the namespace-config processor.
 func roleNamespaces(ctx context.Context, e *env) error {
-	return namespaces.New(namespaces.Config{
+	p, err := namespaces.New(namespaces.Config{
 		Brokers:     e.brokers,
 		Topics:      e.cfg.Topics(),
 		ClientID:    e.cfg.ClientID + "-namespaces",
@@ -392,7 +392,11 @@ func roleNamespaces(ctx context.Context, e *env) error {
 		Membership:  e.membership,
 		Logger:      e.log.With("component", "namespaces"),
 		Registerer:  e.registry,
-	}).Run(ctx)
+	})
+	if err != nil {
+		return err
+	}
+	return p.Run(ctx)
 }
 
 // securePrivateDir creates dir readable by its owner only, and takes group

@@ -49,7 +49,8 @@ type Membership struct {
 	// share one: the coordinator fences the older.
 	InstanceID string
 	// SessionTimeout is how long the coordinator waits for a heartbeat
-	// before it gives a member's partitions to the others (0: default).
+	// before it gives a member's partitions to the others. 0 takes
+	// DefaultSessionTimeout; Validate refuses one below MinSessionTimeout.
 	SessionTimeout time.Duration
 	// EmbeddedBroker says the groups live on a broker inside this process
 	// (chime dev's), which ends with it: when this process dies no member
@@ -69,8 +70,9 @@ type Membership struct {
 	Advertise string
 }
 
+// session is the session timeout in force; Validate refuses a negative one.
 func (m Membership) session() time.Duration {
-	if m.SessionTimeout <= 0 {
+	if m.SessionTimeout == 0 {
 		return DefaultSessionTimeout
 	}
 	return m.SessionTimeout
@@ -138,7 +140,7 @@ func Advertised(raw []byte) string {
 // Validate checks the settings as Kafka would.
 func (m Membership) Validate() error {
 	if m.SessionTimeout != 0 && m.SessionTimeout < MinSessionTimeout {
-		return fmt.Errorf("session timeout %s is below %s", m.SessionTimeout, MinSessionTimeout)
+		return fmt.Errorf("session timeout %s is below %s (0 takes the default %s)", m.SessionTimeout, MinSessionTimeout, DefaultSessionTimeout)
 	}
 	if m.Advertise != "" {
 		if _, _, err := net.SplitHostPort(m.Advertise); err != nil {

@@ -60,7 +60,8 @@ func TestValidate(t *testing.T) {
 	}{
 		{groups.Membership{}, ""},
 		{groups.Membership{InstanceID: "chime-host.1_a"}, ""},
-		{groups.Membership{SessionTimeout: time.Second}, "below 2s"},
+		{groups.Membership{SessionTimeout: time.Second}, "session timeout 1s is below 2s (0 takes the default 6s)"},
+		{groups.Membership{SessionTimeout: -time.Second}, "session timeout -1s is below 2s (0 takes the default 6s)"},
 		{groups.Membership{InstanceID: "a b"}, `' ' is not allowed`},
 		{groups.Membership{InstanceID: strings.Repeat("a", 250)}, "Kafka allows 249"},
 		{groups.Membership{Advertise: "host:7070"}, ""},

@@ -107,7 +107,8 @@ func TestBreakerOpensAndTheSchedulerEndsTheCoolOff(t *testing.T) {
 	sched, err := scheduler.New(scheduler.Config{Brokers: c.Brokers(), Topics: topics, Logger: quiet(), TickResend: 2 * time.Second})
 	require.NoError(t, err)
 	run(t, "scheduler", sched.Run)
-	brk := breaker.New(breaker.Config{Brokers: c.Brokers(), Topics: topics, Logger: quiet()})
+	brk, err := breaker.New(breaker.Config{Brokers: c.Brokers(), Topics: topics, Logger: quiet()})
+	require.NoError(t, err)
 	run(t, "breaker", brk.Run)
 	var dispatcherViews []*views.Breakers
 	for _, id := range []string{"dispatcher-1", "dispatcher-2"} {

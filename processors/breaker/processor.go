@@ -32,6 +32,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/infra/groups"
+	"github.com/chime-sched/chime/internal/setting"
 	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/memstore"
 	"github.com/chime-sched/chime/schema"
@@ -47,7 +48,7 @@ const CoolOffJobID = schema.ReservedJobIDPrefix + "breaker-cooloff"
 type Config struct {
 	Brokers     []string
 	Topics      schema.Topics
-	ClientID    string // default "chime-breaker"
+	ClientID    string // default DefaultClientID
 	Replication int    // default 1
 	// Membership is the processor's part in its consumer group
 	// (session timeout, static membership).
@@ -71,11 +72,51 @@ type Config struct {
 	// gate on (state, version, next check, probes, cool-off) is written at
 	// once; the counts are kept in memory in between, so the table is not
 	// rewritten for every outcome. A restart or a partition move loses at
-	// most this much of the window. Default 1s; <0 writes every change.
+	// most this much of the window. Default DefaultCheckpointInterval;
+	// EveryChange writes every change.
 	CheckpointInterval time.Duration
 
 	// extraOptions are appended to the goka options (unit tests).
 	extraOptions []goka.ProcessorOption
+}
+
+// DefaultClientID and DefaultCheckpointInterval are Config's defaults.
+const (
+	DefaultClientID           = "chime-breaker"
+	DefaultCheckpointInterval = time.Second
+)
+
+// EveryChange, as Config.CheckpointInterval, writes a namespace's status
+// to the table at every outcome (0 takes the default instead).
+const EveryChange = -1
+
+// validate applies the defaults to the fields left unset and refuses the
+// values the processor cannot work with, naming each.
+func (c *Config) validate() error {
+	if c.Topics.Prefix == "" {
+		c.Topics = schema.NewTopics("")
+	}
+	if c.ClientID == "" {
+		c.ClientID = DefaultClientID
+	}
+	if c.Storage == nil {
+		c.Storage = memstore.Builder()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	var membership error
+	if err := c.Membership.Validate(); err != nil {
+		membership = fmt.Errorf("breaker: Membership: %w", err)
+	}
+	return errors.Join(
+		setting.Positive("breaker", "Replication", &c.Replication, 1),
+		membership,
+		setting.PositiveOr("breaker", "CheckpointInterval", &c.CheckpointInterval, DefaultCheckpointInterval, EveryChange, "breaker.EveryChange", "to write every change"),
+	)
 }
 
 // Processor is the breaker processor.
@@ -118,27 +159,9 @@ type cachedConfig struct {
 }
 
 // New builds the processor. It does not connect until Run.
-func New(cfg Config) *Processor {
-	if cfg.Topics.Prefix == "" {
-		cfg.Topics = schema.NewTopics("")
-	}
-	if cfg.ClientID == "" {
-		cfg.ClientID = "chime-breaker"
-	}
-	if cfg.Replication <= 0 {
-		cfg.Replication = 1
-	}
-	if cfg.Storage == nil {
-		cfg.Storage = memstore.Builder()
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.CheckpointInterval == 0 {
-		cfg.CheckpointInterval = time.Second
+func New(cfg Config) (*Processor, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	p := &Processor{cfg: cfg, namespaces: cfg.Namespaces, cache: map[string]cachedConfig{}, live: map[string]*liveStatus{}}
 	p.state = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -156,7 +179,7 @@ func New(cfg Config) *Processor {
 		}, func() float64 { return float64(p.outcomes.Load()) })
 		cfg.Registerer.MustRegister(p.state, p.transitions, outcomes)
 	}
-	return p
+	return p, nil
 }
 
 // Graph declares the processor. Inputs arrive as raw bytes and are decoded

@@ -33,14 +33,14 @@ type testBundle struct {
 // outcome's effect there; setupCheckpoint keeps the default checkpoints.
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	return setupCheckpoint(t, -1)
+	return setupCheckpoint(t, EveryChange)
 }
 
 func setupCheckpoint(t *testing.T, checkpoint time.Duration) *testBundle {
 	t.Helper()
 	tt := tester.New(t)
 	b := &testBundle{tt: tt, clock: clocktest.New(t0), topics: schema.NewTopics("")}
-	p := New(Config{
+	p, err := New(Config{
 		Namespaces: views.StaticNamespaces{"acme": &chimev1.NamespaceConfig{
 			Namespace: "acme",
 			Version:   1,
@@ -56,6 +56,7 @@ func setupCheckpoint(t *testing.T, checkpoint time.Duration) *testBundle {
 		CheckpointInterval: checkpoint,
 		extraOptions:       []goka.ProcessorOption{goka.WithTester(tt)},
 	})
+	require.NoError(t, err)
 	proc, err := goka.NewProcessor(nil, p.Graph(), p.options()...)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

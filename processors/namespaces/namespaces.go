@@ -8,6 +8,7 @@ package namespaces
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -21,29 +22,59 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/infra/groups"
+	"github.com/chime-sched/chime/internal/setting"
 	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/memstore"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
-// Config configures the processor.
+// Config configures the processor. A field left at its zero value takes
+// the default named on it; a negative one is refused by New.
 type Config struct {
 	Brokers     []string
 	Topics      schema.Topics
-	ClientID    string
-	Replication int
+	ClientID    string // default DefaultClientID
+	Replication int    // default 1
 	// Membership is the processor's part in its consumer group
 	// (session timeout, static membership).
 	Membership groups.Membership
-	Storage    storage.Builder // nil = in memory
-	Now        func() time.Time
-	Logger     *slog.Logger
+	Storage    storage.Builder  // nil = in memory
+	Now        func() time.Time // default time.Now
+	Logger     *slog.Logger     // default slog.Default()
 	// Registerer, if set, gets the processor's metrics: commands by
 	// result.
 	Registerer prometheus.Registerer
 
 	extraOptions []goka.ProcessorOption
+}
+
+// DefaultClientID is Config.ClientID's default.
+const DefaultClientID = "chime-namespaces"
+
+// validate applies the defaults to the fields left unset and refuses the
+// values the processor cannot work with, naming each.
+func (c *Config) validate() error {
+	if c.Topics.Prefix == "" {
+		c.Topics = schema.NewTopics("")
+	}
+	if c.ClientID == "" {
+		c.ClientID = DefaultClientID
+	}
+	if c.Storage == nil {
+		c.Storage = memstore.Builder()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	var membership error
+	if err := c.Membership.Validate(); err != nil {
+		membership = fmt.Errorf("namespaces: Membership: %w", err)
+	}
+	return errors.Join(setting.Positive("namespaces", "Replication", &c.Replication, 1), membership)
 }
 
 // Processor is the namespace-config processor.
@@ -52,25 +83,10 @@ type Processor struct {
 	accepted, rejected prometheus.Counter
 }
 
-// New builds the processor.
-func New(cfg Config) *Processor {
-	if cfg.Topics.Prefix == "" {
-		cfg.Topics = schema.NewTopics("")
-	}
-	if cfg.ClientID == "" {
-		cfg.ClientID = "chime-namespaces"
-	}
-	if cfg.Replication <= 0 {
-		cfg.Replication = 1
-	}
-	if cfg.Storage == nil {
-		cfg.Storage = memstore.Builder()
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+// New builds the processor. It does not connect until Run.
+func New(cfg Config) (*Processor, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	commands := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "chime_namespaces_commands_total",
@@ -79,7 +95,7 @@ func New(cfg Config) *Processor {
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(commands)
 	}
-	return &Processor{cfg: cfg, accepted: commands.WithLabelValues("accepted"), rejected: commands.WithLabelValues("rejected")}
+	return &Processor{cfg: cfg, accepted: commands.WithLabelValues("accepted"), rejected: commands.WithLabelValues("rejected")}, nil
 }
 
 // Graph declares the processor: commands in, the config table, rejections

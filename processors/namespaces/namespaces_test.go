@@ -123,7 +123,8 @@ func TestProcessorAndView(t *testing.T) {
 	t.Cleanup(cancel)
 
 	reg := prometheus.NewRegistry()
-	p := namespaces.New(namespaces.Config{Brokers: c.Brokers(), Topics: topics, Registerer: reg})
+	p, err := namespaces.New(namespaces.Config{Brokers: c.Brokers(), Topics: topics, Registerer: reg})
+	require.NoError(t, err)
 	go func() { _ = p.Run(ctx) }()
 	v, err := views.NewNamespaces(c.Brokers(), topics, "test-view", 1, nil)
 	require.NoError(t, err)

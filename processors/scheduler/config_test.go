@@ -73,7 +73,7 @@ func TestConfigValidate(t *testing.T) {
 		{name: "SweepInterval", cfg: Config{SweepInterval: -time.Minute}, err: "scheduler: SweepInterval is -1m0s: must be positive, 0 for the default 5m0s, or scheduler.Off to turn the sweep off"},
 		{name: "AckTimeout", cfg: Config{AckTimeout: -time.Minute}, err: "scheduler: AckTimeout is -1m0s: must be positive, 0 for the default 2m0s, or scheduler.Off to turn redelivery off"},
 		{name: "MaxUnwritten", cfg: Config{MaxUnwritten: -2}, err: "scheduler: MaxUnwritten is -2: must be positive, 0 for the default 65536, or scheduler.Off to write every fire"},
-		{name: "Membership", cfg: Config{Membership: groups.Membership{SessionTimeout: time.Second}}, err: "scheduler: Membership: session timeout 1s is below 2s"},
+		{name: "Membership", cfg: Config{Membership: groups.Membership{SessionTimeout: time.Second}}, err: "scheduler: Membership: session timeout 1s is below 2s (0 takes the default 6s)"},
 		{name: "every refusal at once", cfg: Config{TickBatch: -1, PumpIdle: -1}, err: "scheduler: TickBatch is -1: must be positive, or 0 for the default 4096\nscheduler: PumpIdle is -1ns: must be positive, or 0 for the default 5s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
