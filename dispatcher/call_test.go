@@ -122,7 +122,7 @@ func callTestDispatcher(t *testing.T, mutate ...func(*Config)) *Dispatcher {
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	require.NoError(t, cfg.defaults())
+	require.NoError(t, cfg.validate())
 	return &Dispatcher{cfg: cfg, client: newCallClient(&cfg.Guard, cfg.MaxTimeout, cfg.IdleConnTimeout)}
 }
 

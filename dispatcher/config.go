@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chime-sched/chime/infra/groups"
+	"github.com/chime-sched/chime/internal/setting"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
@@ -48,12 +49,13 @@ func (s StaticNamespaces) Namespace(ns string) *chimev1.NamespaceConfig { return
 // (callClient.do). Go's own net/http keeps 90 s.
 const DefaultIdleConnTimeout = 4 * time.Second
 
-// Config configures a Dispatcher. Zero fields take the defaults documented
-// on each.
+// Config configures a Dispatcher. A field left at its zero value takes
+// the default named on it; a negative one is refused by New, except the
+// value Off where a field says it takes it.
 type Config struct {
 	Brokers []string
 	Topics  schema.Topics
-	// ClientID is the Kafka client.id. Default "chime-dispatcher".
+	// ClientID is the Kafka client.id. Default DefaultClientID.
 	ClientID string
 	// ID names this dispatcher in outcomes. Default: hostname-pid-random.
 	ID         string
@@ -65,27 +67,27 @@ type Config struct {
 	Breakers Breakers
 	// BreakerRamp is the shortest window over which callbacks deferred by
 	// an open breaker come back after its next check; the breaker's
-	// cool-off, when longer, is used instead. Default 5s.
+	// cool-off, when longer, is used instead. Default DefaultBreakerRamp.
 	BreakerRamp time.Duration
 
 	// Guard is the SSRF guard of the HTTP client's dialer.
 	Guard Guard
 
-	// DefaultTimeout is a call's timeout when the job sets none. Default 10s.
+	// DefaultTimeout is a call's timeout when the job sets none. Default
+	// DefaultCallTimeout.
 	DefaultTimeout time.Duration
-	// MaxTimeout caps a job's timeout. Default 60s.
+	// MaxTimeout caps a job's timeout. Default DefaultMaxTimeout.
 	MaxTimeout time.Duration
 	// IdleConnTimeout: a pooled connection idle this long is closed
 	// rather than reused. Default DefaultIdleConnTimeout.
 	IdleConnTimeout time.Duration
-	// MaxInFlight bounds concurrent calls over all namespaces. Default 1024.
+	// MaxInFlight bounds concurrent calls over all namespaces. Default
+	// DefaultMaxInFlight.
 	MaxInFlight int
-	// DefaultMaxConcurrency bounds concurrent calls of a namespace whose
-	// config sets no max_concurrency. Default: the namespace default
-	// (schema.NamespaceDefaults).
-	DefaultMaxConcurrency int
 	// AdmissionWait is how long a due may wait for its namespace's rate
-	// limit or concurrency cap before it is deferred. Default 2s.
+	// limit or concurrency cap before it is deferred. Default
+	// DefaultAdmissionWait. A namespace's own cap is its max_concurrency
+	// (schema.NamespaceDefaults when it sets none).
 	AdmissionWait time.Duration
 	// MaxQueued bounds the dues of one namespace waiting for a
 	// concurrency slot; more are deferred at once. It keeps one hanging
@@ -94,24 +96,25 @@ type Config struct {
 	// namespace's normal burst. Default MaxBuffered/2.
 	MaxQueued int
 	// DeferDelay: a deferred due comes back after a random delay in
-	// [DeferDelay, 2*DeferDelay). Default 1s.
+	// [DeferDelay, 2*DeferDelay). Default DefaultDeferDelay.
 	DeferDelay time.Duration
 	// MaxBuffered bounds the due events taken from Kafka and not yet
 	// completed; beyond it fetching is paused until half of them complete,
 	// so a backlog waits in Kafka rather than in admission queues (where
-	// it would be deferred). Default 4*MaxInFlight.
+	// it would be deferred). Default BufferedPerInFlight*MaxInFlight.
 	MaxBuffered int
 	// CommitInterval is how often completed offsets are committed.
-	// Default 500ms.
+	// Default DefaultCommitInterval.
 	CommitInterval time.Duration
 	// RevokeWait bounds how long a revoked partition's calls may finish
-	// before its offsets are committed and it is let go. Default 5s.
+	// before its offsets are committed and it is let go. Default
+	// DefaultRevokeWait.
 	RevokeWait time.Duration
 	// DedupSize is how many completed emissions are remembered to skip
-	// replays. Default 100000; negative disables.
+	// replays. Default DefaultDedupSize; Off remembers none.
 	DedupSize int
 	// BodySnippet is how much of a response body outcomes carry.
-	// Default 1024.
+	// Default DefaultBodySnippet.
 	BodySnippet int
 
 	// Registerer, if set, gets the dispatcher's metrics: its counters
@@ -130,7 +133,32 @@ type Config struct {
 	KgoOptions []kgo.Opt
 }
 
-func (c *Config) defaults() error {
+// The defaults of Config's fields (docs/dispatcher.md lists them; a test
+// holds it to these).
+const (
+	DefaultClientID       = "chime-dispatcher"
+	DefaultBreakerRamp    = 5 * time.Second
+	DefaultCallTimeout    = 10 * time.Second
+	DefaultMaxTimeout     = 60 * time.Second
+	DefaultMaxInFlight    = 1024
+	DefaultAdmissionWait  = 2 * time.Second
+	DefaultDeferDelay     = time.Second
+	DefaultCommitInterval = 500 * time.Millisecond
+	DefaultRevokeWait     = 5 * time.Second
+	DefaultDedupSize      = 100_000
+	DefaultBodySnippet    = 1024
+	// BufferedPerInFlight is MaxBuffered's default per MaxInFlight: the
+	// buffer holds a few rounds of calls, so fetching is not paused
+	// while every slot is busy.
+	BufferedPerInFlight = 4
+)
+
+// Off, as Config.DedupSize, remembers no emissions (0 takes the default).
+const Off = -1
+
+// validate applies the defaults to the fields left unset and refuses the
+// values the dispatcher cannot work with, naming each.
+func (c *Config) validate() error {
 	if len(c.Brokers) == 0 {
 		return errors.New("dispatcher: no brokers: set Config.Brokers")
 	}
@@ -138,7 +166,7 @@ func (c *Config) defaults() error {
 		c.Topics = schema.NewTopics("")
 	}
 	if c.ClientID == "" {
-		c.ClientID = "chime-dispatcher"
+		c.ClientID = DefaultClientID
 	}
 	if c.ID == "" {
 		host, _ := os.Hostname()
@@ -155,47 +183,26 @@ func (c *Config) defaults() error {
 	if c.Namespaces == nil {
 		c.Namespaces = StaticNamespaces(nil)
 	}
-	if c.BreakerRamp <= 0 {
-		c.BreakerRamp = 5 * time.Second
+	const o = "dispatcher"
+	errs := []error{
+		setting.Positive(o, "BreakerRamp", &c.BreakerRamp, DefaultBreakerRamp),
+		setting.Positive(o, "DefaultTimeout", &c.DefaultTimeout, DefaultCallTimeout),
+		setting.Positive(o, "MaxTimeout", &c.MaxTimeout, DefaultMaxTimeout),
+		setting.Positive(o, "IdleConnTimeout", &c.IdleConnTimeout, DefaultIdleConnTimeout),
+		setting.Positive(o, "MaxInFlight", &c.MaxInFlight, DefaultMaxInFlight),
+		setting.Positive(o, "AdmissionWait", &c.AdmissionWait, DefaultAdmissionWait),
+		setting.Positive(o, "DeferDelay", &c.DeferDelay, DefaultDeferDelay),
+		setting.Positive(o, "CommitInterval", &c.CommitInterval, DefaultCommitInterval),
+		setting.Positive(o, "RevokeWait", &c.RevokeWait, DefaultRevokeWait),
+		setting.PositiveOr(o, "DedupSize", &c.DedupSize, DefaultDedupSize, Off, "dispatcher.Off", "to remember none"),
+		setting.Positive(o, "BodySnippet", &c.BodySnippet, DefaultBodySnippet),
 	}
-	if c.DefaultTimeout <= 0 {
-		c.DefaultTimeout = 10 * time.Second
+	// Their defaults follow MaxInFlight, set above: one statement each, as
+	// the order in which a list's operands are read is not defined.
+	errs = append(errs, setting.Positive(o, "MaxBuffered", &c.MaxBuffered, BufferedPerInFlight*c.MaxInFlight))
+	errs = append(errs, setting.Positive(o, "MaxQueued", &c.MaxQueued, max(1, c.MaxBuffered/2)))
+	if err := c.Membership.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("dispatcher: Membership: %w", err))
 	}
-	if c.MaxTimeout <= 0 {
-		c.MaxTimeout = 60 * time.Second
-	}
-	if c.IdleConnTimeout <= 0 {
-		c.IdleConnTimeout = DefaultIdleConnTimeout
-	}
-	if c.MaxInFlight <= 0 {
-		c.MaxInFlight = 1024
-	}
-	if c.DefaultMaxConcurrency <= 0 {
-		c.DefaultMaxConcurrency = int(schema.NamespaceDefaults().GetMaxConcurrency())
-	}
-	if c.AdmissionWait <= 0 {
-		c.AdmissionWait = 2 * time.Second
-	}
-	if c.DeferDelay <= 0 {
-		c.DeferDelay = time.Second
-	}
-	if c.MaxBuffered <= 0 {
-		c.MaxBuffered = 4 * c.MaxInFlight
-	}
-	if c.MaxQueued <= 0 {
-		c.MaxQueued = max(1, c.MaxBuffered/2)
-	}
-	if c.CommitInterval <= 0 {
-		c.CommitInterval = 500 * time.Millisecond
-	}
-	if c.RevokeWait <= 0 {
-		c.RevokeWait = 5 * time.Second
-	}
-	if c.DedupSize == 0 {
-		c.DedupSize = 100_000
-	}
-	if c.BodySnippet <= 0 {
-		c.BodySnippet = 1024
-	}
-	return nil
+	return errors.Join(errs...)
 }

@@ -84,7 +84,7 @@ type Stats struct {
 
 // New returns a dispatcher; Run starts it.
 func New(cfg Config) (*Dispatcher, error) {
-	if err := cfg.defaults(); err != nil {
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	var err error
@@ -92,7 +92,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		cfg:    cfg,
 		log:    cfg.Logger,
 		client: newCallClient(&cfg.Guard, cfg.MaxTimeout, cfg.IdleConnTimeout),
-		lanes:  newLanes(cfg.MaxInFlight, cfg.DefaultMaxConcurrency, cfg.MaxQueued),
+		lanes:  newLanes(cfg.MaxInFlight, defaultMaxConcurrency, cfg.MaxQueued),
 		dedup:  newDedup(cfg.DedupSize),
 		gate:   newGate(cfg.Breakers, cfg.BreakerRamp),
 	}

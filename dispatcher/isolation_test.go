@@ -79,13 +79,13 @@ func TestDispatcherProcessHelper(t *testing.T) {
 	}
 	conc, _ := strconv.Atoi(os.Getenv("CHIME_MAX_CONCURRENCY"))
 	d, err := New(Config{
-		Brokers:               strings.Split(os.Getenv("CHIME_BROKERS"), ","),
-		Topics:                schema.NewTopics(os.Getenv("CHIME_TOPIC_PREFIX")),
-		Logger:                testLogger(),
-		Guard:                 Guard{AllowLoopback: true},
-		DefaultMaxConcurrency: conc,
-		AdmissionWait:         time.Minute,
-		CommitInterval:        100 * time.Millisecond,
+		Brokers:        strings.Split(os.Getenv("CHIME_BROKERS"), ","),
+		Topics:         schema.NewTopics(os.Getenv("CHIME_TOPIC_PREFIX")),
+		Logger:         testLogger(),
+		Guard:          Guard{AllowLoopback: true},
+		Namespaces:     capEvery(uint32(conc)),
+		AdmissionWait:  time.Minute,
+		CommitInterval: 100 * time.Millisecond,
 		// The killed member's partitions move once its session expires.
 		KgoOptions: []kgo.Opt{kgo.SessionTimeout(6 * time.Second), kgo.HeartbeatInterval(500 * time.Millisecond)},
 	})
@@ -171,7 +171,7 @@ func TestRebalanceHandsOverCleanly(t *testing.T) {
 	}
 	b.produce(dues...)
 	fast := func(c *Config) {
-		c.DefaultMaxConcurrency = 2
+		c.Namespaces = capEvery(2)
 		c.AdmissionWait = time.Minute // no deferrals: every outcome is a call's
 		c.KgoOptions = []kgo.Opt{kgo.SessionTimeout(6 * time.Second), kgo.HeartbeatInterval(500 * time.Millisecond)}
 		// Short, so the handover leaves calls unfinished for the new owner.
@@ -216,4 +216,9 @@ func TestRebalanceHandsOverCleanly(t *testing.T) {
 	require.Zero(t, b.outcomes.count(func(o *chimev1.CallbackOutcome) bool {
 		return o.Class != chimev1.OutcomeClass_OUTCOME_CLASS_SUCCESS
 	}))
+}
+
+// capEvery caps every namespace's concurrent calls at n.
+func capEvery(n uint32) Namespaces {
+	return NamespacesFunc(func(string) *chimev1.NamespaceConfig { return &chimev1.NamespaceConfig{MaxConcurrency: n} })
 }

@@ -42,6 +42,10 @@ type lanes struct {
 	maxWaiting int32
 }
 
+// defaultMaxConcurrency caps a namespace whose config sets no
+// max_concurrency: the namespace default's.
+var defaultMaxConcurrency = int(schema.NamespaceDefaults().GetMaxConcurrency())
+
 func newLanes(maxInFlight, defConc, maxWaiting int) *lanes {
 	return &lanes{byNS: map[string]*lane{}, global: make(chan struct{}, maxInFlight), defConc: defConc, maxWaiting: int32(maxWaiting)}
 }

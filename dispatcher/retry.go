@@ -9,18 +9,13 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 
+	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
-// RetryDefaults apply where neither the job nor its namespace sets a field.
-var RetryDefaults = Policy{
-	MaxAttempts: 5,
-	Initial:     time.Second,
-	Multiplier:  2,
-	MaxInterval: 5 * time.Minute,
-	Jitter:      0.5,
-	MaxElapsed:  24 * time.Hour,
-}
+// defaultRetry is the retry policy of a namespace that sets none; it
+// fills what neither the job nor its namespace sets. Read only.
+var defaultRetry = schema.NamespaceDefaults().GetRetry()
 
 // Policy is a resolved retry policy: every field set.
 type Policy struct {
@@ -33,11 +28,11 @@ type Policy struct {
 }
 
 // resolvePolicy takes each field from the job's policy, else the
-// namespace's, else RetryDefaults: a job that only sets max_attempts keeps
-// its namespace's intervals.
+// namespace's, else the namespace default's (schema.NamespaceDefaults): a
+// job that only sets max_attempts keeps its namespace's intervals.
 func resolvePolicy(job, ns *chimev1.RetryPolicy) Policy {
-	p := RetryDefaults
-	for _, rp := range []*chimev1.RetryPolicy{ns, job} {
+	var p Policy
+	for _, rp := range []*chimev1.RetryPolicy{defaultRetry, ns, job} {
 		if rp == nil {
 			continue
 		}

@@ -64,7 +64,12 @@ func TestClassifyError(t *testing.T) {
 
 func TestResolvePolicy(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, RetryDefaults, resolvePolicy(nil, nil))
+	// The defaults are the namespace defaults' (schema.NamespaceDefaults).
+	def := Policy{MaxAttempts: 5, Initial: time.Second, Multiplier: 2, MaxInterval: 5 * time.Minute, Jitter: 0.5, MaxElapsed: 24 * time.Hour}
+	require.Equal(t, def, resolvePolicy(nil, nil))
+	eff := schema.EffectiveNamespace("x", nil).GetRetry()
+	require.Equal(t, Policy{MaxAttempts: eff.GetMaxAttempts(), Initial: eff.GetInitialInterval().AsDuration(), Multiplier: eff.GetMultiplier(),
+		MaxInterval: eff.GetMaxInterval().AsDuration(), Jitter: eff.GetJitter(), MaxElapsed: eff.GetMaxElapsed().AsDuration()}, def)
 	ns := &chimev1.RetryPolicy{MaxAttempts: 3, InitialInterval: durationpb.New(2 * time.Second), Multiplier: 3}
 	job := &chimev1.RetryPolicy{MaxAttempts: 7, MaxInterval: durationpb.New(time.Minute)}
 	p := resolvePolicy(job, ns)
@@ -72,8 +77,8 @@ func TestResolvePolicy(t *testing.T) {
 	require.Equal(t, 2*time.Second, p.Initial, "namespace fills what the job leaves")
 	require.Equal(t, 3.0, p.Multiplier)
 	require.Equal(t, time.Minute, p.MaxInterval)
-	require.Equal(t, RetryDefaults.Jitter, p.Jitter, "defaults fill the rest")
-	require.Equal(t, RetryDefaults.MaxElapsed, p.MaxElapsed)
+	require.Equal(t, def.Jitter, p.Jitter, "defaults fill the rest")
+	require.Equal(t, def.MaxElapsed, p.MaxElapsed)
 }
 
 func TestBackoffDelay(t *testing.T) {
