@@ -75,24 +75,28 @@ import (
 	"github.com/chime-sched/chime/analytics"
 	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/infra/kafkaauth"
+	"github.com/chime-sched/chime/internal/setting"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
-// Config configures a Sink.
+// Config configures a Sink. A field left at its zero value takes the
+// default named on it; a negative one is refused by New.
 type Config struct {
 	Brokers  []string
 	Topics   schema.Topics
-	ClientID string
+	ClientID string // default DefaultClientID
 	Store    *analytics.Store
-	// BatchSize is the most rows one insert holds (default 50,000).
+	// BatchSize is the most rows one insert holds. Default
+	// DefaultBatchSize.
 	BatchSize int
-	// FlushInterval is the longest a record waits in a batch (default 1s).
+	// FlushInterval is the longest a record waits in a batch. Default
+	// DefaultFlushInterval.
 	FlushInterval time.Duration
-	// MaxBackoff caps the wait between retries of a failed insert
-	// (default 10s; the first wait is 250 ms).
+	// MaxBackoff caps the wait between retries of a failed insert (the
+	// first wait is 250 ms). Default DefaultMaxBackoff.
 	MaxBackoff time.Duration
-	Logger     *slog.Logger
+	Logger     *slog.Logger // default: discard
 	// Membership is the consumer's part in the sink group (session
 	// timeout, static membership).
 	Membership groups.Membership
@@ -108,6 +112,45 @@ type Config struct {
 	// afterDay runs after the rows of days[i] of a batch are stored, before
 	// the next day's; an error ends Run there, as a crash would (tests).
 	afterDay func(days []analytics.Day, i int) error
+}
+
+// The defaults of Config's fields.
+const (
+	DefaultClientID      = "chime"
+	DefaultBatchSize     = 50_000
+	DefaultFlushInterval = time.Second
+	DefaultMaxBackoff    = 10 * time.Second
+)
+
+// validate applies the defaults to the fields left unset and refuses the
+// values the sink cannot work with, naming each.
+func (c *Config) validate() error {
+	if len(c.Brokers) == 0 {
+		return errors.New("sink: no Kafka brokers")
+	}
+	if c.Store == nil {
+		return errors.New("sink: no analytics store")
+	}
+	if c.Topics.Prefix == "" {
+		// As every other part: a zero Topics would name unprefixed
+		// topics no other part writes.
+		c.Topics = schema.NewTopics("")
+	}
+	if c.ClientID == "" {
+		c.ClientID = DefaultClientID
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	errs := []error{
+		setting.Positive("sink", "BatchSize", &c.BatchSize, DefaultBatchSize),
+		setting.Positive("sink", "FlushInterval", &c.FlushInterval, DefaultFlushInterval),
+		setting.Positive("sink", "MaxBackoff", &c.MaxBackoff, DefaultMaxBackoff),
+	}
+	if err := c.Membership.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("sink: Membership: %w", err))
+	}
+	return errors.Join(errs...)
 }
 
 // Sink copies chime's event streams into ClickHouse.
@@ -133,30 +176,11 @@ type Stats struct {
 
 // New checks cfg and returns a Sink; Run starts it.
 func New(cfg Config) (*Sink, error) {
-	if len(cfg.Brokers) == 0 {
-		return nil, errors.New("sink: no Kafka brokers")
-	}
-	if cfg.Store == nil {
-		return nil, errors.New("sink: no analytics store")
-	}
-	if cfg.BatchSize <= 0 {
-		cfg.BatchSize = 50_000
-	}
-	if cfg.FlushInterval <= 0 {
-		cfg.FlushInterval = time.Second
-	}
-	if cfg.MaxBackoff <= 0 {
-		cfg.MaxBackoff = 10 * time.Second
-	}
-	if cfg.ClientID == "" {
-		cfg.ClientID = "chime"
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	t := cfg.Topics
-	s := &Sink{cfg: cfg, log: log, table: map[string]string{
+	s := &Sink{cfg: cfg, log: cfg.Logger, table: map[string]string{
 		t.Outcomes():           analytics.TableAttempts,
 		t.BreakerTransitions(): analytics.TableTransitions,
 		t.JobEvents():          analytics.TableJobEvents,
