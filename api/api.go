@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
+	"github.com/chime-sched/chime/internal/setting"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema/chimev1"
 	"github.com/chime-sched/chime/views/jobindex"
@@ -143,7 +144,8 @@ type Config struct {
 	// Analytics answers breaker history, stats, attempts and dead letters
 	// from ClickHouse. Nil: those routes answer 503 (not configured).
 	Analytics AnalyticsStore
-	// AnalyticsTimeout bounds one analytics query; default 15s.
+	// AnalyticsTimeout bounds one analytics query; default
+	// DefaultAnalyticsTimeout.
 	AnalyticsTimeout time.Duration
 
 	// AdminToken is accepted on every route. Empty disables admin access.
@@ -161,22 +163,58 @@ type Config struct {
 	Gatherer   prometheus.Gatherer
 
 	// ConsistencyWait bounds how long a namespace write waits for the view
-	// to show it, so the next request sees it. Default 5s.
+	// to show it, so the next request sees it. Default
+	// DefaultConsistencyWait.
 	ConsistencyWait time.Duration
 	// RecentTTL is how long a job command accepted by this process answers
 	// GET .../jobs/{id} while the jobs table does not show it yet.
-	// Default 2m.
+	// Default DefaultRecentTTL.
 	RecentTTL time.Duration
 	// IdempotencyTTL is how long an Idempotency-Key is remembered with its
-	// request; default 24h. IdempotencyMax bounds the keys kept; default
-	// 100000 (the oldest are forgotten first).
+	// request; default DefaultIdempotencyTTL. IdempotencyMax bounds the
+	// keys kept (the oldest are forgotten first); default
+	// DefaultIdempotencyMax.
 	IdempotencyTTL time.Duration
 	IdempotencyMax int
 	// Quotas bound each namespace's requests and job creations on this
 	// process (quota.go).
 	Quotas Quotas
-	// PublishTimeout bounds one publish; default 10s.
+	// PublishTimeout bounds one publish; default DefaultPublishTimeout.
 	PublishTimeout time.Duration
+}
+
+// The defaults of Config's fields; a field left at 0 takes its default, a
+// negative one is refused by New.
+const (
+	DefaultAnalyticsTimeout = 15 * time.Second
+	DefaultConsistencyWait  = 5 * time.Second
+	DefaultRecentTTL        = 2 * time.Minute
+	DefaultIdempotencyTTL   = 24 * time.Hour
+	DefaultIdempotencyMax   = 100_000
+	DefaultPublishTimeout   = 10 * time.Second
+)
+
+// validate applies the defaults to the fields left unset and refuses the
+// values the API cannot work with, naming each.
+func (c *Config) validate() error {
+	if c.Jobs == nil || c.Control == nil || c.Namespaces == nil || c.Breakers == nil || c.JobStates == nil {
+		return errors.New("api: Config needs Jobs, Control, Namespaces, Breakers and JobStates")
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return errors.Join(
+		setting.Positive("api", "AnalyticsTimeout", &c.AnalyticsTimeout, DefaultAnalyticsTimeout),
+		setting.Positive("api", "ConsistencyWait", &c.ConsistencyWait, DefaultConsistencyWait),
+		setting.Positive("api", "RecentTTL", &c.RecentTTL, DefaultRecentTTL),
+		setting.Positive("api", "IdempotencyTTL", &c.IdempotencyTTL, DefaultIdempotencyTTL),
+		setting.Positive("api", "IdempotencyMax", &c.IdempotencyMax, DefaultIdempotencyMax),
+		setting.Positive("api", "PublishTimeout", &c.PublishTimeout, DefaultPublishTimeout),
+		c.Quotas.validate(),
+	)
 }
 
 type server struct {
@@ -193,32 +231,8 @@ type server struct {
 // New builds the app. Serve it with app.Listen; stop it with
 // app.ShutdownWithContext.
 func New(cfg Config) (*fiber.App, error) {
-	if cfg.Jobs == nil || cfg.Control == nil || cfg.Namespaces == nil || cfg.Breakers == nil || cfg.JobStates == nil {
-		return nil, errors.New("api: Config needs Jobs, Control, Namespaces, Breakers and JobStates")
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.ConsistencyWait <= 0 {
-		cfg.ConsistencyWait = 5 * time.Second
-	}
-	if cfg.RecentTTL <= 0 {
-		cfg.RecentTTL = 2 * time.Minute
-	}
-	if cfg.IdempotencyTTL <= 0 {
-		cfg.IdempotencyTTL = 24 * time.Hour
-	}
-	if cfg.IdempotencyMax <= 0 {
-		cfg.IdempotencyMax = 100_000
-	}
-	if cfg.PublishTimeout <= 0 {
-		cfg.PublishTimeout = 10 * time.Second
-	}
-	if cfg.AnalyticsTimeout <= 0 {
-		cfg.AnalyticsTimeout = 15 * time.Second
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	if cfg.Registerer == nil || cfg.Gatherer == nil {
 		reg := prometheus.NewRegistry()

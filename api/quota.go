@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"golang.org/x/time/rate"
+
+	"github.com/chime-sched/chime/internal/setting"
 )
 
 // Quotas bound what one namespace's keys may ask of one API process: a
@@ -18,20 +21,24 @@ import (
 // own quota, so the namespace gets up to N times them in sum.
 type Quotas struct {
 	// RequestsPerSecond per namespace; bursts of twice as many. Default
-	// DefaultRequestsPerSecond; negative: no limit.
+	// DefaultRequestsPerSecond; Unlimited: no limit.
 	RequestsPerSecond float64
 	// JobsPerSecond created per namespace (a batch counts each job);
 	// bursts of ten seconds' worth, at least one full batch. Default
-	// DefaultJobsPerSecond; negative: no limit.
+	// DefaultJobsPerSecond; Unlimited: no limit.
 	JobsPerSecond float64
 	// PendingJobs a namespace may have that have not ended (scheduled,
 	// paused or firing), counted in the jobs table. Default
-	// DefaultPendingJobs; negative: no limit.
+	// DefaultPendingJobs; Unlimited: no limit.
 	PendingJobs float64
 	// Namespaces that may exist; creating one more answers 403. Default
-	// DefaultMaxNamespaces; negative: no limit.
+	// DefaultMaxNamespaces; Unlimited: no limit.
 	Namespaces float64
 }
+
+// Unlimited, as a Quotas field, turns that quota off (0 takes the
+// default instead; any other negative value is refused).
+const Unlimited = -1
 
 // The quota defaults; docs/api.md ("Quotas") says them.
 const (
@@ -45,19 +52,16 @@ const (
 // quota: jobs end as they fire or are cancelled, not at a known time.
 const pendingRetryAfter = time.Minute
 
-func (q *Quotas) defaults() {
-	if q.RequestsPerSecond == 0 {
-		q.RequestsPerSecond = DefaultRequestsPerSecond
-	}
-	if q.JobsPerSecond == 0 {
-		q.JobsPerSecond = DefaultJobsPerSecond
-	}
-	if q.PendingJobs == 0 {
-		q.PendingJobs = DefaultPendingJobs
-	}
-	if q.Namespaces == 0 {
-		q.Namespaces = DefaultMaxNamespaces
-	}
+// validate applies the defaults to the quotas left unset and refuses a
+// negative one other than Unlimited.
+func (q *Quotas) validate() error {
+	const o, u, means = "api", "api.Unlimited", "for no limit"
+	return errors.Join(
+		setting.PositiveOr(o, "Quotas.RequestsPerSecond", &q.RequestsPerSecond, DefaultRequestsPerSecond, Unlimited, u, means),
+		setting.PositiveOr(o, "Quotas.JobsPerSecond", &q.JobsPerSecond, DefaultJobsPerSecond, Unlimited, u, means),
+		setting.PositiveOr(o, "Quotas.PendingJobs", &q.PendingJobs, DefaultPendingJobs, Unlimited, u, means),
+		setting.PositiveOr(o, "Quotas.Namespaces", &q.Namespaces, DefaultMaxNamespaces, Unlimited, u, means),
+	)
 }
 
 type quotas struct {
@@ -68,8 +72,8 @@ type quotas struct {
 
 type nsQuota struct{ requests, jobs *rate.Limiter }
 
+// newQuotas takes validated quotas.
 func newQuotas(cfg Quotas) *quotas {
-	cfg.defaults()
 	return &quotas{cfg: cfg, byNS: map[string]*nsQuota{}}
 }
 
