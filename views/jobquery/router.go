@@ -20,6 +20,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/chime-sched/chime/infra/groups"
+	"github.com/chime-sched/chime/internal/setting"
 	"github.com/chime-sched/chime/schema/chimev1"
 	"github.com/chime-sched/chime/views/jobindex"
 )
@@ -112,25 +113,31 @@ type ownership struct {
 	err error
 }
 
+// validate applies the defaults to the fields left unset and refuses the
+// values the router cannot work with, naming each.
+func (c *RouterConfig) validate() error {
+	if c.Admin == nil || c.Group == "" || c.Topic == "" || c.Partitions <= 0 {
+		return errors.New("jobquery: RouterConfig needs Admin, Group, Topic and Partitions")
+	}
+	if len(c.Secret) < MinSecretLen {
+		return fmt.Errorf("jobquery: the query secret has %d characters; it needs at least %d", len(c.Secret), MinSecretLen)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return errors.Join(
+		setting.Positive("jobquery", "CallTimeout", &c.CallTimeout, DefaultCallTimeout),
+		setting.Positive("jobquery", "MaxAge", &c.MaxAge, DefaultMaxAge),
+	)
+}
+
 // NewRouter builds a router; it describes the group on first use.
 func NewRouter(cfg RouterConfig) (*Router, error) {
-	if cfg.Admin == nil || cfg.Group == "" || cfg.Topic == "" || cfg.Partitions <= 0 {
-		return nil, errors.New("jobquery: RouterConfig needs Admin, Group, Topic and Partitions")
-	}
-	if len(cfg.Secret) < MinSecretLen {
-		return nil, fmt.Errorf("jobquery: the query secret has %d characters; it needs at least %d", len(cfg.Secret), MinSecretLen)
-	}
-	if cfg.CallTimeout <= 0 {
-		cfg.CallTimeout = DefaultCallTimeout
-	}
-	if cfg.MaxAge <= 0 {
-		cfg.MaxAge = DefaultMaxAge
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	r := &Router{cfg: cfg, secret: []byte(cfg.Secret), hc: cfg.HTTP, warn: rate.Sometimes{Interval: 10 * time.Second}, down: map[string]time.Time{}}
 	if r.hc == nil {
