@@ -23,6 +23,7 @@ import (
 
 	"github.com/chime-sched/chime/infra/dirlock"
 	"github.com/chime-sched/chime/infra/kafkaauth"
+	"github.com/chime-sched/chime/internal/setting"
 )
 
 // DefaultCleanerBackoff is how often the broker considers compaction and
@@ -30,7 +31,8 @@ import (
 const DefaultCleanerBackoff = 30 * time.Second
 
 // Compaction of Options.Tables runs once what was written since the last
-// pass is at least DirtyRatio of their bytes (and at least MinDirtyBytes):
+// pass is at least DirtyRatio of their bytes (and at least
+// Options.MinDirtyBytes, DefaultMinDirtyBytes unless set):
 // kfake's pass reads and rewrites every compacted partition whole (and
 // holds a map of all their keys), so passing every CleanerBackoff cost a
 // third of a core with a million jobs in the scheduler's table. It is
@@ -38,8 +40,8 @@ const DefaultCleanerBackoff = 30 * time.Second
 // that only grows, as while jobs are created, is rewritten each time it
 // doubles, not each time it grows by half.
 const (
-	DirtyRatio    = 0.5
-	MinDirtyBytes = 64 << 20
+	DirtyRatio           = 0.5
+	DefaultMinDirtyBytes = 64 << 20
 )
 
 // Options configures Start.
@@ -63,7 +65,7 @@ type Options struct {
 	// compacted every CleanerBackoff, unprotected.
 	Tables []string
 	// MinDirtyBytes is the least growth of Tables that triggers a
-	// compaction; 0 means MinDirtyBytes.
+	// compaction; 0 means DefaultMinDirtyBytes.
 	MinDirtyBytes int64
 	// Streams are trimmed every CleanerBackoff once their readers
 	// consumed them (trim.go).
@@ -80,6 +82,23 @@ type Options struct {
 	// Registerer, if set, gets the broker's metrics: records trimmed from
 	// the streams and compactions of the tables.
 	Registerer prometheus.Registerer
+}
+
+// validate applies the defaults to the options left unset and refuses
+// the values the broker cannot work with, naming each.
+func (o *Options) validate() error {
+	if o.DataDir == "" {
+		return errors.New("broker: Options.DataDir is required (the embedded broker always persists)")
+	}
+	var port error
+	if o.Port < 0 || o.Port > 65535 {
+		port = fmt.Errorf("broker: port %d out of range 0-65535", o.Port)
+	}
+	return errors.Join(
+		port,
+		setting.Positive("broker", "CleanerBackoff", &o.CleanerBackoff, DefaultCleanerBackoff),
+		setting.Positive("broker", "MinDirtyBytes", &o.MinDirtyBytes, DefaultMinDirtyBytes),
+	)
 }
 
 // Broker is a running embedded broker.
@@ -105,21 +124,11 @@ type Broker struct {
 // Start takes the data directory's lock and starts a broker on it, loading
 // whatever an earlier broker persisted there.
 func Start(opts Options) (*Broker, error) {
-	if opts.DataDir == "" {
-		return nil, errors.New("broker: Options.DataDir is required (the embedded broker always persists)")
-	}
-	if opts.Port < 0 || opts.Port > 65535 {
-		return nil, fmt.Errorf("broker: port %d out of range 0-65535", opts.Port)
-	}
-	if opts.CleanerBackoff < 0 {
-		return nil, fmt.Errorf("broker: cleaner backoff %v must not be negative", opts.CleanerBackoff)
-	}
-	backoff := opts.CleanerBackoff
-	if backoff == 0 {
-		backoff = DefaultCleanerBackoff
+	if err := opts.validate(); err != nil {
+		return nil, err
 	}
 	// Sub-millisecond would round to 0 ms, which kfake's ticker rejects.
-	backoff = max(backoff, time.Millisecond)
+	backoff := max(opts.CleanerBackoff, time.Millisecond)
 
 	// The lock comes first: opening the cluster already reads and rewrites
 	// files in the directory.
@@ -197,10 +206,6 @@ func Start(opts Options) (*Broker, error) {
 	if err := rememberPort(opts.DataDir, portOf(b.addrs)); err != nil {
 		b.logf("broker: the next start may listen on another port: remembering this one: %v", err)
 	}
-	minDirty := opts.MinDirtyBytes
-	if minDirty <= 0 {
-		minDirty = MinDirtyBytes
-	}
 	if len(opts.Streams) > 0 {
 		if b.trim, err = newTrimmer(b.addrs, opts.SASL, opts.Streams); err != nil {
 			cluster.Close()
@@ -216,7 +221,7 @@ func Start(opts Options) (*Broker, error) {
 		_ = lock.Release()
 		return nil, err
 	}
-	go b.compactLoop(backoff, opts.Tables, minDirty)
+	go b.compactLoop(backoff, opts.Tables, opts.MinDirtyBytes)
 	return b, nil
 }
 

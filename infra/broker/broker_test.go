@@ -219,7 +219,8 @@ func TestStartValidatesOptions(t *testing.T) {
 		{"no data dir", broker.Options{}, "DataDir is required"},
 		{"negative port", broker.Options{Port: -1}, "port -1 out of range"},
 		{"port too large", broker.Options{Port: 70000}, "port 70000 out of range"},
-		{"negative backoff", broker.Options{CleanerBackoff: -time.Second}, "must not be negative"},
+		{"negative backoff", broker.Options{CleanerBackoff: -time.Second}, "broker: CleanerBackoff is -1s: must be positive, or 0 for the default 30s"},
+		{"negative dirty bytes", broker.Options{MinDirtyBytes: -1}, "broker: MinDirtyBytes is -1: must be positive, or 0 for the default 67108864"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
