@@ -18,7 +18,7 @@ import (
 // Number is what a numeric setting holds: a count, a size, a
 // time.Duration or a rate.
 type Number interface {
-	~int | ~int32 | ~int64 | ~uint32 | ~float64
+	~int | ~int32 | ~int64 | ~uint32 | ~uint64 | ~float64
 }
 
 // Positive applies def to a setting left at 0 and refuses a negative one:

@@ -49,6 +49,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/chime-sched/chime/internal/setting"
 )
 
 // Options configure a database.
@@ -56,18 +58,20 @@ type Options struct {
 	// Dir holds the database; empty keeps it in memory (tests, and
 	// schedulers that rebuild their table from Kafka at every start).
 	Dir string
-	// CacheSize bounds Pebble's block cache. Default 128 MiB.
+	// CacheSize bounds Pebble's block cache. Default DefaultCacheSize.
 	CacheSize int64
-	// MemTableSize is the size of a Pebble memtable. Default 32 MiB.
+	// MemTableSize is the size of a Pebble memtable. Default
+	// DefaultMemTableSize.
 	MemTableSize uint64
 	// MaxCheckpointAge: a partition whose offset was stored longer ago is
-	// rebuilt from Kafka (see the package comment). Default 20 hours.
+	// rebuilt from Kafka (see the package comment). Default
+	// DefaultMaxCheckpointAge.
 	MaxCheckpointAge time.Duration
 	// FlushInterval is how long confirmed writes may wait to be applied
-	// together. Default 5 ms.
+	// together. Default DefaultFlushInterval.
 	FlushInterval time.Duration
 	// FlushAfter applies confirmed writes at once when a partition holds
-	// this many. Default 4096.
+	// this many. Default DefaultFlushAfter.
 	FlushAfter int
 	// AutoConfirm treats every write as confirmed when it is made: for a
 	// processor without a Kafka producer (goka's tester).
@@ -76,28 +80,33 @@ type Options struct {
 	Logger      *slog.Logger
 }
 
-func (o *Options) defaults() {
-	if o.CacheSize <= 0 {
-		o.CacheSize = 128 << 20
-	}
-	if o.MemTableSize == 0 {
-		o.MemTableSize = 32 << 20
-	}
-	if o.MaxCheckpointAge <= 0 {
-		o.MaxCheckpointAge = 20 * time.Hour
-	}
-	if o.FlushInterval <= 0 {
-		o.FlushInterval = 5 * time.Millisecond
-	}
-	if o.FlushAfter <= 0 {
-		o.FlushAfter = 4096
-	}
+// The defaults of Options' fields; a field left at 0 takes its default, a
+// negative one is refused by Open.
+const (
+	DefaultCacheSize        = 128 << 20
+	DefaultMemTableSize     = 32 << 20
+	DefaultMaxCheckpointAge = 20 * time.Hour
+	DefaultFlushInterval    = 5 * time.Millisecond
+	DefaultFlushAfter       = 4096
+)
+
+// validate applies the defaults to the options left unset and refuses the
+// values the store cannot work with, naming each.
+func (o *Options) validate() error {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	const n = "jobstore"
+	return errors.Join(
+		setting.Positive(n, "CacheSize", &o.CacheSize, DefaultCacheSize),
+		setting.Positive(n, "MemTableSize", &o.MemTableSize, DefaultMemTableSize),
+		setting.Positive(n, "MaxCheckpointAge", &o.MaxCheckpointAge, DefaultMaxCheckpointAge),
+		setting.Positive(n, "FlushInterval", &o.FlushInterval, DefaultFlushInterval),
+		setting.Positive(n, "FlushAfter", &o.FlushAfter, DefaultFlushAfter),
+	)
 }
 
 // DB is the database of every partition a process holds.
@@ -121,7 +130,9 @@ type DB struct {
 // or written by an incompatible version) is wiped and created again: its
 // contents are a cache of Kafka.
 func Open(opts Options) (*DB, error) {
-	opts.defaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
 	db := &DB{opts: opts, parts: map[int32]*Partition{}, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	pdb, err := db.open()
 	var inUse *inUseError
