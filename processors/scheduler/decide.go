@@ -20,7 +20,7 @@ import (
 
 // This file is where chime decides that a job is due. The functions here are
 // pure: given the row, the input and the time, they return a decision that
-// the goka callbacks (processor.go) apply. Everything that must hold across
+// the goka callbacks (apply.go) apply. Everything that must hold across
 // crashes follows from two rules:
 //
 //   - the row is the only authority. A tick is a hint to look at the row; a
