@@ -19,7 +19,7 @@ import (
 var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 
 type rig struct {
-	t   *testing.T
+	t   testing.TB
 	d   *decider
 	key string
 	st  *chimev1.JobState
@@ -34,7 +34,7 @@ type rig struct {
 	ns nsState
 }
 
-func newRig(t *testing.T, mutate ...func(*Config)) *rig {
+func newRig(t testing.TB, mutate ...func(*Config)) *rig {
 	// Redelivery of unanswered fires is off unless a test turns it on:
 	// most tests play the scheduler without a dispatcher.
 	cfg := Config{AckTimeout: Off}
