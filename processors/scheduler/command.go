@@ -1,0 +1,253 @@
+package scheduler
+
+// Commands: a job command is decoded, validated and routed here, and the
+// commands that shape the job (upsert, cancel, pause, resume, trigger) are
+// decided. The dispatcher's answers (retry, defer, ack) are in outcome.go.
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/chime-sched/chime/processors"
+	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/schema/schedule"
+)
+
+func (d *decider) command(in *input, cur *chimev1.JobState, now time.Time) decision {
+	cmd := new(chimev1.JobCommand)
+	if err := proto.Unmarshal(in.raw, cmd); err != nil {
+		return d.reject(in, cmd, "", fmt.Sprintf("command does not decode as chime.v1.JobCommand: %v", err), now)
+	}
+	in.commandID = cmd.GetCommandId()
+	if err := schema.ValidateCommand(cmd, schema.ValidateOptions{AllowReserved: true}); err != nil {
+		field := ""
+		if ve, ok := err.(*schema.ValidationError); ok {
+			field = ve.Field
+		}
+		return d.reject(in, cmd, field, err.Error(), now)
+	}
+	if strings.HasPrefix(cmd.GetJobId(), schema.ReservedJobIDPrefix) {
+		// chime's own jobs: only timers into chime's own topics.
+		k := cmd.GetUpsert().GetSpec().GetTarget().GetKafka()
+		if k == nil || k.GetTopic() != d.cfg.Topics.BreakerTimers() {
+			return d.reject(in, cmd, "job_id", fmt.Sprintf("job id %q is reserved for chime's own timers (prefix %q)", cmd.GetJobId(), schema.ReservedJobIDPrefix), now)
+		}
+	}
+	if want := schema.JobKey(cmd.GetNamespace(), cmd.GetJobId()); want != in.key {
+		return d.reject(in, cmd, "", fmt.Sprintf("record key %q does not match the command's job %q; publish with key namespace/job_id", in.key, want), now)
+	}
+	// A job's row lives on its key's partition: a command written to
+	// another one would make a second row there, and fire the job twice.
+	if in.partitions > 0 {
+		if want := processors.PartitionOf(in.key, in.partitions); want != in.partition {
+			return d.reject(in, cmd, "", fmt.Sprintf("record on partition %d, but key %q belongs to partition %d of %d; publish with the key-hash partitioner (producer.GokaPartitioner)", in.partition, in.key, want, in.partitions), now)
+		}
+	}
+	if heldRow(cur) {
+		return d.onHeld(in, cur, cmd, now)
+	}
+	if cur == nil && cmd.GetUpsert() == nil {
+		return d.reject(in, cmd, "job_id", fmt.Sprintf("job %q does not exist", in.key), now)
+	}
+	switch c := cmd.GetCommand().(type) {
+	case *chimev1.JobCommand_Upsert:
+		return d.upsert(in, cmd, c.Upsert.GetSpec(), cur, now)
+	case *chimev1.JobCommand_Cancel:
+		return d.cancel(in, cmd, c.Cancel, cur, now)
+	case *chimev1.JobCommand_Pause:
+		return d.pause(in, cmd, cur, now)
+	case *chimev1.JobCommand_Resume:
+		return d.resume(in, cmd, cur, now)
+	case *chimev1.JobCommand_Trigger:
+		return d.trigger(in, cmd, cur, now)
+	case *chimev1.JobCommand_Retry:
+		return d.rearm(in, cur, c.Retry.GetFireSeq(), c.Retry.GetEmitSeq(), c.Retry.GetAttempt(), c.Retry.GetNotBefore().AsTime(), false, c.Retry.GetReason(), c.Retry.GetOutcome(), now)
+	case *chimev1.JobCommand_Defer:
+		return d.rearm(in, cur, c.Defer.GetFireSeq(), c.Defer.GetEmitSeq(), 0, c.Defer.GetNotBefore().AsTime(), true, c.Defer.GetReason(), nil, now)
+	case *chimev1.JobCommand_Ack:
+		return d.ack(in, cur, c.Ack, now)
+	}
+	return d.reject(in, cmd, "command", "no command set", now)
+}
+
+func (d *decider) upsert(in *input, cmd *chimev1.JobCommand, spec *chimev1.JobSpec, cur *chimev1.JobState, now time.Time) decision {
+	if k := spec.GetTarget().GetKafka(); k != nil && k.GetTopic() == d.cfg.Topics.BreakerTimers() && !strings.HasPrefix(spec.GetId(), schema.ReservedJobIDPrefix) {
+		// The breaker takes what arrives there as its own timers.
+		return d.reject(in, cmd, "upsert.spec.target.kafka.topic",
+			fmt.Sprintf("kafka target topic %q is chime's own (the breaker's timers); only jobs under %q may write to it", k.GetTopic(), schema.ReservedJobIDPrefix), now)
+	}
+	if k := spec.GetTarget().GetKafka(); k != nil && !d.allowed[k.GetTopic()] {
+		return d.reject(in, cmd, "upsert.spec.target.kafka.topic",
+			fmt.Sprintf("kafka target topic %q is not on the scheduler's allowlist (%s); add it with --kafka-target-topics", k.GetTopic(), allowList(d.allowed)), now)
+	}
+	compiled, err := schedule.Compile(spec.GetSchedule())
+	if err != nil {
+		return d.reject(in, cmd, "upsert.spec.schedule", err.Error(), now)
+	}
+	if cur == nil && in.ns != nsKnown && !strings.HasPrefix(spec.GetId(), schema.ReservedJobIDPrefix) {
+		// chime's own timers (the breaker's) need no namespace config.
+		return d.holdForNamespace(in, nil, now)
+	}
+	if cur != nil {
+		if cur.GetLastCommandId() == cmd.GetCommandId() {
+			return decision{} // the same command again (producer retry, replay)
+		}
+		if !schema.JobEnded(cur.GetStatus()) && proto.Equal(cur.GetSpec(), spec) {
+			// Same spec: nothing to reschedule. Keeping the schedule as it
+			// is makes a re-sent upsert harmless.
+			return decision{}
+		}
+	}
+	anchor := now
+	if cmd.GetIssuedAt().IsValid() && cmd.GetIssuedAt().AsTime().Before(now) {
+		// The client's view of "when" counts: a command that waited in
+		// Kafka during scheduler downtime is anchored when it was issued.
+		anchor = cmd.GetIssuedAt().AsTime()
+	}
+	st := cur
+	typ := chimev1.JobEventType_JOB_EVENT_TYPE_UPDATED
+	if st == nil {
+		st = &chimev1.JobState{CreatedAt: timestamppb.New(now)}
+		typ = chimev1.JobEventType_JOB_EVENT_TYPE_CREATED
+	}
+	oneShotInFlight := cur != nil && !schema.JobEnded(cur.GetStatus()) && cur.GetFires() > 0 &&
+		cur.GetNextScheduledAt() == nil && !compiled.Recurring() &&
+		proto.Equal(cur.GetSpec().GetSchedule(), spec.GetSchedule())
+	keepDeliveredTargets(st, spec)
+	st.Spec = spec
+	st.Anchor = timestamppb.New(anchor)
+	plan := compiled.WithAnchor(anchor)
+	st.UpdatedAt = timestamppb.New(now)
+	st.LastCommandId = cmd.GetCommandId()
+	if cur == nil || cur.GetStatus() != chimev1.JobStatus_JOB_STATUS_PAUSED {
+		st.Status = chimev1.JobStatus_JOB_STATUS_SCHEDULED
+	}
+	st.NextScheduledAt = nil
+	if !oneShotInFlight {
+		first, ok := plan.First(anchor)
+		if last := st.GetLastScheduledAt(); ok && plan.Recurring() && last != nil && !first.After(last.AsTime()) {
+			// A replaced recurring spec continues after the last occurrence
+			// already fired or skipped: no occurrence goes out twice under
+			// two fire_seqs.
+			first, ok = plan.Next(last.AsTime())
+		}
+		if ok {
+			st.NextScheduledAt = timestamppb.New(first)
+		}
+	}
+	dec := decision{state: st}
+	dec.events = append(dec.events, d.event(in, st, typ, now))
+	d.maybeComplete(in, st, plan, &dec, now)
+	d.setTimer(in.key, st)
+	return dec
+}
+
+func (d *decider) cancel(in *input, cmd *chimev1.JobCommand, c *chimev1.Cancel, cur *chimev1.JobState, now time.Time) decision {
+	if schema.JobEnded(cur.GetStatus()) {
+		return decision{} // nothing left to cancel; keep its retention clock
+	}
+	st := cur
+	st.Status = chimev1.JobStatus_JOB_STATUS_CANCELLED
+	st.NextScheduledAt = nil
+	st.Pending = nil
+	st.UpdatedAt = timestamppb.New(now)
+	st.LastCommandId = cmd.GetCommandId()
+	st.LastDetail = c.GetReason()
+	ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_CANCELLED, now)
+	ev.Detail = c.GetReason()
+	ev.CommandId = cmd.GetCommandId()
+	d.setTimer(in.key, st)
+	return decision{state: st, events: []*chimev1.JobEvent{ev}}
+}
+
+func (d *decider) pause(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobState, now time.Time) decision {
+	switch {
+	case cur.GetStatus() == chimev1.JobStatus_JOB_STATUS_PAUSED:
+		return decision{}
+	case schema.JobEnded(cur.GetStatus()):
+		return d.reject(in, cmd, "pause", fmt.Sprintf("job %q is %s and cannot be paused", in.key, schema.JobStatusName(cur.GetStatus())), now)
+	}
+	st := cur
+	st.Status = chimev1.JobStatus_JOB_STATUS_PAUSED
+	st.UpdatedAt = timestamppb.New(now)
+	st.LastCommandId = cmd.GetCommandId()
+	d.setTimer(in.key, st)
+	ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_PAUSED, now)
+	ev.CommandId = cmd.GetCommandId()
+	return decision{state: st, events: []*chimev1.JobEvent{ev}}
+}
+
+func (d *decider) resume(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobState, now time.Time) decision {
+	switch {
+	case cur.GetStatus() == chimev1.JobStatus_JOB_STATUS_SCHEDULED:
+		return decision{}
+	case schema.JobEnded(cur.GetStatus()):
+		return d.reject(in, cmd, "resume", fmt.Sprintf("job %q is %s and cannot be resumed", in.key, schema.JobStatusName(cur.GetStatus())), now)
+	}
+	st := cur
+	st.Status = chimev1.JobStatus_JOB_STATUS_SCHEDULED
+	st.UpdatedAt = timestamppb.New(now)
+	st.LastCommandId = cmd.GetCommandId()
+	ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_RESUMED, now)
+	ev.CommandId = cmd.GetCommandId()
+	dec := decision{state: st, events: []*chimev1.JobEvent{ev}}
+	plan, err := compilePlan(st)
+	if err == nil && plan.Recurring() && st.GetNextScheduledAt() != nil && !st.GetNextScheduledAt().AsTime().After(now) {
+		// A recurring job continues on its schedule: the occurrences that
+		// fell into the pause are skipped (and reported), none is made up.
+		from := st.GetNextScheduledAt().AsTime()
+		last, count, _ := plan.Latest(from, now, d.cfg.CatchupScanLimit)
+		st.FireSeq += count
+		st.Skipped += count
+		sk := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_SKIPPED, now)
+		sk.Count = count
+		sk.FirstScheduledAt = timestamppb.New(from)
+		sk.LastScheduledAt = timestamppb.New(last)
+		sk.Detail = "occurrences fell into a pause"
+		dec.events = append(dec.events, sk)
+		st.LastScheduledAt = timestamppb.New(last)
+		st.NextScheduledAt = nil
+		if next, ok := plan.Next(last); ok {
+			st.NextScheduledAt = timestamppb.New(next)
+		}
+	}
+	if err == nil {
+		d.maybeComplete(in, st, plan, &dec, now)
+	}
+	d.setTimer(in.key, st)
+	return dec
+}
+
+// trigger fires the job once now. The fire takes the next fire_seq (its
+// own idempotency key, retries and dead letter like any fire); the
+// schedule is untouched: next_scheduled_at stays, so a one-shot still
+// fires at its time, and the occurrences after a trigger are numbered
+// after it. A paused job may be triggered (Temporal allows it too); the
+// fire's retries then wait for the resume, as a paused job's do.
+func (d *decider) trigger(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobState, now time.Time) decision {
+	if schema.JobEnded(cur.GetStatus()) {
+		return d.reject(in, cmd, "trigger", fmt.Sprintf("job %q is %s and cannot be triggered; create it again to fire it", in.key, schema.JobStatusName(cur.GetStatus())), now)
+	}
+	if n := len(cur.GetOpen()); n >= d.cfg.MaxOpenFires {
+		// Each trigger opens a fire that stays in the row until its last
+		// attempt: unbounded triggers of a failing job would grow the row
+		// past what Kafka stores.
+		return d.reject(in, cmd, "trigger", fmt.Sprintf("job %q has %d fires awaiting their outcome, the most one job may hold; trigger it again when some have finished (retried to the end or dead-lettered)", in.key, n), now)
+	}
+	st := cur
+	st.FireSeq++
+	st.UpdatedAt = timestamppb.New(now)
+	st.LastCommandId = cmd.GetCommandId()
+	dec := decision{state: st}
+	ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_TRIGGERED, now)
+	ev.FireSeq, ev.CommandId = st.GetFireSeq(), cmd.GetCommandId()
+	dec.events = append(dec.events, ev)
+	d.fire(in, st, &dec, st.GetFireSeq(), 1, 0, nil, now, now, now)
+	d.setTimer(in.key, st)
+	return dec
+}
