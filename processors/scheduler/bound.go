@@ -76,7 +76,7 @@ func (d *decider) bound(in *input, dec *decision, now time.Time) {
 		if i := slices.IndexFunc(st.GetPending(), func(p *chimev1.Pending) bool { return p.GetFireSeq() == seq }); i >= 0 {
 			size -= elemSize(st.Pending[i])
 		}
-		d.dropOpen(in, st, dec, seq,
+		d.dropOpen(in, dec, seq,
 			fmt.Sprintf("fire %d was closed as dead to keep job %q's row within %d bytes (it had %d)", seq, in.key, limit, before), now)
 	}
 	d.setTimer(in.key, st)
@@ -110,8 +110,10 @@ func fireSeqsOf(st *chimev1.JobState) []uint64 {
 	return slices.Compact(seqs)
 }
 
-// dropOpen closes an open fire (and its pending retry) as dead, saying why.
-func (d *decider) dropOpen(in *input, st *chimev1.JobState, dec *decision, fireSeq uint64, why string, now time.Time) {
+// dropOpen closes an open fire (and its pending retry) of the decision's
+// row as dead, saying why.
+func (d *decider) dropOpen(in *input, dec *decision, fireSeq uint64, why string, now time.Time) {
+	st := dec.state
 	st.Open = slices.DeleteFunc(st.Open, func(e *chimev1.Emission) bool { return e.GetFireSeq() == fireSeq })
 	st.Pending = slices.DeleteFunc(st.Pending, func(p *chimev1.Pending) bool { return p.GetFireSeq() == fireSeq })
 	ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_DEAD, now)

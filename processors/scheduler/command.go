@@ -66,9 +66,9 @@ func (d *decider) command(in *input, cur *chimev1.JobState, now time.Time) decis
 	case *chimev1.JobCommand_Trigger:
 		return d.trigger(in, cmd, cur, now)
 	case *chimev1.JobCommand_Retry:
-		return d.rearm(in, cur, c.Retry.GetFireSeq(), c.Retry.GetEmitSeq(), c.Retry.GetAttempt(), c.Retry.GetNotBefore().AsTime(), false, c.Retry.GetReason(), c.Retry.GetOutcome(), now)
+		return d.rearm(in, cur, retryRearming(c.Retry), now)
 	case *chimev1.JobCommand_Defer:
-		return d.rearm(in, cur, c.Defer.GetFireSeq(), c.Defer.GetEmitSeq(), 0, c.Defer.GetNotBefore().AsTime(), true, c.Defer.GetReason(), nil, now)
+		return d.rearm(in, cur, deferRearming(c.Defer), now)
 	case *chimev1.JobCommand_Ack:
 		return d.ack(in, cur, c.Ack, now)
 	}
@@ -109,7 +109,7 @@ func (d *decider) upsert(in *input, cmd *chimev1.JobCommand, spec *chimev1.JobSp
 		// Kafka during scheduler downtime is anchored when it was issued.
 		anchor = cmd.GetIssuedAt().AsTime()
 	}
-	st := cur
+	st := copyRow(cur)
 	typ := chimev1.JobEventType_JOB_EVENT_TYPE_UPDATED
 	if st == nil {
 		st = &chimev1.JobState{CreatedAt: timestamppb.New(now)}
@@ -142,7 +142,7 @@ func (d *decider) upsert(in *input, cmd *chimev1.JobCommand, spec *chimev1.JobSp
 	}
 	dec := decision{state: st}
 	dec.events = append(dec.events, d.event(in, st, typ, now))
-	d.maybeComplete(in, st, plan, &dec, now)
+	d.maybeComplete(in, &dec, plan, now)
 	d.setTimer(in.key, st)
 	return dec
 }
@@ -151,7 +151,7 @@ func (d *decider) cancel(in *input, cmd *chimev1.JobCommand, c *chimev1.Cancel, 
 	if schema.JobEnded(cur.GetStatus()) {
 		return decision{} // nothing left to cancel; keep its retention clock
 	}
-	st := cur
+	st := copyRow(cur)
 	st.Status = chimev1.JobStatus_JOB_STATUS_CANCELLED
 	st.NextScheduledAt = nil
 	st.Pending = nil
@@ -172,7 +172,7 @@ func (d *decider) pause(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobStat
 	case schema.JobEnded(cur.GetStatus()):
 		return d.reject(in, cmd, "pause", fmt.Sprintf("job %q is %s and cannot be paused", in.key, schema.JobStatusName(cur.GetStatus())), now)
 	}
-	st := cur
+	st := copyRow(cur)
 	st.Status = chimev1.JobStatus_JOB_STATUS_PAUSED
 	st.UpdatedAt = timestamppb.New(now)
 	st.LastCommandId = cmd.GetCommandId()
@@ -189,7 +189,7 @@ func (d *decider) resume(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobSta
 	case schema.JobEnded(cur.GetStatus()):
 		return d.reject(in, cmd, "resume", fmt.Sprintf("job %q is %s and cannot be resumed", in.key, schema.JobStatusName(cur.GetStatus())), now)
 	}
-	st := cur
+	st := copyRow(cur)
 	st.Status = chimev1.JobStatus_JOB_STATUS_SCHEDULED
 	st.UpdatedAt = timestamppb.New(now)
 	st.LastCommandId = cmd.GetCommandId()
@@ -217,7 +217,7 @@ func (d *decider) resume(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobSta
 		}
 	}
 	if err == nil {
-		d.maybeComplete(in, st, plan, &dec, now)
+		d.maybeComplete(in, &dec, plan, now)
 	}
 	d.setTimer(in.key, st)
 	return dec
@@ -239,7 +239,7 @@ func (d *decider) trigger(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobSt
 		// past what Kafka stores.
 		return d.reject(in, cmd, "trigger", fmt.Sprintf("job %q has %d fires awaiting their outcome, the most one job may hold; trigger it again when some have finished (retried to the end or dead-lettered)", in.key, n), now)
 	}
-	st := cur
+	st := copyRow(cur)
 	st.FireSeq++
 	st.UpdatedAt = timestamppb.New(now)
 	st.LastCommandId = cmd.GetCommandId()
@@ -247,7 +247,7 @@ func (d *decider) trigger(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobSt
 	ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_TRIGGERED, now)
 	ev.FireSeq, ev.CommandId = st.GetFireSeq(), cmd.GetCommandId()
 	dec.events = append(dec.events, ev)
-	d.fire(in, st, &dec, st.GetFireSeq(), 1, 0, nil, now, now, now)
+	d.fire(in, &dec, occurrence{fireSeq: st.GetFireSeq(), attempt: 1, scheduledAt: now, fireAt: now}, now)
 	d.setTimer(in.key, st)
 	return dec
 }

@@ -39,7 +39,9 @@ import (
 
 // decision is what one input does to one row.
 type decision struct {
-	// state is the new row; nil leaves the row as it is.
+	// state is the new row; nil leaves the row as it is. It is never the
+	// row the decision was made on (rowcopy.go); the helpers that add to a
+	// decision change this row.
 	state *chimev1.JobState
 	// del removes the row.
 	del       bool
@@ -63,7 +65,9 @@ func (d decision) emitsNothing() bool {
 
 // input identifies the record being processed; event IDs derive from it so
 // that replaying the record yields the same IDs (analytics deduplicates on
-// them).
+// them). It is the one thing a decision writes to besides what it returns:
+// it numbers the decision's events (seq) and notes the command's id, which
+// refuse reads when the decision cannot be written.
 type input struct {
 	key       string
 	topic     string
@@ -106,9 +110,10 @@ func (d *decider) currentIncarnation() string {
 	return ""
 }
 
-// onCommand applies a job command. raw is the record's value; a command that
-// does not decode or validate is answered with a rejection, never a crash.
-// The row it leaves fits the row budget (bound.go).
+// onCommand applies a job command to cur, the row as stored (nil: none).
+// raw is the record's value; a command that does not decode or validate is
+// answered with a rejection, never a crash. cur is left as it is; the new
+// row, which fits the row budget (bound.go), is the decision's state.
 func (d *decider) onCommand(in *input, cur *chimev1.JobState, now time.Time) decision {
 	dec := d.command(in, cur, now)
 	d.bound(in, &dec, now)
@@ -127,8 +132,9 @@ func (d *decider) event(in *input, st *chimev1.JobState, typ chimev1.JobEventTyp
 	}
 }
 
-// onTick fires whatever in the row is due at now. The row it leaves fits
-// the row budget (bound.go).
+// onTick fires whatever in the row is due at now. cur is left as it is;
+// the new row, which fits the row budget (bound.go), is the decision's
+// state.
 func (d *decider) onTick(in *input, cur *chimev1.JobState, now time.Time) decision {
 	dec := d.tick(in, cur, now)
 	d.bound(in, &dec, now)

@@ -32,6 +32,8 @@ type rig struct {
 	deleted bool
 	// ns is what the namespace view answers (nsKnown unless a test says).
 	ns nsState
+	// decided counts the steps whose decision did something.
+	decided int
 }
 
 func newRig(t testing.TB, mutate ...func(*Config)) *rig {
@@ -82,13 +84,28 @@ func (r *rig) command(cmd *chimev1.JobCommand, now time.Time) {
 	require.NoError(r.t, err)
 	r.off++
 	in := &input{key: r.key, topic: "cmds", offset: r.off, raw: raw, ns: r.ns}
-	r.apply(r.d.onCommand(in, r.clone(), now))
+	cur, before := r.clone(), r.clone()
+	dec := r.d.onCommand(in, cur, now)
+	r.checkUntouched(before, cur, dec)
+	r.apply(dec)
 }
 
 func (r *rig) tick(now time.Time) {
 	r.off++
 	in := &input{key: r.key, topic: "ticks", offset: r.off, ns: r.ns}
-	r.apply(r.d.onTick(in, r.clone(), now))
+	cur, before := r.clone(), r.clone()
+	dec := r.d.onTick(in, cur, now)
+	r.checkUntouched(before, cur, dec)
+	r.apply(dec)
+}
+
+// checkUntouched: a decision leaves the row it was made on as it was
+// (rowcopy.go), whatever the test does.
+func (r *rig) checkUntouched(before, cur *chimev1.JobState, dec decision) {
+	requireUntouched(r.t, before, cur, dec)
+	if dec.state != nil || dec.del || dec.rejection != nil || len(dec.dues)+len(dec.events)+len(dec.deliver) > 0 {
+		r.decided++
+	}
 }
 
 func (r *rig) clone() *chimev1.JobState {
@@ -713,7 +730,9 @@ func FuzzOnCommand(f *testing.F) {
 			cur = r.clone()
 		}
 		in := &input{key: key, topic: "cmds", partition: 0, partitions: 1, offset: 99, raw: raw}
+		before := proto.CloneOf(cur)
 		dec := r.d.onCommand(in, cur, t0.Add(2*time.Second))
+		requireUntouched(t, before, cur, dec)
 		if dec.rejection != nil && dec.state != nil {
 			t.Fatalf("a rejected command changed the row")
 		}

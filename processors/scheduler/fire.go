@@ -18,13 +18,32 @@ import (
 	"github.com/chime-sched/chime/schema/schedule"
 )
 
-// fire emits one occurrence (or expires it when its relevancy window has
-// passed).
-func (d *decider) fire(in *input, st *chimev1.JobState, dec *decision, fireSeq uint64, attempt, deferrals uint32, history []*chimev1.CallbackOutcome, scheduledAt, fireAt, now time.Time) {
+// occurrence is one fire of a job: the first attempt of an occurrence, a
+// retry or a deferral.
+type occurrence struct {
+	fireSeq            uint64
+	attempt, deferrals uint32
+	// history is the fire's failed attempts so far.
+	history []*chimev1.CallbackOutcome
+	// scheduledAt is the occurrence's time (its relevancy window counts
+	// from it); fireAt is when it is due, with its jitter or at its retry.
+	scheduledAt, fireAt time.Time
+}
+
+// retryOccurrence is the fire a pending retry or deferral asks for.
+func retryOccurrence(p *chimev1.Pending) occurrence {
+	return occurrence{fireSeq: p.GetFireSeq(), attempt: p.GetAttempt(), deferrals: p.GetDeferrals(), history: p.GetHistory(),
+		scheduledAt: p.GetScheduledAt().AsTime(), fireAt: p.GetNotBefore().AsTime()}
+}
+
+// fire emits one occurrence into the decision and its row (or expires it
+// when its relevancy window has passed).
+func (d *decider) fire(in *input, dec *decision, o occurrence, now time.Time) {
+	st := dec.state
 	window := d.window(in, st)
 	var deadline *timestamppb.Timestamp
 	if window > 0 {
-		deadline = timestamppb.New(scheduledAt.Add(window))
+		deadline = timestamppb.New(o.scheduledAt.Add(window))
 	}
 	spec := st.GetSpec()
 	k := spec.GetTarget().GetKafka()
@@ -32,17 +51,17 @@ func (d *decider) fire(in *input, st *chimev1.JobState, dec *decision, fireSeq u
 	switch {
 	case deadline != nil && now.After(deadline.AsTime()):
 		st.LastResult = chimev1.AckResult_ACK_RESULT_EXPIRED
-		why = fmt.Sprintf("fire %d scheduled at %s expired: relevancy window %s passed at %s", fireSeq, scheduledAt.Format(time.RFC3339Nano), window, deadline.AsTime().Format(time.RFC3339Nano))
+		why = fmt.Sprintf("fire %d scheduled at %s expired: relevancy window %s passed at %s", o.fireSeq, o.scheduledAt.Format(time.RFC3339Nano), window, deadline.AsTime().Format(time.RFC3339Nano))
 	case k != nil && !d.allowed[k.GetTopic()]:
 		// The allowlist changed since the job was accepted; emitting would
 		// fail the processor (goka only writes to declared outputs).
 		st.LastResult = chimev1.AckResult_ACK_RESULT_FAILED
-		why = fmt.Sprintf("fire %d not delivered: kafka target topic %q is no longer on the scheduler's allowlist (%s)", fireSeq, k.GetTopic(), allowList(d.allowed))
+		why = fmt.Sprintf("fire %d not delivered: kafka target topic %q is no longer on the scheduler's allowlist (%s)", o.fireSeq, k.GetTopic(), allowList(d.allowed))
 	}
 	if why != "" {
-		st.Open = slices.DeleteFunc(st.Open, func(e *chimev1.Emission) bool { return e.GetFireSeq() == fireSeq })
+		st.Open = slices.DeleteFunc(st.Open, func(e *chimev1.Emission) bool { return e.GetFireSeq() == o.fireSeq })
 		st.LastDetail = why
-		if attempt <= 1 && deferrals == 0 {
+		if o.attempt <= 1 && o.deferrals == 0 {
 			st.Skipped++
 		}
 		typ := chimev1.JobEventType_JOB_EVENT_TYPE_EXPIRED
@@ -50,12 +69,12 @@ func (d *decider) fire(in *input, st *chimev1.JobState, dec *decision, fireSeq u
 			typ = chimev1.JobEventType_JOB_EVENT_TYPE_DEAD
 		}
 		ev := d.event(in, st, typ, now)
-		ev.FireSeq, ev.Attempt, ev.Detail = fireSeq, attempt, why
-		ev.FirstScheduledAt = timestamppb.New(scheduledAt)
+		ev.FireSeq, ev.Attempt, ev.Detail = o.fireSeq, o.attempt, why
+		ev.FirstScheduledAt = timestamppb.New(o.scheduledAt)
 		dec.events = append(dec.events, ev)
 		return
 	}
-	if attempt <= 1 && deferrals == 0 {
+	if o.attempt <= 1 && o.deferrals == 0 {
 		st.Fires++
 	}
 	st.LastFiredAt = timestamppb.New(now)
@@ -70,7 +89,7 @@ func (d *decider) fire(in *input, st *chimev1.JobState, dec *decision, fireSeq u
 		// would outgrow the row. upsert keeps a copy when it replaces the
 		// spec (keepDeliveredTargets).
 		st.Unconfirmed = append(st.Unconfirmed, &chimev1.Delivery{
-			FireSeq: fireSeq, DeliveredAt: timestamppb.New(now), Incarnation: d.currentIncarnation(),
+			FireSeq: o.fireSeq, DeliveredAt: timestamppb.New(now), Incarnation: d.currentIncarnation(),
 		})
 		if n := len(st.Unconfirmed) - d.cfg.MaxOpenFires; n > 0 {
 			// A recurring Kafka target firing faster than ConfirmAfter: keep
@@ -79,10 +98,10 @@ func (d *decider) fire(in *input, st *chimev1.JobState, dec *decision, fireSeq u
 		}
 	} else {
 		st.EmitSeq++
-		em := &chimev1.Emission{FireSeq: fireSeq, EmitSeq: st.GetEmitSeq(), Attempt: attempt, ScheduledAt: timestamppb.New(scheduledAt),
-			Deferrals: deferrals, EmittedAt: timestamppb.New(now), Deadline: deadline, History: history, Incarnation: d.currentIncarnation()}
-		dec.dues = append(dec.dues, d.due(in, st, em, fireAt, now))
-		if i := slices.IndexFunc(st.GetOpen(), func(e *chimev1.Emission) bool { return e.GetFireSeq() == fireSeq }); i >= 0 {
+		em := &chimev1.Emission{FireSeq: o.fireSeq, EmitSeq: st.GetEmitSeq(), Attempt: o.attempt, ScheduledAt: timestamppb.New(o.scheduledAt),
+			Deferrals: o.deferrals, EmittedAt: timestamppb.New(now), Deadline: deadline, History: o.history, Incarnation: d.currentIncarnation()}
+		dec.dues = append(dec.dues, d.due(in, st, em, o.fireAt, now))
+		if i := slices.IndexFunc(st.GetOpen(), func(e *chimev1.Emission) bool { return e.GetFireSeq() == o.fireSeq }); i >= 0 {
 			st.Open[i] = em
 		} else {
 			st.Open = append(st.Open, em)
@@ -93,13 +112,13 @@ func (d *decider) fire(in *input, st *chimev1.JobState, dec *decision, fireSeq u
 			// end. Close the oldest so the row stays bounded; its retries,
 			// if any arrive, are then ignored.
 			seq := st.Open[0].GetFireSeq()
-			d.dropOpen(in, st, dec, seq, fmt.Sprintf("fire %d was never acknowledged and fell out of the %d most recent open fires; it is closed as dead", seq, d.cfg.MaxOpenFires), now)
+			d.dropOpen(in, dec, seq, fmt.Sprintf("fire %d was never acknowledged and fell out of the %d most recent open fires; it is closed as dead", seq, d.cfg.MaxOpenFires), now)
 		}
 	}
 	if d.cfg.FireEvents {
 		ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_FIRED, now)
-		ev.FireSeq, ev.Attempt = fireSeq, attempt
-		ev.FirstScheduledAt = timestamppb.New(scheduledAt)
+		ev.FireSeq, ev.Attempt = o.fireSeq, o.attempt
+		ev.FirstScheduledAt = timestamppb.New(o.scheduledAt)
 		dec.events = append(dec.events, ev)
 	}
 }

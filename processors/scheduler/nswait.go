@@ -93,7 +93,7 @@ func (d *decider) onHeld(in *input, cur *chimev1.JobState, cmd *chimev1.JobComma
 		case cur.GetTimerAt().AsTime().After(now):
 			return decision{} // an early tick: the timer decides
 		default:
-			st := proto.CloneOf(cur)
+			st := copyRow(cur)
 			st.TimerAt = timestamppb.New(d.namespaceCheckAt(cur, now))
 			return decision{state: st}
 		}

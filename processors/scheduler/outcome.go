@@ -16,53 +16,78 @@ import (
 	"github.com/chime-sched/chime/schema/schedule"
 )
 
+// rearming is a Retry or a Defer: the dispatcher's answer to emission
+// emitSeq of fire fireSeq, asking for the fire again at notBefore.
+type rearming struct {
+	fireSeq, emitSeq uint64
+	// attempt is the retry's attempt number; a deferral keeps the
+	// emission's.
+	attempt   uint32
+	notBefore time.Time
+	deferral  bool
+	reason    string
+	// failed is the failed attempt a retry reports (its fire's history
+	// keeps it).
+	failed *chimev1.CallbackOutcome
+}
+
+func retryRearming(r *chimev1.Retry) rearming {
+	return rearming{fireSeq: r.GetFireSeq(), emitSeq: r.GetEmitSeq(), attempt: r.GetAttempt(), notBefore: r.GetNotBefore().AsTime(),
+		reason: r.GetReason(), failed: r.GetOutcome()}
+}
+
+func deferRearming(df *chimev1.Defer) rearming {
+	return rearming{fireSeq: df.GetFireSeq(), emitSeq: df.GetEmitSeq(), notBefore: df.GetNotBefore().AsTime(),
+		deferral: true, reason: df.GetReason()}
+}
+
 // rearm handles Retry and Defer: the occurrence fires again at notBefore.
 // Only an answer to the latest emission of an open fire is taken; anything
 // else is a duplicate or arrived after the fire was settled.
-func (d *decider) rearm(in *input, cur *chimev1.JobState, fireSeq, emitSeq uint64, attempt uint32, notBefore time.Time, isDefer bool, reason string, failed *chimev1.CallbackOutcome, now time.Time) decision {
+func (d *decider) rearm(in *input, cur *chimev1.JobState, r rearming, now time.Time) decision {
 	if schema.JobEnded(cur.GetStatus()) {
 		return decision{}
 	}
-	i := slices.IndexFunc(cur.GetOpen(), func(e *chimev1.Emission) bool { return e.GetFireSeq() == fireSeq })
+	i := slices.IndexFunc(cur.GetOpen(), func(e *chimev1.Emission) bool { return e.GetFireSeq() == r.fireSeq })
 	if i < 0 {
 		return decision{}
 	}
 	open := cur.Open[i]
-	if open.GetEmitSeq() != emitSeq {
+	if open.GetEmitSeq() != r.emitSeq {
 		return decision{}
 	}
-	if slices.ContainsFunc(cur.GetPending(), func(p *chimev1.Pending) bool { return p.GetFireSeq() == fireSeq }) {
+	if slices.ContainsFunc(cur.GetPending(), func(p *chimev1.Pending) bool { return p.GetFireSeq() == r.fireSeq }) {
 		return decision{} // already re-armed for this emission
 	}
 	p := &chimev1.Pending{
-		FireSeq:     fireSeq,
-		Attempt:     attempt,
-		NotBefore:   timestamppb.New(notBefore),
+		FireSeq:     r.fireSeq,
+		Attempt:     r.attempt,
+		NotBefore:   timestamppb.New(r.notBefore),
 		ScheduledAt: open.GetScheduledAt(),
 		Deferrals:   open.GetDeferrals(),
 		History:     open.GetHistory(),
 	}
 	typ := chimev1.JobEventType_JOB_EVENT_TYPE_RETRY_SCHEDULED
-	if isDefer {
+	if r.deferral {
 		p.Attempt = open.GetAttempt()
 		p.Deferrals++
 		typ = chimev1.JobEventType_JOB_EVENT_TYPE_DEFERRED
-	} else if attempt <= open.GetAttempt() {
+	} else if r.attempt <= open.GetAttempt() {
 		return decision{}
-	} else if failed != nil {
-		p.History = appendHistory(p.History, compactOutcome(failed, cur.GetSpec()))
+	} else if r.failed != nil {
+		p.History = appendHistory(p.History, compactOutcome(r.failed, cur.GetSpec()))
 	}
-	st := cur
+	st := copyRow(cur)
 	// The pending retry carries the fire's history on; the emission it
 	// answers keeps none (a fire's history is in the row once).
-	open.History = nil
+	st.Open[i].History = nil
 	st.Pending = append(st.Pending, p)
 	st.UpdatedAt = timestamppb.New(now)
 	d.setTimer(in.key, st)
 	ev := d.event(in, st, typ, now)
-	ev.FireSeq = fireSeq
+	ev.FireSeq = r.fireSeq
 	ev.Attempt = p.Attempt
-	ev.Detail = reason
+	ev.Detail = r.reason
 	return decision{state: st, events: []*chimev1.JobEvent{ev}}
 }
 
@@ -71,7 +96,7 @@ func (d *decider) ack(in *input, cur *chimev1.JobState, a *chimev1.Ack, now time
 	if i < 0 {
 		return decision{} // already settled: a duplicate ack
 	}
-	st := cur
+	st := copyRow(cur)
 	st.Open = slices.Delete(st.Open, i, i+1)
 	st.Pending = slices.DeleteFunc(st.Pending, func(p *chimev1.Pending) bool { return p.GetFireSeq() == a.GetFireSeq() })
 	st.LastResult = a.GetResult()
@@ -89,7 +114,7 @@ func (d *decider) ack(in *input, cur *chimev1.JobState, a *chimev1.Ack, now time
 		dec.events = append(dec.events, ev)
 	}
 	if plan, err := compilePlan(st); err == nil {
-		d.maybeComplete(in, st, plan, &dec, now)
+		d.maybeComplete(in, &dec, plan, now)
 		if !d.cfg.FireEvents && !plan.Recurring() && a.GetResult() == chimev1.AckResult_ACK_RESULT_SUCCEEDED &&
 			st.GetStatus() == chimev1.JobStatus_JOB_STATUS_COMPLETED && len(dec.events) > 0 {
 			// A one-shot that completes because its fire succeeded: the
@@ -105,7 +130,8 @@ func (d *decider) ack(in *input, cur *chimev1.JobState, a *chimev1.Ack, now time
 
 // maybeComplete ends a job that has nothing left to do: no next occurrence,
 // nothing in flight, nothing waiting to be retried.
-func (d *decider) maybeComplete(in *input, st *chimev1.JobState, plan *schedule.Compiled, dec *decision, now time.Time) {
+func (d *decider) maybeComplete(in *input, dec *decision, plan *schedule.Compiled, now time.Time) {
+	st := dec.state
 	if st.GetStatus() != chimev1.JobStatus_JOB_STATUS_SCHEDULED ||
 		st.GetNextScheduledAt() != nil || len(st.GetOpen()) > 0 || len(st.GetPending()) > 0 {
 		return

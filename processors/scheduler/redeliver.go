@@ -15,6 +15,40 @@ import (
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
+// redeliver emits again the open fires emitted long ago with no answer
+// (due is how far this tick reaches): the due event may have been lost
+// when the process died between writing the row and Kafka acknowledging
+// the event. It goes out again, same fire_seq and emit_seq, so a
+// dispatcher that did handle it can tell.
+// A fire emitted by another incarnation is emitted again at once: its
+// process may have died after Kafka stored the row and before it stored
+// the due event, and the replayed input then finds nothing to do.
+func (d *decider) redeliver(in *input, dec *decision, due, now time.Time) {
+	st := dec.state
+	inc := d.currentIncarnation()
+	for _, em := range st.GetOpen() {
+		if !d.redeliverable(st, em) {
+			continue
+		}
+		restarted := em.GetIncarnation() != inc
+		if !restarted && d.redeliverAt(em).After(due) {
+			continue
+		}
+		detail := fmt.Sprintf("emission %d was made by a scheduler that has stopped since; emitted again", em.GetEmitSeq())
+		if !restarted {
+			em.Redeliveries++
+			detail = fmt.Sprintf("no retry, defer or ack for emission %d within %s; emitted again (redelivery %d)", em.GetEmitSeq(), d.ackTimeout(em.GetRedeliveries()-1), em.GetRedeliveries())
+		}
+		em.EmittedAt = timestamppb.New(now)
+		em.Incarnation = inc
+		dec.dues = append(dec.dues, d.due(in, st, em, em.GetScheduledAt().AsTime(), now))
+		ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_REDELIVERED, now)
+		ev.FireSeq, ev.Attempt = em.GetFireSeq(), em.GetAttempt()
+		ev.Detail = detail
+		dec.events = append(dec.events, ev)
+	}
+}
+
 // redeliverable reports whether an open fire is waiting for its answer
 // (not re-armed) and may be emitted again.
 func (d *decider) redeliverable(st *chimev1.JobState, em *chimev1.Emission) bool {
@@ -48,7 +82,8 @@ func (d *decider) leftByAnother(st *chimev1.JobState) bool {
 // by this incarnation at least ConfirmAfter ago counts as stored, since a
 // failed write fails the processor well before that, and the restarted
 // processor is a new incarnation.
-func (d *decider) confirmDeliveries(in *input, st *chimev1.JobState, dec *decision, now time.Time) {
+func (d *decider) confirmDeliveries(in *input, dec *decision, now time.Time) {
+	st := dec.state
 	if len(st.GetUnconfirmed()) == 0 {
 		return
 	}
