@@ -80,7 +80,22 @@ type burstRun struct {
 	machineBusy float64
 }
 
-func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, label string, n int, lead time.Duration, viaProducer bool, spread time.Duration) burstRun {
+// burstPlan is what one run creates: n jobs, due lead after the run
+// starts, all at that instant or spread evenly over spread after it.
+type burstPlan struct {
+	label  string
+	n      int
+	lead   time.Duration
+	spread time.Duration
+	// viaProducer creates the jobs with the producer SDK instead of the
+	// API's jobs:batch.
+	viaProducer bool
+}
+
+// runBurst starts a fresh chime dev, creates the plan's jobs and measures
+// them firing against the receiver.
+func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, p burstPlan) burstRun {
+	label, n, lead, spread := p.label, p.n, p.lead, p.spread
 	r := burstRun{label: label}
 	fmt.Fprintf(os.Stderr, "e2e %s: starting chime dev...\n", label)
 	c := startChime(ctx, o.chime)
@@ -114,16 +129,16 @@ func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, label string
 			case <-t.C:
 			}
 			rss, _ := procMem(c.pid())
-			p := &peaks[phase.Load()]
-			if rss > p.Load() {
-				p.Store(rss)
+			peak := &peaks[phase.Load()]
+			if rss > peak.Load() {
+				peak.Store(rss)
 			}
 		}
 	}()
 	defer func() { close(stopSampling); <-sampleDone }()
 	cpuStart := c.cpu()
 	start := time.Now()
-	if viaProducer {
+	if p.viaProducer {
 		c.ingestProducer(ctx, rcv.url(), 0, n, at)
 	} else {
 		c.ingestBatch(ctx, rcv.url(), 0, n, at)
@@ -186,4 +201,52 @@ func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, label string
 	time.Sleep(5 * time.Second)
 	r.steadyRSSAfter, _ = procMem(c.pid())
 	return r
+}
+
+// ceilingRows report the ceiling run of n POSTs.
+func ceilingRows(n int, ceil deliveryStats, ceilCPU float64) []result {
+	return []result{
+		{fmt.Sprintf("ceiling: %dk POSTs from 100 goroutines, no scheduler: callbacks/s", n/1000), fmt.Sprintf("%.0f/s", ceil.rate), "—", "—"},
+		{"ceiling: lag p50 / p99 / max", ceil.lagString(), "—", "—"},
+		{"ceiling: CPU s per 1000 (client + receiver)", fmt.Sprintf("%.3f s", ceilCPU*1000/float64(n)), "—", "—"},
+	}
+}
+
+// burstRows report a burst run of n jobs due at once, beside the ceiling.
+func burstRows(name string, n int, r burstRun, ceil deliveryStats) []result {
+	s := r.stats
+	frac := s.rate / ceil.rate
+	usPerJob := r.chimeCPU * 1e6 / float64(n)
+	out := []result{
+		{name + ": callbacks/s", fmt.Sprintf("%.0f/s", s.rate), "≥ 19000", verdict(s.rate >= 19000)},
+		{name + ": fraction of the ceiling", fmt.Sprintf("%.2f", frac), "≥ 0.45", verdict(frac >= 0.45)},
+		{name + ": lag p50 / p99 / max", s.lagString(), "p99 ≤ 5 s", verdict(s.p99 <= 5*time.Second)},
+		{name + ": lost / repeated", fmt.Sprintf("%d / %d", s.lost, s.repeated), "0 / 0", verdict(s.lost == 0 && s.repeated == 0)},
+		{name + ": chime CPU per job (fire→analytics)", fmt.Sprintf("%.0f µs (%.3f s per 1000)", usPerJob, r.chimeCPU*1000/float64(n)), "≤ 100 µs", verdict(usPerJob <= 100)},
+		{name + ": CPU s, chime / ClickHouse / receiver", fmt.Sprintf("%.1f / %.1f / %.1f (ingest %.1f)", r.chimeCPU, r.clickhouseCPU, r.receiverCPU, r.ingestCPU), "—", "—"},
+		{name + ": chime peak RSS", mb(r.peakRSS), "≤ 500 MB", verdict(r.peakRSS <= 500<<20)},
+		{name + ": chime RSS peak while creating / while firing", mb(r.ingestRSS) + " / " + mb(r.burstRSS), "—", "—"},
+		{name + ": RSS after, chime / ClickHouse", mb(r.steadyRSSAfter) + " / " + mb(r.clickhouseRSS), "—", "—"},
+		{name + ": Kafka records written per job", fmt.Sprintf("%.1f", r.recordsPerJob), "—", "—"},
+		{name + ": due emitted − due time p50 / p99 (≤ bucket)", fmt.Sprintf("%.2g / %.2g s", r.fireLag50, r.fireLag99), "—", "—"},
+		{name + ": machine CPU busy while firing (all processes)", fmt.Sprintf("%.0f%%", r.machineBusy*100), "—", "—"},
+	}
+	if !r.quiet {
+		out = append(out, result{name + ": consumers caught up", "NO (lag left after 3m)", "yes", "NO"})
+	}
+	return out
+}
+
+// steadyRows report a steady run of n jobs due evenly.
+func steadyRows(name string, n int, r burstRun) []result {
+	s := r.stats
+	return []result{
+		{name + ": lag p50 / p99 / max", s.lagString(), "p99 ≤ 2 s", verdict(s.p99 <= 2*time.Second)},
+		{name + ": lost / repeated", fmt.Sprintf("%d / %d", s.lost, s.repeated), "0 / 0", verdict(s.lost == 0 && s.repeated == 0)},
+		{name + ": chime CPU per job", fmt.Sprintf("%.0f µs", r.chimeCPU*1e6/float64(n)), "≤ 100 µs", verdict(r.chimeCPU*1e6/float64(n) <= 100)},
+		{name + ": chime peak RSS", mb(r.peakRSS), "—", "—"},
+		{name + ": chime RSS peak while creating / while firing", mb(r.ingestRSS) + " / " + mb(r.burstRSS), "—", "—"},
+		{name + ": due emitted − due time p50 / p99 (≤ bucket)", fmt.Sprintf("%.2g / %.2g s", r.fireLag50, r.fireLag99), "—", "—"},
+		{name + ": machine CPU busy while firing", fmt.Sprintf("%.0f%%", r.machineBusy*100), "—", "—"},
+	}
 }
