@@ -46,7 +46,7 @@ func benchAnalytics(ctx context.Context, log *slog.Logger, sinkRows, queryRows i
 
 	var out []result
 	if sinkRows > 0 {
-		out = append(out, benchSink(ctx, log, store, dir, sinkRows, partitions))
+		out = append(out, benchSink(ctx, sinkRun{log: log, store: store, dir: dir, n: sinkRows, partitions: partitions}))
 	}
 	if queryRows > 0 {
 		out = append(out, benchQueries(ctx, store, queryRows)...)
@@ -54,7 +54,18 @@ func benchAnalytics(ctx context.Context, log *slog.Logger, sinkRows, queryRows i
 	return out
 }
 
-func benchSink(ctx context.Context, log *slog.Logger, store *analytics.Store, dir string, n int, partitions int32) result {
+// sinkRun is one run of the sink bench: n outcomes produced to a broker
+// in dir, on topics of that many partitions, sunk into store.
+type sinkRun struct {
+	log        *slog.Logger
+	store      *analytics.Store
+	dir        string
+	n          int
+	partitions int32
+}
+
+func benchSink(ctx context.Context, r sinkRun) result {
+	log, store, dir, n, partitions := r.log, r.store, r.dir, r.n, r.partitions
 	b, err := broker.Start(broker.Options{DataDir: dir + "/broker"})
 	if err != nil {
 		fail("broker: %v", err)

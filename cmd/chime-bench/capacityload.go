@@ -219,7 +219,7 @@ func (d *capDeploy) steady(ctx context.Context, run string, rate int) capLoad {
 			wg.Add(1)
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				d.createSlice(ctx, api, run, url, lo, hi, at)
+				d.createSlice(ctx, api, jobSlice{run: run, url: url, lo: lo, hi: hi, at: at})
 			}()
 		}
 		wg.Wait()
@@ -258,9 +258,18 @@ func (d *capDeploy) profile(run string) func() {
 	}
 }
 
-// createSlice creates jobs [lo, hi): one jobs:batch request per namespace
-// (split at the API's limit of 1000).
-func (d *capDeploy) createSlice(ctx context.Context, api *chimeProc, run, url string, lo, hi int, at func(int) time.Time) {
+// jobSlice is jobs [lo, hi) of a run: job i is "<run>-<i>", due at at(i),
+// calling url.
+type jobSlice struct {
+	run, url string
+	lo, hi   int
+	at       func(int) time.Time
+}
+
+// createSlice creates a slice of jobs: one jobs:batch request per
+// namespace (split at the API's limit of 1000).
+func (d *capDeploy) createSlice(ctx context.Context, api *chimeProc, s jobSlice) {
+	run, url, lo, hi, at := s.run, s.url, s.lo, s.hi, s.at
 	byNS := map[string][]int{}
 	for i := lo; i < hi; i++ {
 		ns := capHot

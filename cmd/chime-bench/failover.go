@@ -255,7 +255,7 @@ func benchFailover(ctx context.Context, o e2eOptions, rcv *receiverProc) []resul
 		} else {
 			procs[role] = procs[role][1:]
 		}
-		if grouped && waitTakeover(ctx, adm, g, len(procs[role]), victim.instanceID(), oldMember, restart, time.Minute) {
+		if grouped && waitTakeover(ctx, adm, takeover{group: g, want: len(procs[role]), instance: victim.instanceID(), oldMember: oldMember, back: restart}, time.Minute) {
 			k.takeover = time.Since(k.at)
 		}
 		done = append(done, k)
@@ -322,14 +322,26 @@ func memberOf(ctx context.Context, adm *kadm.Client, group, instance string) str
 
 // waitGroup waits until group is stable with want members.
 func waitGroup(ctx context.Context, adm *kadm.Client, group string, want int, within time.Duration) bool {
-	return waitTakeover(ctx, adm, group, want, "", "", false, within)
+	return waitTakeover(ctx, adm, takeover{group: group, want: want}, within)
 }
 
-// waitTakeover waits until group is stable with want members and the
-// killed process's member is gone: with back, the instance is a member
-// again under a new member ID (the restarted process); without, the
-// instance is no member at all (the survivors own everything).
-func waitTakeover(ctx context.Context, adm *kadm.Client, group string, want int, instance, oldMember string, back bool, within time.Duration) bool {
+// takeover is what a consumer group looks like once a killed process's
+// partitions are taken over: stable with want members, without oldMember
+// (the killed process's member ID, "" if none); with back, instance is a
+// member again under a new member ID (the restarted process); without,
+// instance ("" if none) is no member at all (the survivors own
+// everything).
+type takeover struct {
+	group     string
+	want      int
+	instance  string
+	oldMember string
+	back      bool
+}
+
+// waitTakeover waits until the group is as t says.
+func waitTakeover(ctx context.Context, adm *kadm.Client, t takeover, within time.Duration) bool {
+	group, want, instance, oldMember, back := t.group, t.want, t.instance, t.oldMember, t.back
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		gs, err := adm.DescribeGroups(ctx, group)
