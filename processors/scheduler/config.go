@@ -169,7 +169,7 @@ func (c *Config) validate() error {
 	if err := c.Membership.Validate(); err != nil {
 		membership = fmt.Errorf("scheduler: Membership: %w", err)
 	}
-	return errors.Join(
+	err := errors.Join(
 		setting.Positive(o, "Replication", &c.Replication, 1),
 		membership,
 		setting.Positive(o, "TimerWindow", &c.TimerWindow, DefaultTimerWindow),
@@ -188,4 +188,11 @@ func (c *Config) validate() error {
 		setting.Positive(o, "ConfirmAfter", &c.ConfirmAfter, DefaultConfirmAfter),
 		setting.PositiveOr(o, "MaxUnwritten", &c.MaxUnwritten, DefaultMaxUnwritten, Off, "scheduler.Off", "to write every fire"),
 	)
+	// A fire emitted FireLead ahead of its time is not acknowledged
+	// before its time: an AckTimeout within the lead would redeliver it
+	// in the decision that emits it.
+	if err == nil && c.AckTimeout > 0 && c.FireLead > 0 && c.AckTimeout <= c.FireLead {
+		err = fmt.Errorf("scheduler: AckTimeout is %s: must be longer than FireLead (%s), or scheduler.Off", c.AckTimeout, c.FireLead)
+	}
+	return err
 }

@@ -45,9 +45,9 @@ func TestConfigValidate(t *testing.T) {
 			require.NotNil(t, c.Logger)
 			require.Equal(t, schema.NewTopics(""), c.Topics)
 		}},
-		{name: "set values stay", cfg: Config{TickBatch: 7, AckTimeout: time.Second, TerminalRetention: time.Hour}, check: func(t *testing.T, c Config) {
+		{name: "set values stay", cfg: Config{TickBatch: 7, AckTimeout: 5 * time.Second, TerminalRetention: time.Hour}, check: func(t *testing.T, c Config) {
 			require.Equal(t, 7, c.TickBatch)
-			require.Equal(t, time.Second, c.AckTimeout)
+			require.Equal(t, 5*time.Second, c.AckTimeout)
 			require.Equal(t, time.Hour, c.TerminalRetention)
 		}},
 		{name: "Off and Keep stay", cfg: Config{FireLead: Off, SweepInterval: Off, AckTimeout: Off, MaxUnwritten: Off, TerminalRetention: Keep}, check: func(t *testing.T, c Config) {
@@ -58,6 +58,7 @@ func TestConfigValidate(t *testing.T) {
 			require.EqualValues(t, Keep, c.TerminalRetention)
 		}},
 		{name: "TickBatch", cfg: Config{TickBatch: -1}, err: "scheduler: TickBatch is -1: must be positive, or 0 for the default 4096"},
+		{name: "AckTimeout within FireLead", cfg: Config{AckTimeout: time.Second}, err: "scheduler: AckTimeout is 1s: must be longer than FireLead (2s), or scheduler.Off"},
 		{name: "Replication", cfg: Config{Replication: -3}, err: "scheduler: Replication is -3: must be positive, or 0 for the default 1"},
 		{name: "TimerWindow", cfg: Config{TimerWindow: -time.Second}, err: "scheduler: TimerWindow is -1s: must be positive, or 0 for the default 1m0s"},
 		{name: "TickResend", cfg: Config{TickResend: -time.Second}, err: "scheduler: TickResend is -1s: must be positive, or 0 for the default 10s"},
