@@ -150,7 +150,8 @@ type Config struct {
 
 	// AdminToken is accepted on every route. Empty disables admin access.
 	AdminToken string
-	// Ready reports whether the views have caught up with their tables;
+	// Ready reports whether the parts the API reads are ready
+	// (lifecycle.Ready: the views have caught up with their tables);
 	// nil means always ready. GET /readyz answers 503 with its error.
 	Ready func() error
 	// Now is the clock; default time.Now.

@@ -11,10 +11,10 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/chime-sched/chime/analytics"
 	"github.com/chime-sched/chime/infra/kafkaauth"
+	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/views"
@@ -33,10 +33,6 @@ type Backend struct {
 	Breakers   *views.Breakers
 	Jobs       JobView
 
-	// run are the views this backend keeps itself (not shared ones).
-	run []func(context.Context) error
-	// jobsReady reports whether Jobs answers (nil: always).
-	jobsReady func() bool
 	// groupClient describes the scheduler group for the job reads.
 	groupClient *kgo.Client
 }
@@ -62,19 +58,15 @@ type AnalyticsStore interface {
 
 var _ AnalyticsStore = (*analytics.Store)(nil)
 
-// BackendConfig says where Kafka is, and which read models the process
-// already has.
+// BackendConfig says where Kafka is, and which read models the API reads.
 type BackendConfig struct {
 	Brokers  []string
 	Topics   schema.Topics
 	ClientID string // default "chime-api"
 	// SASL is the credential the job producer and the command publisher
 	// authenticate with; the zero value is none.
-	SASL kafkaauth.Credential
-	// ReplicationOf returns a table topic's replication factor, which goka
-	// checks; nil means 1.
-	ReplicationOf func(topic string) int
-	Logger        *slog.Logger
+	SASL   kafkaauth.Credential
+	Logger *slog.Logger
 
 	// Partitions of chime's topics (CHIME_PARTITIONS): a job's row is in
 	// the scheduler table's partition of its key.
@@ -83,35 +75,34 @@ type BackendConfig struct {
 	// query servers (CHIME_QUERY_SECRET).
 	QuerySecret string
 
-	// Shared read models: a process that runs the processors too (chime
-	// dev) hands the API what it already keeps, so the tables are not
-	// consumed twice. The owner runs them. Unset ones the backend keeps
-	// as views of its own.
+	// The read models, required: the caller starts them (lifecycle.Group)
+	// before the API answers and stops them after. A process that runs
+	// the processors too (chime dev) hands the API the ones its roles
+	// share, so the tables are not consumed twice.
 	Namespaces *views.Namespaces
 	Breakers   *views.Breakers
 	// LocalJobs, if set, is this process's scheduler (chime dev): the
 	// partitions it owns are read from it directly; LocalQueryAddr is the
-	// query address it advertises. JobsReady says when job reads answer
-	// (nil: always).
+	// query address it advertises.
 	LocalJobs      jobquery.Source
 	LocalQueryAddr string
-	JobsReady      func() bool
 	// Jobs, if set, answers the job reads instead (tests).
 	Jobs JobView
 }
 
-// NewBackend connects; Run must run for the views to answer.
+// NewBackend connects the producer, the command publisher and the job
+// reads.
 func NewBackend(cfg BackendConfig) (*Backend, error) {
+	if cfg.Namespaces == nil || cfg.Breakers == nil {
+		return nil, errors.New("api: BackendConfig needs the Namespaces and Breakers views (views.NewNamespaces, views.NewBreakers), started by the caller")
+	}
 	if cfg.ClientID == "" {
 		cfg.ClientID = "chime-api"
-	}
-	if cfg.ReplicationOf == nil {
-		cfg.ReplicationOf = func(string) int { return 1 }
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	b := &Backend{Namespaces: cfg.Namespaces, Breakers: cfg.Breakers, Jobs: cfg.Jobs, jobsReady: cfg.JobsReady}
+	b := &Backend{Namespaces: cfg.Namespaces, Breakers: cfg.Breakers, Jobs: cfg.Jobs}
 	var err error
 	if b.Producer, err = producer.New(producer.Brokers(cfg.Brokers), producer.TopicPrefix(cfg.Topics.Prefix), producer.ClientID(cfg.ClientID),
 		producer.SASLPlain(cfg.SASL.User, cfg.SASL.Password)); err != nil {
@@ -120,21 +111,6 @@ func NewBackend(cfg BackendConfig) (*Backend, error) {
 	if b.Control, err = NewKafkaControl(cfg.Brokers, cfg.Topics, append(cfg.SASL.Kgo(), kgo.ClientID(cfg.ClientID+"-control"))...); err != nil {
 		b.Close()
 		return nil, err
-	}
-	log := cfg.Logger.With("component", "api-views")
-	if b.Namespaces == nil {
-		if b.Namespaces, err = views.NewNamespaces(cfg.Brokers, cfg.Topics, cfg.ClientID+"-namespaces", cfg.ReplicationOf(cfg.Topics.NamespaceTable()), log); err != nil {
-			b.Close()
-			return nil, err
-		}
-		b.run = append(b.run, b.Namespaces.Run)
-	}
-	if b.Breakers == nil {
-		if b.Breakers, err = views.NewBreakers(cfg.Brokers, cfg.Topics, cfg.ClientID+"-breakers", cfg.ReplicationOf(cfg.Topics.BreakerTable()), log); err != nil {
-			b.Close()
-			return nil, err
-		}
-		b.run = append(b.run, b.Breakers.Run)
 	}
 	if b.Jobs == nil {
 		if b.groupClient, err = kgo.NewClient(append(cfg.SASL.Kgo(), kgo.SeedBrokers(cfg.Brokers...), kgo.ClientID(cfg.ClientID+"-jobs"))...); err != nil {
@@ -160,44 +136,6 @@ func NewBackend(cfg BackendConfig) (*Backend, error) {
 	return b, nil
 }
 
-// Run keeps the backend's own views up to date until ctx is done.
-func (b *Backend) Run(ctx context.Context) error {
-	g, ctx := errgroup.WithContext(ctx)
-	for _, run := range b.run {
-		g.Go(func() error { return run(ctx) })
-	}
-	return g.Wait()
-}
-
-// Ready says which read models have not caught up yet.
-func (b *Backend) Ready() error {
-	var missing []error
-	if !b.Namespaces.Recovered() {
-		missing = append(missing, errors.New("namespaces view recovering"))
-	}
-	if !b.Breakers.Recovered() {
-		missing = append(missing, errors.New("breakers view recovering"))
-	}
-	if b.jobsReady != nil && !b.jobsReady() {
-		missing = append(missing, errors.New("scheduler recovering"))
-	}
-	return errors.Join(missing...)
-}
-
-// WaitReady blocks until every read model has caught up.
-func (b *Backend) WaitReady(ctx context.Context) error {
-	t := time.NewTicker(20 * time.Millisecond)
-	defer t.Stop()
-	for b.Ready() != nil {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-	return nil
-}
-
 // Config returns an api.Config wired to the backend; set AdminToken,
 // Logger and the rest on it.
 func (b *Backend) Config() Config {
@@ -207,7 +145,8 @@ func (b *Backend) Config() Config {
 		Namespaces: b.Namespaces,
 		Breakers:   b.Breakers,
 		JobStates:  b.Jobs,
-		Ready:      b.Ready,
+		// What the API reads; chime dev adds its scheduler.
+		Ready: func() error { return lifecycle.Ready(b.Namespaces, b.Breakers) },
 	}
 }
 
@@ -227,18 +166,23 @@ func (b *Backend) Close() {
 	}
 }
 
-// Serve answers on ln until ctx is done, then stops taking requests and
-// waits (at most 10s) for those in flight.
-func Serve(ctx context.Context, app *fiber.App, ln net.Listener) error {
-	errc := make(chan error, 1)
-	go func() { errc <- app.Listener(ln) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("api: %w", err)
-	case <-ctx.Done():
-	}
-	if err := app.ShutdownWithTimeout(10 * time.Second); err != nil {
-		return fmt.Errorf("api: shutdown: %w", err)
-	}
-	return <-errc
+// Listen is the part (lifecycle.Part) that answers app's requests on ln,
+// ready once it listens (GET /readyz says when the views it reads are);
+// stopped, it stops taking requests and waits (at most 10s) for those in
+// flight.
+func Listen(app *fiber.App, ln net.Listener) lifecycle.Part {
+	return lifecycle.Func("api", func(ctx context.Context, ready func()) error {
+		errc := make(chan error, 1)
+		go func() { errc <- app.Listener(ln) }()
+		ready() // ln is open: requests wait in its backlog until fiber takes them
+		select {
+		case err := <-errc:
+			return fmt.Errorf("api: %w", err)
+		case <-ctx.Done():
+		}
+		if err := app.ShutdownWithTimeout(10 * time.Second); err != nil {
+			return fmt.Errorf("api: shutdown: %w", err)
+		}
+		return <-errc
+	})
 }

@@ -91,9 +91,15 @@ type consumer struct {
 	workers *workers
 }
 
-// Run consumes due events until ctx ends, then lets calls in flight finish
-// (up to RevokeWait), commits what completed, leaves the group and returns.
-func (d *Dispatcher) Run(ctx context.Context) error {
+// Name implements lifecycle.Part.
+func (d *Dispatcher) Name() string { return "dispatcher" }
+
+// Start consumes due events until Stop or ctx ends, then lets calls in
+// flight finish (up to RevokeWait), commits what completed and leaves the
+// group. It is ready (Started) once it consumes.
+func (d *Dispatcher) Start(ctx context.Context) error { return d.Go(ctx, d.run) }
+
+func (d *Dispatcher) run(ctx context.Context, ready func()) error {
 	c := &consumer{d: d, topic: d.cfg.Topics.Due(), parts: map[int32]*partState{}, skips: map[int32]map[int64]bool{},
 		workers: newWorkers(workerIdle)}
 	defer c.workers.close()
@@ -135,6 +141,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}()
 
 	d.log.Info("dispatcher consuming", "topic", c.topic, "group", d.cfg.Topics.DispatcherGroup(), "id", d.cfg.ID)
+	ready()
 	for {
 		fs := cl.PollRecords(ctx, 4096)
 		if ctx.Err() != nil || fs.IsClientClosed() {

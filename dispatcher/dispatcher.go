@@ -33,6 +33,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/processors/breaker"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
@@ -42,6 +43,7 @@ import (
 // Dispatcher is one dispatcher instance; several with the same topics share
 // the due partitions through the consumer group.
 type Dispatcher struct {
+	lifecycle.Base
 	cfg    Config
 	log    *slog.Logger
 	client *callClient
@@ -82,7 +84,7 @@ type Stats struct {
 	ByClass map[chimev1.OutcomeClass]int64
 }
 
-// New returns a dispatcher; Run starts it.
+// New returns a dispatcher; Start starts it.
 func New(cfg Config) (*Dispatcher, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err

@@ -200,3 +200,30 @@ type slogLogger struct{ l *slog.Logger }
 func (s slogLogger) Print(v ...any)                 { s.l.Debug(fmt.Sprint(v...)) }
 func (s slogLogger) Println(v ...any)               { s.l.Debug(fmt.Sprint(v...)) }
 func (s slogLogger) Printf(format string, v ...any) { s.l.Debug(fmt.Sprintf(format, v...)) }
+
+// SignalReady calls ready once p has recovered its partitions for the
+// first time, from goka's state signals (no polling); it returns when
+// ctx ends first. Run it beside p.Run, with a ctx that ends with it.
+func SignalReady(ctx context.Context, p *goka.Processor, ready func()) {
+	for {
+		select {
+		case <-p.StateReader().WaitForState(goka.ProcStateRunning):
+		case <-ctx.Done():
+			return
+		}
+		// Running once every partition's processor runs.
+		if err := p.WaitForReadyContext(ctx); err != nil {
+			return
+		}
+		if p.Recovered() {
+			ready()
+			return
+		}
+		// A rebalance began meanwhile, or p stopped: wait for its next
+		// run (or ctx).
+	}
+}
+
+// ErrRecovering is what a processor's Ready answers while it recovers its
+// partitions (at start, and after each rebalance).
+var ErrRecovering = errors.New("recovering its partitions")

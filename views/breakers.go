@@ -13,9 +13,10 @@ type Breakers struct {
 	*table[*chimev1.BreakerStatus]
 }
 
-// NewBreakers builds the view; Run must be running for Get to answer.
+// NewBreakers builds the view; it answers Get once started
+// (lifecycle.Part) and caught up.
 func NewBreakers(brokers []string, topics schema.Topics, clientID string, replication int, logger *slog.Logger) (*Breakers, error) {
-	t, err := newTable[*chimev1.BreakerStatus](brokers, topics.BreakerGroup(), new(schema.BreakerStatusCodec), clientID, replication, logger)
+	t, err := newTable[*chimev1.BreakerStatus]("breakers view", brokers, topics.BreakerGroup(), new(schema.BreakerStatusCodec), clientID, replication, logger)
 	if err != nil {
 		return nil, err
 	}

@@ -5,8 +5,6 @@
 package views
 
 import (
-	"context"
-	"fmt"
 	"log/slog"
 
 	"github.com/chime-sched/chime/schema"
@@ -18,9 +16,10 @@ type Namespaces struct {
 	*table[*chimev1.NamespaceConfig]
 }
 
-// NewNamespaces builds the view; Run must be running for Get to answer.
+// NewNamespaces builds the view; it answers Get once started
+// (lifecycle.Part) and caught up.
 func NewNamespaces(brokers []string, topics schema.Topics, clientID string, replication int, logger *slog.Logger) (*Namespaces, error) {
-	t, err := newTable[*chimev1.NamespaceConfig](brokers, topics.NamespaceGroup(), new(schema.NamespaceConfigCodec), clientID, replication, logger)
+	t, err := newTable[*chimev1.NamespaceConfig]("namespaces view", brokers, topics.NamespaceGroup(), new(schema.NamespaceConfigCodec), clientID, replication, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +46,7 @@ func (n *Namespaces) Effective(ns string) *chimev1.NamespaceConfig {
 // one. Processors take it instead of a goka lookup table: goka closes a
 // processor's lookup views while its callbacks may still read them (a data
 // race inside goka at shutdown), while a view run beside the processor is
-// stopped only after the processor has.
+// started before it and stopped after it (lifecycle.Group).
 type NamespaceSource interface {
 	Get(ns string) (*chimev1.NamespaceConfig, error)
 }
@@ -58,39 +57,3 @@ type StaticNamespaces map[string]*chimev1.NamespaceConfig
 
 // Get implements NamespaceSource.
 func (m StaticNamespaces) Get(ns string) (*chimev1.NamespaceConfig, error) { return m[ns], nil }
-
-// StartNamespaces runs a namespace view until stop is called and waits
-// until it has caught up with the table (or ctx ends). stop cancels the
-// view and waits for it to close.
-func StartNamespaces(ctx context.Context, brokers []string, topics schema.Topics, clientID string, replication int, logger *slog.Logger) (v *Namespaces, stop func(), err error) {
-	v, err = NewNamespaces(brokers, topics, clientID, replication, logger)
-	if err != nil {
-		return nil, nil, err
-	}
-	vctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- v.Run(vctx) }()
-	stop = func() {
-		cancel()
-		<-done
-	}
-	wctx, wcancel := context.WithCancel(ctx)
-	defer wcancel()
-	go func() {
-		// A view that fails before it caught up ends the wait.
-		select {
-		case err := <-done:
-			done <- err
-			wcancel()
-		case <-wctx.Done():
-		}
-	}()
-	if err := v.WaitReady(wctx); err != nil {
-		stop()
-		if ctx.Err() != nil {
-			return nil, nil, ctx.Err()
-		}
-		return nil, nil, fmt.Errorf("namespace view stopped before it caught up: %w", err)
-	}
-	return v, stop, nil
-}

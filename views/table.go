@@ -8,10 +8,10 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/lovoo/goka"
 
+	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/memstore"
 	"github.com/chime-sched/chime/schema"
@@ -27,6 +27,8 @@ import (
 // and decoding a row each time cost more than the call's bookkeeping. A
 // value returned by get is therefore shared and read-only.
 type table[T any] struct {
+	lifecycle.Base
+	name   string
 	view   *goka.View
 	decode func([]byte) (any, error)
 
@@ -50,8 +52,9 @@ type decoded[T any] struct {
 	val T
 }
 
-// newTable builds a view of group's table, kept in memory.
-func newTable[T any](brokers []string, group string, codec goka.Codec, clientID string, replication int, logger *slog.Logger) (*table[T], error) {
+// newTable builds a view of group's table, kept in memory; name is the
+// part's name.
+func newTable[T any](name string, brokers []string, group string, codec goka.Codec, clientID string, replication int, logger *slog.Logger) (*table[T], error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -60,24 +63,36 @@ func newTable[T any](brokers []string, group string, codec goka.Codec, clientID 
 	if err != nil {
 		return nil, fmt.Errorf("view of %s: %w", goka.GroupTable(goka.Group(group)), err)
 	}
-	return &table[T]{view: v, decode: codec.Decode, cache: map[string]decoded[T]{}}, nil
+	return &table[T]{name: name, view: v, decode: codec.Decode, cache: map[string]decoded[T]{}}, nil
 }
 
-// Run keeps the view up to date until ctx is done.
-func (t *table[T]) Run(ctx context.Context) error {
+// Name implements lifecycle.Part.
+func (t *table[T]) Name() string { return t.name }
+
+// Start keeps the view up to date until Stop or ctx ends; it is ready
+// (Started) once it has caught up with the table.
+func (t *table[T]) Start(ctx context.Context) error { return t.Go(ctx, t.run) }
+
+func (t *table[T]) run(ctx context.Context, ready func()) error {
 	vctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
+	running := t.view.WaitRunning() // before Run: it cannot be missed
 	go func() { done <- t.view.Run(vctx) }()
-	select {
-	case err := <-done:
-		t.stopReads()
-		return err
-	case <-ctx.Done():
+	for {
+		select {
+		case err := <-done:
+			t.stopReads()
+			return err
+		case <-running:
+			running = nil
+			ready()
+		case <-ctx.Done():
+			t.stopReads()
+			cancel()
+			return <-done
+		}
 	}
-	t.stopReads()
-	cancel()
-	return <-done
 }
 
 func (t *table[T]) stopReads() {
@@ -86,22 +101,19 @@ func (t *table[T]) stopReads() {
 	t.mu.Unlock()
 }
 
-// Recovered reports whether the view has caught up with the table.
-func (t *table[T]) Recovered() bool { return t.view.Recovered() }
-
-// WaitReady blocks until the view has caught up.
-func (t *table[T]) WaitReady(ctx context.Context) error {
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !t.view.Recovered() {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
+// Ready implements lifecycle.Part: a view that reconnects catches up
+// again, and is not ready meanwhile.
+func (t *table[T]) Ready() error {
+	if err := t.Base.Ready(); err != nil {
+		return err
+	}
+	if !t.view.Recovered() {
+		return errRecovering
 	}
 	return nil
 }
+
+var errRecovering = errors.New("catching up with its table")
 
 // keys returns every key the view holds, sorted.
 func (t *table[T]) keys() ([]string, error) {

@@ -75,6 +75,7 @@ import (
 	"github.com/chime-sched/chime/analytics"
 	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/infra/kafkaauth"
+	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/internal/setting"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -107,10 +108,11 @@ type Config struct {
 	Registerer prometheus.Registerer
 
 	// afterInsert runs between a successful insert and its commit; an
-	// error ends Run there, as a crash would (tests).
+	// error stops the sink there, as a crash would (tests).
 	afterInsert func() error
 	// afterDay runs after the rows of days[i] of a batch are stored, before
-	// the next day's; an error ends Run there, as a crash would (tests).
+	// the next day's; an error stops the sink there, as a crash would
+	// (tests).
 	afterDay func(days []analytics.Day, i int) error
 }
 
@@ -155,6 +157,7 @@ func (c *Config) validate() error {
 
 // Sink copies chime's event streams into ClickHouse.
 type Sink struct {
+	lifecycle.Base
 	cfg   Config
 	log   *slog.Logger
 	table map[string]string // topic → table
@@ -174,7 +177,7 @@ type Stats struct {
 	Retries int64
 }
 
-// New checks cfg and returns a Sink; Run starts it.
+// New checks cfg and returns a Sink; Start starts it.
 func New(cfg Config) (*Sink, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -220,7 +223,7 @@ type run struct {
 	// flying is the batch being inserted while the next one fills: one at
 	// a time, committed in order.
 	flying *inflight
-	// ictx is the inserts' context: it outlives Run's for a final flush.
+	// ictx is the inserts' context: it outlives the run's for a final flush.
 	ictx      context.Context
 	lastAllow time.Time
 	// stored is what is already stored, read after each assignment (nil:
@@ -235,9 +238,14 @@ type inflight struct {
 	done  chan error
 }
 
-// Run consumes until ctx ends (then it flushes and commits what it has)
-// or a fatal error.
-func (s *Sink) Run(ctx context.Context) error {
+// Name implements lifecycle.Part.
+func (s *Sink) Name() string { return "analytics sink" }
+
+// Start consumes until Stop or ctx ends (then it flushes and commits what
+// it has) or a fatal error (Err). It is ready (Started) once it consumes.
+func (s *Sink) Start(ctx context.Context) error { return s.Go(ctx, s.run) }
+
+func (s *Sink) run(ctx context.Context, ready func()) error {
 	ictx, cancelInserts := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelInserts()
 	r := &run{s: s, batch: new(analytics.Batch), spans: map[tp]*span{}, ictx: ictx, lastAllow: time.Now()}
@@ -268,6 +276,7 @@ func (s *Sink) Run(ctx context.Context) error {
 	r.cl = cl
 	defer cl.Close()
 	s.log.Info("analytics sink consuming", "topics", strings.Join(topics, ","), "group", s.cfg.Topics.SinkGroup())
+	ready()
 
 	for {
 		if r.flying != nil {
@@ -322,7 +331,7 @@ func (s *Sink) Run(ctx context.Context) error {
 	}
 }
 
-// shutdown ends Run. Without an error it first flushes and commits what is
+// shutdown ends the run. Without an error it first flushes and commits what is
 // pending, for up to 10 s; a failed final flush loses nothing, since its
 // records are not committed. With an error, an insert in flight is waited
 // for but not committed.

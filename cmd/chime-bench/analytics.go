@@ -106,14 +106,14 @@ func benchSink(ctx context.Context, r sinkRun) result {
 	if err != nil {
 		fail("%v", err)
 	}
-	sctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
 	start := time.Now()
-	go func() { done <- s.Run(sctx) }()
+	if err := s.Start(ctx); err != nil {
+		fail("%v", err)
+	}
 	for s.Stats().Rows < int64(n) {
 		select {
-		case err := <-done:
-			fail("sink ended: %v", err)
+		case <-s.Stopped():
+			fail("sink ended: %v", s.Err())
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Since(start) > 10*time.Minute {
@@ -121,8 +121,7 @@ func benchSink(ctx context.Context, r sinkRun) result {
 		}
 	}
 	elapsed := time.Since(start)
-	cancel()
-	<-done
+	s.Stop()
 	rate := float64(n) / elapsed.Seconds()
 	return result{fmt.Sprintf("sink rows/s, Kafka → ClickHouse (%d outcomes, %d batches)", n, s.Stats().Batches),
 		fmt.Sprintf("%.0f", rate), "≥ 200k rows/s", verdict(rate >= 200_000)}

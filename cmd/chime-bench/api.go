@@ -20,6 +20,7 @@ import (
 	"github.com/chime-sched/chime/api"
 	"github.com/chime-sched/chime/processors/namespaces"
 	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/views"
 )
 
 // benchAPI measures job creation over HTTP: the API (one process, on the
@@ -41,30 +42,23 @@ func benchAPI(ctx context.Context, log *slog.Logger, creates int, partitions int
 	provision(ctx, cl, tp, partitions)
 
 	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	defer cancel()
-	nsp, err := namespaces.New(namespaces.Config{Brokers: brokers, Topics: tp, Logger: log})
+	nsView, err := views.NewNamespaces(brokers, tp, "bench-api-namespaces", 1, log)
 	if err != nil {
-		fail("namespaces: %v", err)
+		fail("%v", err)
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_ = nsp.Run(ctx)
-	}()
+	brkView, err := views.NewBreakers(brokers, tp, "bench-api-breakers", 1, log)
+	if err != nil {
+		fail("%v", err)
+	}
 	// No scheduler runs: job reads (the pending-jobs quota, read-your-writes)
 	// find no owner, and the pending quota is off so creates do not need it.
-	be, err := api.NewBackend(api.BackendConfig{Brokers: brokers, Topics: tp, Logger: log, Partitions: partitions, QuerySecret: "bench-query-secret-0123456789"})
+	be, err := api.NewBackend(api.BackendConfig{Brokers: brokers, Topics: tp, Logger: log, Partitions: partitions, QuerySecret: "bench-query-secret-0123456789",
+		Namespaces: nsView, Breakers: brkView})
 	if err != nil {
 		fail("api backend: %v", err)
 	}
 	defer be.Close()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_ = be.Run(ctx)
-	}()
 	const admin = "bench-admin-token-0123456789"
 	cfg := be.Config()
 	cfg.AdminToken, cfg.Logger, cfg.ConsistencyWait = admin, log, 60*time.Second
@@ -77,16 +71,12 @@ func benchAPI(ctx context.Context, log *slog.Logger, creates int, partitions int
 	if err != nil {
 		fail("%v", err)
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_ = api.Serve(ctx, app, ln)
-	}()
-	rctx, rcancel := context.WithTimeout(ctx, 60*time.Second)
-	defer rcancel()
-	if err := be.WaitReady(rctx); err != nil {
-		fail("api views: %v", err)
+	nsp, err := namespaces.New(namespaces.Config{Brokers: brokers, Topics: tp, Logger: log})
+	if err != nil {
+		fail("namespaces: %v", err)
 	}
+	stop := startParts(ctx, nsp, nsView, brkView, api.Listen(app, ln))
+	defer stop()
 	base := "http://" + ln.Addr().String() + "/v1/namespaces/bench"
 	const clients = 64
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}, Timeout: 60 * time.Second}

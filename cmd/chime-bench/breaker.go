@@ -7,7 +7,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -15,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/processors/breaker"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
@@ -65,19 +65,22 @@ func benchBreaker(ctx context.Context, log *slog.Logger, outcomes int, partition
 		fail("flush: %v", err)
 	}
 
-	p, err := breaker.New(breaker.Config{Brokers: brokers, Topics: tp, Logger: log})
+	p, err := breaker.New(breaker.Config{Brokers: brokers, Topics: tp, Logger: log, Namespaces: views.StaticNamespaces{}})
 	if err != nil {
-		fail("breaker: %v", err)
+		fail("%v", err)
 	}
-	pctx, pcancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = p.Run(pctx) })
-	defer func() { pcancel(); wg.Wait() }()
 	v, err := views.NewBreakers(brokers, tp, "bench-view", 1, log)
 	if err != nil {
 		fail("%v", err)
 	}
-	wg.Go(func() { _ = v.Run(pctx) })
+	// Started together: the backlog is timed from the processor's first
+	// outcome, not from its readiness.
+	for _, part := range []lifecycle.Part{p, v} {
+		if err := part.Start(ctx); err != nil {
+			fail("%v", err)
+		}
+		defer part.Stop()
+	}
 
 	fmt.Fprintf(os.Stderr, "breaker: processing the backlog...\n")
 	for p.OutcomesHandled() == 0 {
@@ -95,7 +98,7 @@ func benchBreaker(ctx context.Context, log *slog.Logger, outcomes int, partition
 
 	// Reaction: for fresh namespaces, the default minimum of failures in a
 	// row; the clock starts when the last one is acknowledged by the broker.
-	if err := v.WaitReady(ctx); err != nil {
+	if err := lifecycle.Wait(ctx, v); err != nil {
 		fail("view: %v", err)
 	}
 	fmt.Fprintf(os.Stderr, "breaker: measuring reaction time...\n")

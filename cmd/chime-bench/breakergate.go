@@ -7,13 +7,13 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/dispatcher"
+	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/processors/breaker"
 	"github.com/chime-sched/chime/processors/scheduler"
 	"github.com/chime-sched/chime/producer"
@@ -53,28 +53,21 @@ func benchBreakerGate(ctx context.Context, log *slog.Logger, run time.Duration, 
 			fail("%v", err)
 		}
 		provision(ctx, cl, tp, partitions)
-		rctx, stop := context.WithCancel(ctx)
-		var wg sync.WaitGroup
+		known := views.StaticNamespaces{"dead": &chimev1.NamespaceConfig{}}
 		s, err := scheduler.New(scheduler.Config{Brokers: brokers, Topics: tp, Logger: log, PumpIdle: 100 * time.Millisecond,
-			Namespaces: views.StaticNamespaces{"dead": &chimev1.NamespaceConfig{}}})
+			Namespaces: known})
 		if err != nil {
 			fail("%v", err)
 		}
-		wg.Go(func() { _ = s.Run(rctx) })
-		if err := s.WaitReady(ctx); err != nil {
-			fail("scheduler: %v", err)
-		}
+		parts := []lifecycle.Part{s}
 		var gates []*views.Breakers
 		cfg := dispatcher.Config{Brokers: brokers, Topics: tp, Logger: log, Guard: dispatcher.Guard{AllowLoopback: true}}
 		if withBreaker {
-			p, err := breaker.New(breaker.Config{Brokers: brokers, Topics: tp, Logger: log})
+			p, err := breaker.New(breaker.Config{Brokers: brokers, Topics: tp, Logger: log, Namespaces: known})
 			if err != nil {
-				fail("breaker: %v", err)
+				fail("%v", err)
 			}
-			wg.Go(func() { _ = p.Run(rctx) })
-			if err := p.WaitReady(ctx); err != nil {
-				fail("breaker: %v", err)
-			}
+			parts = append(parts, p)
 			// One view per dispatcher process; the second stands for
 			// another dispatcher in the reaction measurement.
 			for j := range 2 {
@@ -82,10 +75,7 @@ func benchBreakerGate(ctx context.Context, log *slog.Logger, run time.Duration, 
 				if err != nil {
 					fail("%v", err)
 				}
-				wg.Go(func() { _ = v.Run(rctx) })
-				if err := v.WaitReady(ctx); err != nil {
-					fail("view: %v", err)
-				}
+				parts = append(parts, v)
 				gates = append(gates, v)
 			}
 			cfg.Breakers = gates[0]
@@ -94,7 +84,7 @@ func benchBreakerGate(ctx context.Context, log *slog.Logger, run time.Duration, 
 		if err != nil {
 			fail("%v", err)
 		}
-		wg.Go(func() { _ = d.Run(rctx) })
+		stop := startParts(ctx, append(parts, d)...)
 
 		p, err := producer.New(producer.Brokers(brokers), producer.TopicPrefix(tp.Prefix))
 		if err != nil {
@@ -138,7 +128,6 @@ func benchBreakerGate(ctx context.Context, log *slog.Logger, run time.Duration, 
 			reaction = benchReaction(ctx, cl, tp, gates)
 		}
 		stop()
-		wg.Wait()
 		cl.Close()
 		out = append(out, result{fmt.Sprintf("calls/min to a dead endpoint, %s the breaker (%d jobs/s, default retry and breaker, %s)", what, perSec, run),
 			fmt.Sprintf("%.0f /min", perMin[i]), "", ""})

@@ -67,10 +67,10 @@ func benchDispatcher(ctx context.Context, log *slog.Logger, callbacks int, parti
 		if err != nil {
 			fail("%v", err)
 		}
-		dctx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() { defer close(done); _ = d.Run(dctx) }()
-		return d, func() { cancel(); <-done }
+		if err := d.Start(ctx); err != nil {
+			fail("%v", err)
+		}
+		return d, d.Stop
 	}
 	waitCompleted := func(d *dispatcher.Dispatcher, n int64, within time.Duration, what string) {
 		deadline := time.Now().Add(within)

@@ -198,14 +198,7 @@ func benchScheduler(ctx context.Context, log *slog.Logger, jobs int, partitions 
 	if err != nil {
 		fail("%v", err)
 	}
-	sctx, scancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = s.Run(sctx) }()
-	defer func() { scancel(); wg.Wait() }()
-	if err := s.WaitReady(ctx); err != nil {
-		fail("scheduler: %v", err)
-	}
+	defer startParts(ctx, s)()
 
 	// Consume due events from the start, recording when each was seen.
 	type seen struct {
@@ -283,7 +276,7 @@ func benchScheduler(ctx context.Context, log *slog.Logger, jobs int, partitions 
 	}
 	for s.PendingTimers() < jobs {
 		if time.Since(start) > lead+time.Minute {
-			fail("scheduler applied only %d of %d commands (partitions owned: %v, ready: %v)", s.PendingTimers(), jobs, s.Partitions(), s.Ready())
+			fail("scheduler applied only %d of %d commands (partitions owned: %v, ready: %v)", s.PendingTimers(), jobs, s.Partitions(), s.Ready() == nil)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -15,11 +15,10 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/chime-sched/chime/analytics"
 	"github.com/chime-sched/chime/api"
 	"github.com/chime-sched/chime/infra/config"
+	"github.com/chime-sched/chime/internal/lifecycle"
 )
 
 // roleAPI runs the HTTP API against the configured brokers, reading
@@ -30,29 +29,47 @@ func roleAPI(ctx context.Context, e *env) error {
 		src = newAnalyticsSource()
 		src.set(e.cfg.ClickHouseDSN, nil)
 	}
-	return runAPI(ctx, e, false, src, nil)
+	rm, err := newReadModels(e, true)
+	if err != nil {
+		return err
+	}
+	a, err := newAPI(e, false, src, rm, nil)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	g := e.group().Add(append(rm.parts(), a.parts...)...)
+	a.logReady(g)
+	return g.Run(ctx)
 }
 
-// apiShared is what a process running the processors too (chime dev) hands
-// the API: its read models, and its scheduler, whose partitions the API
-// reads without a round trip.
-type apiShared struct {
-	rm        *readModels
-	scheduler *schedulerRole
+// apiRole is the HTTP API's parts, and what its readiness waits for.
+type apiRole struct {
+	log *slog.Logger
+	// parts: the server, which listens at once, and the analytics
+	// reader; the caller runs them with the read models.
+	parts []lifecycle.Part
+	// reads are the parts GET /readyz waits for: the views, and in
+	// chime dev the scheduler whose partitions the API reads.
+	reads  []lifecycle.Part
+	listen lifecycle.Part
+	addr   string
+	close  func()
 }
 
-// runAPI serves the API on --addr. It listens at once (GET /readyz says
-// when the views have caught up); in dev, an unset admin token is taken
+// newAPI builds the API on --addr, reading the views of rm (and in chime
+// dev, jobs from sr, its scheduler). It listens at once (GET /readyz says
+// when what it reads is ready); in dev, an unset admin token is taken
 // from, or generated into, the state dir. The analytics routes read the
 // ClickHouse src names, once it does; nil src: they answer 503, not
 // configured.
-func runAPI(ctx context.Context, e *env, dev bool, src *analyticsSource, shared *apiShared) error {
+func newAPI(e *env, dev bool, src *analyticsSource, rm *readModels, sr *schedulerRole) (*apiRole, error) {
 	log := e.log.With("component", "api")
 	token := e.cfg.AdminToken
 	if token == "" && dev {
 		var err error
 		if token, err = devAdminToken(e); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if token == "" {
@@ -60,64 +77,71 @@ func runAPI(ctx context.Context, e *env, dev bool, src *analyticsSource, shared 
 	}
 	secret, err := e.querySecret()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	bcfg := api.BackendConfig{
-		Brokers:       e.brokers,
-		Topics:        e.cfg.Topics(),
-		ClientID:      e.cfg.ClientID + "-api",
-		SASL:          e.sasl,
-		ReplicationOf: e.replicationOf,
-		Logger:        log,
-		Partitions:    e.cfg.Partitions,
-		QuerySecret:   secret,
+		Brokers:     e.brokers,
+		Topics:      e.cfg.Topics(),
+		ClientID:    e.cfg.ClientID + "-api",
+		SASL:        e.sasl,
+		Logger:      log,
+		Partitions:  e.cfg.Partitions,
+		QuerySecret: secret,
+		Namespaces:  rm.namespaces,
+		Breakers:    rm.breakers,
 	}
-	if shared != nil {
-		bcfg.Namespaces, bcfg.Breakers = shared.rm.namespaces, shared.rm.breakers
-		bcfg.LocalJobs, bcfg.LocalQueryAddr, bcfg.JobsReady = shared.scheduler.s, shared.scheduler.queryAddr, shared.scheduler.s.Ready
+	a := &apiRole{log: log, reads: rm.parts()}
+	if sr != nil {
+		bcfg.LocalJobs, bcfg.LocalQueryAddr = sr.s, sr.queryAddr
+		a.reads = append(a.reads, sr.s)
 	}
 	be, err := api.NewBackend(bcfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer be.Close()
 	cfg := be.Config()
+	cfg.Ready = func() error { return lifecycle.Ready(a.reads...) }
 	cfg.AdminToken = token
 	cfg.Logger = log
 	cfg.Quotas = api.Quotas{RequestsPerSecond: e.cfg.QuotaRequests, JobsPerSecond: e.cfg.QuotaJobs, PendingJobs: e.cfg.QuotaPending, Namespaces: e.cfg.MaxNamespaces}
 	// /metrics serves the whole process: in chime dev that includes the
 	// scheduler, dispatcher and breaker.
 	cfg.Registerer, cfg.Gatherer = e.registry, e.registry
-	var store *analyticsHandle
 	if src != nil {
-		store = &analyticsHandle{}
-		defer store.close()
+		store := &analyticsHandle{}
 		cfg.Analytics = store
+		a.parts = append(a.parts, lifecycle.Func("api analytics reader", func(ctx context.Context, ready func()) error {
+			defer store.close()
+			ready() // the routes answer 503 until the store is open
+			store.open(ctx, e, log, src)
+			<-ctx.Done()
+			return nil
+		}))
 	} else {
 		log.Info("analytics routes (breaker history, stats, attempts, dead letters) answer 503: set CHIME_CLICKHOUSE_DSN to enable them")
 	}
 	app, err := api.New(cfg)
 	if err != nil {
-		return err
+		be.Close()
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", e.cfg.APIAddr)
 	if err != nil {
-		return fmt.Errorf("api: listen on %s (--addr, CHIME_API_ADDR): %w", e.cfg.APIAddr, err)
+		be.Close()
+		return nil, fmt.Errorf("api: listen on %s (--addr, CHIME_API_ADDR): %w", e.cfg.APIAddr, err)
 	}
-	log.Info("api listening", "addr", ln.Addr().String())
-	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return be.Run(ctx) })
-	g.Go(func() error { return api.Serve(ctx, app, ln) })
-	if store != nil {
-		g.Go(func() error { store.open(ctx, e, log, src); return nil })
-	}
-	g.Go(func() error {
-		if be.WaitReady(ctx) == nil {
-			log.Info("api ready", "addr", ln.Addr().String())
-		}
-		return nil
-	})
-	return g.Wait()
+	a.addr = ln.Addr().String()
+	log.Info("api listening", "addr", a.addr)
+	a.listen = api.Listen(app, ln)
+	a.parts = append([]lifecycle.Part{a.listen}, a.parts...)
+	a.close = be.Close
+	return a, nil
+}
+
+// logReady has g log when the API is ready: it listens and what it reads
+// is (operators and tests wait for the line).
+func (a *apiRole) logReady(g *lifecycle.Group) {
+	g.OnReady(func() { a.log.Info("api ready", "addr", a.addr) }, append(a.reads, a.listen)...)
 }
 
 // devAdminToken reads <state dir>/admin-token, creating it with a random

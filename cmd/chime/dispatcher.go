@@ -20,32 +20,31 @@ func dispatcherGuard(cfg config.Config, dev bool) dispatcher.Guard {
 	return g
 }
 
-func roleDispatcher(ctx context.Context, e *env) error { return runDispatcher(ctx, e, false, nil) }
+func roleDispatcher(ctx context.Context, e *env) error {
+	rm, err := newReadModels(e, true)
+	if err != nil {
+		return err
+	}
+	d, err := newDispatcher(e, false, rm)
+	if err != nil {
+		return err
+	}
+	return e.group().Add(rm.parts()...).Add(d).Run(ctx)
+}
 
-// runDispatcher runs the dispatcher role; dev allows loopback callbacks
+// newDispatcher builds the dispatcher; dev allows loopback callbacks
 // unless CHIME_DISPATCHER_ALLOW_LOOPBACK=false (infra/config). Namespace
 // configuration (limits, retry policy, signing secret, allowed hosts) comes
 // from the namespace-config table through a view, and every namespace's
-// breaker state from the breaker table through another (rm: the process's
-// shared ones; nil: its own); the dispatcher starts only once both views
-// have caught up, so no callback goes out unsigned, unlimited or past an
-// open breaker because a table was not read yet.
-func runDispatcher(ctx context.Context, e *env, dev bool, rm *readModels) error {
+// breaker state from the breaker table through another (rm); the role's
+// group starts the dispatcher only once both views have caught up, so no
+// callback goes out unsigned, unlimited or past an open breaker because a
+// table was not read yet.
+func newDispatcher(e *env, dev bool, rm *readModels) (*dispatcher.Dispatcher, error) {
 	guard := dispatcherGuard(e.cfg, dev)
 	log := e.log.With("component", "dispatcher")
 	if guard.AllowLoopback {
 		log.Warn("dispatcher: callbacks to loopback addresses (127.0.0.0/8, ::1) are allowed; set CHIME_DISPATCHER_ALLOW_LOOPBACK=false to refuse them")
-	}
-	if rm == nil {
-		own, stop, err := startReadModels(ctx, e)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil // stopping before the views caught up
-			}
-			return err
-		}
-		defer stop()
-		rm = own
 	}
 	d, err := dispatcher.New(dispatcher.Config{
 		Brokers:    e.brokers,
@@ -68,8 +67,8 @@ func runDispatcher(ctx context.Context, e *env, dev bool, rm *readModels) error 
 		Registerer: e.registry,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	log.Info("dispatcher starting", "id", d.ID(), "group", e.cfg.Topics().DispatcherGroup(), "allow", fmt.Sprint(guard.Allow))
-	return d.Run(ctx)
+	return d, nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -24,6 +23,7 @@ import (
 	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/infra/kafkaauth"
 	"github.com/chime-sched/chime/infra/topics"
+	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/processors/namespaces"
 	"github.com/chime-sched/chime/processors/scheduler"
 	"github.com/chime-sched/chime/views/jobquery"
@@ -260,24 +260,33 @@ func roleTopics(_ context.Context, e *env) error {
 	return nil
 }
 
+// group is the role's lifecycle.Group: the parts it adds, started stage
+// by stage and stopped in reverse.
+func (e *env) group() *lifecycle.Group { return &lifecycle.Group{Logger: e.log} }
+
 func roleScheduler(ctx context.Context, e *env) error {
-	sr, err := newScheduler(e, nil)
+	rm, err := newReadModels(e, false)
 	if err != nil {
 		return err
 	}
-	defer sr.release()
-	return serveScheduler(ctx, e, sr)
+	sr, err := newScheduler(e, rm)
+	if err != nil {
+		return err
+	}
+	defer sr.release() // after the group stopped the scheduler
+	g := e.group().Add(rm.parts()...).Add(sr.parts()...)
+	sr.logReady(e, g)
+	return g.Run(ctx)
 }
 
 // schedulerRole is a scheduler with its query server (views/jobquery),
 // which serves the rows of the partitions it owns to the API processes.
 type schedulerRole struct {
 	s *scheduler.Scheduler
-	// query is the query server's socket, advertised (in the scheduler's
-	// group membership) as queryAddr.
-	query     net.Listener
+	// query serves the query server on its socket, advertised (in the
+	// scheduler's group membership) as queryAddr.
+	query     lifecycle.Part
 	queryAddr string
-	server    *jobquery.Server
 	// release marks the local state clean; call it after the scheduler
 	// stopped.
 	release func()
@@ -285,7 +294,7 @@ type schedulerRole struct {
 
 // newScheduler builds the scheduler role: its table on disk under the state
 // dir (processors/jobstore) unless memory storage is configured, and its
-// query server. rm, if set, is the process's shared namespace view.
+// query server. It reads namespaces from rm, started before it.
 func newScheduler(e *env, rm *readModels) (*schedulerRole, error) {
 	secret, err := e.querySecret()
 	if err != nil {
@@ -295,12 +304,10 @@ func newScheduler(e *env, rm *readModels) (*schedulerRole, error) {
 	if err != nil {
 		return nil, err
 	}
-	sr := &schedulerRole{query: ln, queryAddr: addr, release: func() {}}
+	sr := &schedulerRole{queryAddr: addr, release: func() {}}
 	cfg := e.schedulerConfig()
 	cfg.Membership.Advertise = addr
-	if rm != nil {
-		cfg.Namespaces = rm.namespaces
-	}
+	cfg.Namespaces = rm.namespaces
 	if e.cfg.SchedulerStorage == config.StorageDisk {
 		local, err := scheduler.OpenLocalState(filepath.Join(e.cfg.StateDir, "scheduler"), e.log)
 		if err != nil {
@@ -314,8 +321,9 @@ func newScheduler(e *env, rm *readModels) (*schedulerRole, error) {
 		}
 		cfg.LocalState = local
 	}
+	var server *jobquery.Server
 	if sr.s, err = scheduler.New(cfg); err == nil {
-		sr.server, err = jobquery.NewServer(jobquery.ServerConfig{Source: sr.s, Partitions: e.cfg.Partitions, Secret: secret,
+		server, err = jobquery.NewServer(jobquery.ServerConfig{Source: sr.s, Partitions: e.cfg.Partitions, Secret: secret,
 			Logger: e.log.With("component", "scheduler-query")})
 	}
 	if err != nil {
@@ -323,68 +331,70 @@ func newScheduler(e *env, rm *readModels) (*schedulerRole, error) {
 		sr.release()
 		return nil, err
 	}
+	sr.query = jobquery.Listen(server, ln)
 	return sr, nil
 }
 
-// serveScheduler runs the scheduler and its query server until ctx ends,
-// logging when it is ready.
-func serveScheduler(ctx context.Context, e *env, sr *schedulerRole) error {
+// parts are the scheduler and its query server.
+func (sr *schedulerRole) parts() []lifecycle.Part { return []lifecycle.Part{sr.s, sr.query} }
+
+// logReady has g log when the scheduler is ready (operators and tests
+// wait for the line).
+func (sr *schedulerRole) logReady(e *env, g *lifecycle.Group) {
 	s := sr.s
-	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return s.Run(ctx) })
-	g.Go(func() error { return jobquery.Serve(ctx, sr.server, sr.query) })
-	g.Go(func() error {
-		if err := s.WaitReady(ctx); err != nil {
-			return nil
-		}
+	g.OnReady(func() {
 		e.log.Info("scheduler ready", "partitions", s.Partitions(), "pending_timers", s.PendingTimers(), "window_timers", s.WindowTimers(), "recovered_records", s.RecoveredRecords(), "query_addr", sr.queryAddr)
-		return nil
-	})
-	return g.Wait()
+	}, s)
 }
 
-// roleDev runs every role in this process. The roles share one set of
-// read models (the namespace and breaker views), and the API reads jobs
-// from the scheduler's own table (partitions another scheduler process
-// owns, from that one's query server).
+// roleDev runs every role in this process, in one group: first the read
+// models (the namespace and breaker views, shared by every role) and the
+// API, which listens at once; once the views have caught up, the
+// processors, the dispatcher and the sink. The API reads jobs from the
+// scheduler's own table (partitions another scheduler process owns, from
+// that one's query server).
 func roleDev(ctx context.Context, e *env) error {
 	e.log.Info("chime dev: all roles in one process", "brokers", strings.Join(e.brokers, ","), "state_dir", e.cfg.StateDir)
-	rm, stopViews, err := startReadModels(ctx, e)
+	rm, err := newReadModels(e, true)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
 		return err
 	}
-	// After every role: the processors read the views until they stop.
-	defer stopViews()
 	sr, err := newScheduler(e, rm)
 	if err != nil {
 		return err
 	}
-	defer sr.release()
-	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		g, ctx := errgroup.WithContext(ctx)
-		g.Go(func() error { return roleNamespaces(ctx, e) })
-		g.Go(func() error { return runBreaker(ctx, e, rm) })
-		return g.Wait()
-	})
-	g.Go(func() error { return serveScheduler(ctx, e, sr) })
-	g.Go(func() error { return runDispatcher(ctx, e, true, rm) })
+	defer sr.release() // after the group stopped the scheduler
 	// The API reads analytics from the ClickHouse the sink opens (the
 	// local one when no DSN is configured).
 	ch := newAnalyticsSource()
-	g.Go(func() error { return runSink(ctx, e, true, ch.set) })
-	g.Go(func() error {
-		return runAPI(ctx, e, true, ch, &apiShared{rm: rm, scheduler: sr})
-	})
-	return g.Wait()
+	a, err := newAPI(e, true, ch, rm, sr)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	brk, err := newBreaker(e, rm)
+	if err != nil {
+		return err
+	}
+	d, err := newDispatcher(e, true, rm)
+	if err != nil {
+		return err
+	}
+	nsp, err := newNamespaces(e)
+	if err != nil {
+		return err
+	}
+	g := e.group().
+		Add(append(rm.parts(), a.parts...)...).
+		Add(append(sr.parts(), nsp, brk, d, newSinkPart(e, true, ch.set))...)
+	sr.logReady(e, g)
+	a.logReady(g)
+	return g.Run(ctx)
 }
 
-// roleNamespaces runs the namespace-config processor.
-func roleNamespaces(ctx context.Context, e *env) error {
-	p, err := namespaces.New(namespaces.Config{
+// newNamespaces builds the namespace-config processor.
+func newNamespaces(e *env) (*namespaces.Processor, error) {
+	return namespaces.New(namespaces.Config{
 		Brokers:     e.brokers,
 		Topics:      e.cfg.Topics(),
 		ClientID:    e.cfg.ClientID + "-namespaces",
@@ -393,10 +403,6 @@ func roleNamespaces(ctx context.Context, e *env) error {
 		Logger:      e.log.With("component", "namespaces"),
 		Registerer:  e.registry,
 	})
-	if err != nil {
-		return err
-	}
-	return p.Run(ctx)
 }
 
 // securePrivateDir creates dir readable by its owner only, and takes group

@@ -14,54 +14,71 @@ import (
 	"github.com/chime-sched/chime/analytics/sink"
 	"github.com/chime-sched/chime/infra/clickhouse"
 	"github.com/chime-sched/chime/infra/credential"
+	"github.com/chime-sched/chime/internal/lifecycle"
 )
 
 // roleSink runs the analytics sink: outcomes, breaker transitions, job
 // events and dead letters into ClickHouse (CHIME_CLICKHOUSE_DSN, or a local
 // server).
 func roleSink(ctx context.Context, e *env) error {
-	return runSink(ctx, e, false, nil)
+	return e.group().Add(newSinkPart(e, false, nil)).Run(ctx)
 }
 
-// runSink connects to ClickHouse and runs the sink until ctx ends. In
-// `chime dev` (dev) analytics is not allowed to stop the other roles: a
+// newSinkPart is the sink as a part of the role's group: it connects to
+// ClickHouse (first starting the local server when no DSN is configured),
+// then runs the sink (analytics/sink) until stopped, and closes the store
+// and stops the local server after it. It is ready once the sink consumes.
+// In `chime dev` (dev) analytics is not allowed to stop the other roles: a
 // missing engine is a warning and a server that cannot be reached is
-// retried, while the rest of chime runs and the sink's records wait in Kafka.
-// opened, if not nil, is told once the DSN of the store (in dev, that of the
-// local server it started) or why there is none.
-func runSink(ctx context.Context, e *env, dev bool, opened func(dsn string, err error)) error {
+// retried, while the rest of chime runs and the sink's records wait in
+// Kafka. opened, if not nil, is told once the DSN of the store (in dev,
+// that of the local server it started) or why there is none.
+func newSinkPart(e *env, dev bool, opened func(dsn string, err error)) lifecycle.Part {
 	if opened == nil {
 		opened = func(string, error) {}
 	}
-	log := e.log.With("component", "sink")
-	store, dsn, stop, err := openAnalytics(ctx, e)
-	if err != nil {
-		opened("", err)
-		if dev && ctx.Err() == nil {
-			log.Warn("analytics disabled: "+err.Error(), "hint", "set CHIME_CLICKHOUSE_DSN or run `make clickhouse`")
-			<-ctx.Done()
-			return nil
+	return lifecycle.Func("analytics sink", func(ctx context.Context, ready func()) error {
+		log := e.log.With("component", "sink")
+		store, dsn, stop, err := openAnalytics(ctx, e)
+		if err != nil {
+			opened("", err)
+			if dev && ctx.Err() == nil {
+				log.Warn("analytics disabled: "+err.Error(), "hint", "set CHIME_CLICKHOUSE_DSN or run `make clickhouse`")
+				ready() // as ready as it will be: the rest of chime runs
+				<-ctx.Done()
+				return nil
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
 		}
-		if ctx.Err() != nil {
-			return nil
+		defer stop()
+		opened(dsn, nil)
+		s, err := sink.New(sink.Config{
+			Brokers:    e.brokers,
+			Topics:     e.cfg.Topics(),
+			ClientID:   e.cfg.ClientID,
+			Membership: e.membership,
+			Store:      store,
+			Logger:     log,
+			Registerer: e.registry,
+		})
+		if err != nil {
+			return err
 		}
-		return err
-	}
-	defer stop()
-	opened(dsn, nil)
-	s, err := sink.New(sink.Config{
-		Brokers:    e.brokers,
-		Topics:     e.cfg.Topics(),
-		ClientID:   e.cfg.ClientID,
-		Membership: e.membership,
-		Store:      store,
-		Logger:     log,
-		Registerer: e.registry,
+		// The sink needs the store this part opened, so it is started
+		// here, and stopped before the store closes.
+		if err := s.Start(ctx); err != nil {
+			return err
+		}
+		defer s.Stop()
+		if lifecycle.Wait(ctx, s) == nil {
+			ready()
+		}
+		<-s.Stopped()
+		return s.Err()
 	})
-	if err != nil {
-		return err
-	}
-	return s.Run(ctx)
 }
 
 // openAnalytics opens the analytics store, first starting the local

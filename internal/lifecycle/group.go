@@ -17,7 +17,12 @@ type Group struct {
 	Logger *slog.Logger
 
 	stages  [][]Part
-	onReady map[Part]func()
+	onReady []onReady
+}
+
+type onReady struct {
+	fn    func()
+	parts []Part
 }
 
 // Add appends a stage of parts, started together once the stages added
@@ -27,13 +32,10 @@ func (g *Group) Add(parts ...Part) *Group {
 	return g
 }
 
-// OnReady has fn called once p is ready the first time (a role's "ready"
-// log line); not if p stops before.
-func (g *Group) OnReady(p Part, fn func()) *Group {
-	if g.onReady == nil {
-		g.onReady = map[Part]func(){}
-	}
-	g.onReady[p] = fn
+// OnReady has Run call fn once every one of parts is ready (a role's
+// "ready" log line); not if one stops before.
+func (g *Group) OnReady(fn func(), parts ...Part) *Group {
+	g.onReady = append(g.onReady, onReady{fn: fn, parts: parts})
 	return g
 }
 
@@ -41,8 +43,9 @@ func (g *Group) OnReady(p Part, fn func()) *Group {
 func (g *Group) Parts() []Part { return slices.Concat(g.stages...) }
 
 // Run starts the parts and returns once ctx ends (nil) or a part stopped
-// by itself (its error), after stopping every part it started. A part that
-// fails to start or stops before it was ready ends Run the same way.
+// by itself (its error), after stopping every part. A part that fails to
+// start or stops before it was ready ends Run the same way. A group runs
+// once.
 func (g *Group) Run(ctx context.Context) error {
 	log := g.Logger
 	if log == nil {
@@ -51,9 +54,9 @@ func (g *Group) Run(ctx context.Context) error {
 	// The parts stop when Run stops them, in order, not all at once when
 	// ctx ends.
 	pctx := context.WithoutCancel(ctx)
-	var started [][]Part
+	// Parts of the stages not reached are stopped too: they never start.
 	defer func() {
-		for _, stage := range slices.Backward(started) {
+		for _, stage := range slices.Backward(g.stages) {
 			var wg sync.WaitGroup
 			for _, p := range stage {
 				wg.Go(p.Stop)
@@ -68,27 +71,19 @@ func (g *Group) Run(ctx context.Context) error {
 	var watchers sync.WaitGroup
 	defer watchers.Wait()
 	defer stopWatching()
+	for _, o := range g.onReady {
+		watchers.Go(func() {
+			if Wait(watch, o.parts...) == nil {
+				o.fn()
+			}
+		})
+	}
 	for _, stage := range g.stages {
-		started = append(started, nil)
 		for _, p := range stage {
 			if err := p.Start(pctx); err != nil {
 				return fmt.Errorf("%s: %w", p.Name(), err)
 			}
-			started[len(started)-1] = append(started[len(started)-1], p)
-			onReady := g.onReady[p]
 			watchers.Go(func() {
-				select {
-				case <-p.Started():
-				case <-watch.Done():
-					return
-				}
-				select {
-				case <-p.Stopped():
-				default:
-					if onReady != nil {
-						onReady()
-					}
-				}
 				select {
 				case <-p.Stopped():
 					failed <- p

@@ -32,6 +32,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/infra/groups"
+	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/internal/setting"
 	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/memstore"
@@ -62,9 +63,9 @@ type Config struct {
 	// outcomes read.
 	Registerer prometheus.Registerer
 
-	// Namespaces reads the namespace configs (the thresholds). nil: Run
-	// keeps its own view of the namespace table, caught up before the
-	// processor starts and stopped after it.
+	// Namespaces reads the namespace configs (the thresholds). Required:
+	// a views.Namespaces the caller starts before the processor and stops
+	// after it (lifecycle.Group), or a fixed views.StaticNamespaces.
 	Namespaces views.NamespaceSource
 
 	// CheckpointInterval bounds how often a namespace's window counts
@@ -108,21 +109,25 @@ func (c *Config) validate() error {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	var membership error
+	var membership, namespaces error
 	if err := c.Membership.Validate(); err != nil {
 		membership = fmt.Errorf("breaker: Membership: %w", err)
+	}
+	if c.Namespaces == nil {
+		namespaces = errors.New("breaker: Namespaces is required: start a views.Namespaces before the processor, or pass views.StaticNamespaces")
 	}
 	return errors.Join(
 		setting.Positive("breaker", "Replication", &c.Replication, 1),
 		membership,
+		namespaces,
 		setting.PositiveOr("breaker", "CheckpointInterval", &c.CheckpointInterval, DefaultCheckpointInterval, EveryChange, "breaker.EveryChange", "to write every change"),
 	)
 }
 
 // Processor is the breaker processor.
 type Processor struct {
-	cfg Config
-	// namespaces is set before the processor starts (New or Run).
+	lifecycle.Base
+	cfg        Config
 	namespaces views.NamespaceSource
 
 	mu   sync.Mutex
@@ -158,7 +163,7 @@ type cachedConfig struct {
 	cfg     Thresholds
 }
 
-// New builds the processor. It does not connect until Run.
+// New builds the processor. It does not connect until Start.
 func New(cfg Config) (*Processor, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -208,16 +213,15 @@ func (p *Processor) options() []goka.ProcessorOption {
 	return append(opts, p.cfg.extraOptions...)
 }
 
-// Run runs the processor until ctx is done, restarting it after failures.
-func (p *Processor) Run(ctx context.Context) error {
-	if p.namespaces == nil {
-		v, stop, err := views.StartNamespaces(ctx, p.cfg.Brokers, p.cfg.Topics, p.cfg.ClientID+"-namespaces", p.cfg.Replication, p.cfg.Logger)
-		if err != nil {
-			return fmt.Errorf("breaker: %w", err)
-		}
-		defer stop() // after Supervise: the processor has stopped
-		p.namespaces = v
-	}
+// Name implements lifecycle.Part.
+func (p *Processor) Name() string { return "breaker" }
+
+// Start runs the processor until Stop or ctx ends, restarting it after
+// failures. It is ready (Started) once it has recovered its partitions
+// the first time.
+func (p *Processor) Start(ctx context.Context) error { return p.Go(ctx, p.run) }
+
+func (p *Processor) run(ctx context.Context, ready func()) error {
 	return processors.Supervise(ctx, "breaker", p.cfg.Logger, func(ctx context.Context) error {
 		proc, err := goka.NewProcessor(p.cfg.Brokers, p.Graph(), p.options()...)
 		if err != nil {
@@ -229,27 +233,25 @@ func (p *Processor) Run(ctx context.Context) error {
 		p.mu.Lock()
 		p.proc = proc
 		p.mu.Unlock()
-		return proc.Run(ctx)
+		pctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go processors.SignalReady(pctx, proc, ready)
+		return proc.Run(pctx)
 	})
 }
 
-// WaitReady blocks until the processor has recovered its partitions.
-func (p *Processor) WaitReady(ctx context.Context) error {
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		p.mu.Lock()
-		proc := p.proc
-		p.mu.Unlock()
-		if proc != nil {
-			return proc.WaitForReadyContext(ctx)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
+// Ready implements lifecycle.Part: the processor runs with its partitions
+// recovered now.
+func (p *Processor) Ready() error {
+	if err := p.Base.Ready(); err != nil {
+		return err
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.proc == nil || !p.proc.Recovered() {
+		return processors.ErrRecovering
+	}
+	return nil
 }
 
 // Get reads a namespace's status from this instance's local table (nil if

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/lovoo/goka"
@@ -22,6 +23,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/infra/groups"
+	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/internal/setting"
 	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/memstore"
@@ -79,11 +81,15 @@ func (c *Config) validate() error {
 
 // Processor is the namespace-config processor.
 type Processor struct {
+	lifecycle.Base
 	cfg                Config
 	accepted, rejected prometheus.Counter
+
+	mu   sync.Mutex
+	proc *goka.Processor
 }
 
-// New builds the processor. It does not connect until Run.
+// New builds the processor. It does not connect until Start.
 func New(cfg Config) (*Processor, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -109,8 +115,15 @@ func (p *Processor) Graph() *goka.GroupGraph {
 	)
 }
 
-// Run runs the processor until ctx is done, restarting it after failures.
-func (p *Processor) Run(ctx context.Context) error {
+// Name implements lifecycle.Part.
+func (p *Processor) Name() string { return "namespace-config processor" }
+
+// Start runs the processor until Stop or ctx ends, restarting it after
+// failures. It is ready (Started) once it has recovered its partitions
+// the first time.
+func (p *Processor) Start(ctx context.Context) error { return p.Go(ctx, p.run) }
+
+func (p *Processor) run(ctx context.Context, ready func()) error {
 	return processors.Supervise(ctx, "namespaces", p.cfg.Logger, func(ctx context.Context) error {
 		opts := append(processors.ProcessorOptions(p.cfg.ClientID, p.cfg.Replication, p.cfg.Membership, p.cfg.Logger), p.cfg.extraOptions...)
 		opts = append(opts, goka.WithStorageBuilder(p.cfg.Storage), goka.WithNilHandling(goka.NilProcess))
@@ -118,8 +131,28 @@ func (p *Processor) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("namespaces: %w", err)
 		}
-		return proc.Run(ctx)
+		p.mu.Lock()
+		p.proc = proc
+		p.mu.Unlock()
+		pctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go processors.SignalReady(pctx, proc, ready)
+		return proc.Run(pctx)
 	})
+}
+
+// Ready implements lifecycle.Part: the processor runs with its partitions
+// recovered now.
+func (p *Processor) Ready() error {
+	if err := p.Base.Ready(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.proc == nil || !p.proc.Recovered() {
+		return processors.ErrRecovering
+	}
+	return nil
 }
 
 func (p *Processor) onCommand(ctx goka.Context, msg any) {

@@ -45,9 +45,9 @@ type Config struct {
 	Logger   *slog.Logger     // default slog.Default()
 
 	// Namespaces reads the namespace configs (a job without its own
-	// relevancy window takes its namespace's). nil: Run keeps its own
-	// view of the namespace table, caught up before the processor starts
-	// and stopped after it.
+	// relevancy window takes its namespace's). Required: a views.Namespaces
+	// the caller starts before the scheduler and stops after it
+	// (lifecycle.Group), or a fixed views.StaticNamespaces.
 	Namespaces views.NamespaceSource
 
 	// KafkaTargetTopics may be written by Kafka-target jobs, besides the

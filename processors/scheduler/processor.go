@@ -27,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chime-sched/chime/infra/kafkaauth"
+	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/jobstore"
 	"github.com/chime-sched/chime/schema"
@@ -38,9 +39,9 @@ import (
 // Scheduler is one scheduler instance; run several with the same topics and
 // they share the partitions through the goka group.
 type Scheduler struct {
-	cfg     Config
-	decider *decider
-	// namespaces is set before the processor starts (New or Run).
+	lifecycle.Base
+	cfg        Config
+	decider    *decider
 	namespaces views.NamespaceSource
 	timers     *timers
 	// db is the table's store: LocalState's, or one in memory (ownDB).
@@ -69,7 +70,7 @@ type Scheduler struct {
 	assignments atomic.Uint64
 }
 
-// New builds a scheduler. It does not connect until Run.
+// New builds a scheduler. It does not connect until Start.
 func New(cfg Config) (*Scheduler, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -192,8 +193,15 @@ func (s *Scheduler) options() []goka.ProcessorOption {
 	return opts
 }
 
-// Run runs the processor until ctx is done, restarting it after failures.
-func (s *Scheduler) Run(ctx context.Context) error {
+// Name implements lifecycle.Part.
+func (s *Scheduler) Name() string { return "scheduler" }
+
+// Start runs the processor until Stop or ctx ends, restarting it after
+// failures. It is ready (Started) once it has recovered its partitions
+// the first time.
+func (s *Scheduler) Start(ctx context.Context) error { return s.Go(ctx, s.run) }
+
+func (s *Scheduler) run(ctx context.Context, ready func()) error {
 	defer func() {
 		if s.tickCl != nil {
 			s.tickCl.Close()
@@ -206,14 +214,6 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			s.cfg.Topics.Due():         &s.dueKeys.partitions,
 			s.cfg.Topics.JobCommands(): &s.cmdPartitions,
 		})
-	}
-	if s.namespaces == nil {
-		v, stop, err := views.StartNamespaces(ctx, s.cfg.Brokers, s.cfg.Topics, s.cfg.ClientID+"-namespaces", s.cfg.Replication, s.cfg.Logger)
-		if err != nil {
-			return fmt.Errorf("scheduler: %w", err)
-		}
-		defer stop() // after Supervise: the processor has stopped
-		s.namespaces = v
 	}
 	if s.ownDB {
 		defer s.db.Close() // after Supervise: every storage is closed
@@ -228,6 +228,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		pctx, stop := context.WithCancel(ctx)
 		defer stop()
 		go s.sweep(pctx, p)
+		go processors.SignalReady(pctx, p, ready)
 		return p.Run(pctx)
 	})
 }
@@ -272,30 +273,19 @@ func newIncarnation() string {
 	return hex.EncodeToString(b[:])
 }
 
-// WaitReady blocks until the processor has recovered its partitions.
-func (s *Scheduler) WaitReady(ctx context.Context) error {
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		s.mu.Lock()
-		p := s.proc
-		s.mu.Unlock()
-		if p != nil {
-			return p.WaitForReadyContext(ctx)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
+// Ready implements lifecycle.Part: the processor runs with its partitions
+// recovered now (not while a rebalance moves them). views/jobquery reads
+// rows only while it is.
+func (s *Scheduler) Ready() error {
+	if err := s.Base.Ready(); err != nil {
+		return err
 	}
-}
-
-// Ready reports whether the processor runs with its tables recovered.
-func (s *Scheduler) Ready() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.proc != nil && s.proc.Recovered()
+	if s.proc == nil || !s.proc.Recovered() {
+		return processors.ErrRecovering
+	}
+	return nil
 }
 
 // PendingTimers is the number of rows with a timer in the partitions this

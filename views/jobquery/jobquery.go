@@ -49,8 +49,9 @@ type Source interface {
 	ListJobs(ns string, q jobindex.Query) ([]jobindex.Entry, bool)
 	// Partitions lists the partitions the instance actively owns.
 	Partitions() []int32
-	// Ready says the instance has recovered every partition it owns.
-	Ready() bool
+	// Ready is nil while the instance has recovered every partition it
+	// owns (lifecycle.Part's Ready).
+	Ready() error
 	// Assignments counts the assignments the instance has taken.
 	Assignments() uint64
 }
@@ -113,14 +114,14 @@ type local struct {
 // only set up after its assignment was counted.
 func (l local) consistent(read func(owned []int32) error) ([]int32, error) {
 	before := l.src.Assignments()
-	if !l.src.Ready() {
+	if l.src.Ready() != nil {
 		return nil, errRecovering
 	}
 	owned := slices.Sorted(slices.Values(l.src.Partitions()))
 	if err := read(owned); err != nil {
 		return nil, err
 	}
-	if !l.src.Ready() || l.src.Assignments() != before {
+	if l.src.Ready() != nil || l.src.Assignments() != before {
 		return nil, errRecovering
 	}
 	return owned, nil

@@ -450,7 +450,7 @@ func gather[T any](r *Router, fromLocal func(*local) (T, []int32, error), fromOw
 // localPartitions are the partitions the local instance owns, if it is
 // ready.
 func (r *Router) localPartitions() []int32 {
-	if r.local == nil || !r.local.src.Ready() {
+	if r.local == nil || r.local.src.Ready() != nil {
 		return nil
 	}
 	return r.local.src.Partitions()

@@ -17,6 +17,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 	"github.com/chime-sched/chime/views/jobindex"
@@ -316,30 +317,34 @@ func writeProblemPartitions(w http.ResponseWriter, status int, typ string, owned
 	_ = json.NewEncoder(w).Encode(problemAnswer{Type: typ, Title: http.StatusText(status), Status: status, Detail: fmt.Sprintf(format, args...), Partitions: owned})
 }
 
-// Serve answers h's requests on ln until ctx is done, then stops taking
-// requests and waits (at most 5 s) for those in flight.
-func Serve(ctx context.Context, h http.Handler, ln net.Listener) error {
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("jobquery: %w", err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("jobquery: shutdown: %w", err)
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("jobquery: %w", err)
-	}
-	return nil
+// Listen is the part (lifecycle.Part) that answers h's requests on ln,
+// ready once it listens; stopped, it stops taking requests and waits (at
+// most 5 s) for those in flight.
+func Listen(h http.Handler, ln net.Listener) lifecycle.Part {
+	return lifecycle.Func("scheduler query server", func(ctx context.Context, ready func()) error {
+		srv := &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: 5 * time.Second,
+			ReadTimeout:       10 * time.Second,
+			WriteTimeout:      10 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+		}
+		errc := make(chan error, 1)
+		go func() { errc <- srv.Serve(ln) }()
+		ready() // ln is open: requests wait in its backlog until Serve takes them
+		select {
+		case err := <-errc:
+			return fmt.Errorf("jobquery: %w", err)
+		case <-ctx.Done():
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			return fmt.Errorf("jobquery: shutdown: %w", err)
+		}
+		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("jobquery: %w", err)
+		}
+		return nil
+	})
 }
