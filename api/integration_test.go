@@ -19,6 +19,7 @@ import (
 	"github.com/chime-sched/chime/api"
 	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/infra/kafkatest"
+	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
 	"github.com/chime-sched/chime/processors/breaker"
 	"github.com/chime-sched/chime/processors/namespaces"
 	"github.com/chime-sched/chime/processors/scheduler"
@@ -43,9 +44,6 @@ type liveKafka struct {
 	cluster *kafkatest.Cluster
 	topics  schema.Topics
 	log     *slog.Logger
-	ctx     context.Context
-	// run runs a component until the test ends.
-	run func(func(context.Context) error)
 }
 
 // querySecret signs the API's job reads to the scheduler's query server.
@@ -65,54 +63,36 @@ func startKafka(t *testing.T) *liveKafka {
 	if os.Getenv("CHIME_TEST_VERBOSE") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var dones []chan error
-	run := func(f func(context.Context) error) {
-		done := make(chan error, 1)
-		dones = append(dones, done)
-		go func() { done <- f(ctx) }()
-	}
-	t.Cleanup(func() {
-		cancel()
-		for _, d := range dones {
-			select {
-			case <-d:
-			case <-time.After(60 * time.Second):
-				t.Error("a component did not stop within 60s")
-			}
-		}
-	})
-
 	// The scheduler serves its rows to the API processes (views/jobquery)
 	// and advertises where in the group.
 	qln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
+	nsView, err := views.NewNamespaces(c.Brokers(), topics, "scheduler-namespaces", 1, log)
+	require.NoError(t, err)
 	sched, err := scheduler.New(scheduler.Config{Brokers: c.Brokers(), Topics: topics, Logger: log,
-		Membership: groups.Membership{Advertise: qln.Addr().String()}})
+		Membership: groups.Membership{Advertise: qln.Addr().String()}, Namespaces: nsView})
 	require.NoError(t, err)
 	qs, err := jobquery.NewServer(jobquery.ServerConfig{Source: sched, Partitions: 4, Secret: querySecret, Logger: log})
 	require.NoError(t, err)
-	run(func(ctx context.Context) error { return jobquery.Serve(ctx, qs, qln) })
-	run(sched.Run)
-	nsp, err := namespaces.New(namespaces.Config{Brokers: c.Brokers(), Topics: topics, Logger: log})
-	require.NoError(t, err)
-	run(nsp.Run)
 	brk, err := breaker.New(breaker.Config{Brokers: c.Brokers(), Topics: topics, Logger: log, Namespaces: views.StaticNamespaces{}})
 	require.NoError(t, err)
-	run(brk.Run)
-	rctx, rcancel := context.WithTimeout(ctx, 60*time.Second)
-	defer rcancel()
-	require.NoError(t, sched.WaitReady(rctx))
-	return &liveKafka{cluster: c, topics: topics, log: log, ctx: ctx, run: run}
+	nsp, err := namespaces.New(namespaces.Config{Brokers: c.Brokers(), Topics: topics, Logger: log})
+	require.NoError(t, err)
+	lifecycletest.Start(t, nsView, jobquery.Listen(qs, qln), sched, nsp, brk)
+	return &liveKafka{cluster: c, topics: topics, log: log}
 }
 
 // api starts one API process, with views of its own.
 func (k *liveKafka) api(t *testing.T, mutate ...func(*api.Config)) *liveAPI {
 	t.Helper()
-	be, err := api.NewBackend(api.BackendConfig{Brokers: k.cluster.Brokers(), Topics: k.topics, Logger: k.log, Partitions: 4, QuerySecret: querySecret})
+	nsView, err := views.NewNamespaces(k.cluster.Brokers(), k.topics, "api-namespaces", 1, k.log)
 	require.NoError(t, err)
-	t.Cleanup(be.Close)
-	k.run(be.Run)
+	brkView, err := views.NewBreakers(k.cluster.Brokers(), k.topics, "api-breakers", 1, k.log)
+	require.NoError(t, err)
+	be, err := api.NewBackend(api.BackendConfig{Brokers: k.cluster.Brokers(), Topics: k.topics, Logger: k.log, Partitions: 4, QuerySecret: querySecret,
+		Namespaces: nsView, Breakers: brkView})
+	require.NoError(t, err)
+	t.Cleanup(be.Close) // after the parts stopped (cleanups run last first)
 	cfg := be.Config()
 	cfg.AdminToken = adminToken
 	cfg.Logger = k.log
@@ -124,11 +104,7 @@ func (k *liveKafka) api(t *testing.T, mutate ...func(*api.Config)) *liveAPI {
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	k.run(func(ctx context.Context) error { return api.Serve(ctx, app, ln) })
-
-	rctx, rcancel := context.WithTimeout(k.ctx, 60*time.Second)
-	defer rcancel()
-	require.NoError(t, be.WaitReady(rctx))
+	lifecycletest.Start(t, nsView, brkView, api.Listen(app, ln))
 	return &liveAPI{base: "http://" + ln.Addr().String(), client: &http.Client{Timeout: 90 * time.Second}, kafka: k.cluster}
 }
 

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
 	"github.com/chime-sched/chime/processors/breaker"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -167,26 +168,13 @@ func setupBreaker(t *testing.T, nsCfg *chimev1.NamespaceConfig) *breakerBundle {
 	require.NoError(t, b.in.ProduceSync(ctx, &kgo.Record{Topic: b.topics.NamespaceTable(), Key: []byte(nsCfg.Namespace), Value: raw}).FirstErr())
 	b.transitions = collect[*chimev1.BreakerTransition](t, b.cluster.Brokers(), b.topics.BreakerTransitions(), func(m *chimev1.BreakerTransition) string { return m.GetNamespace() })
 	b.startScheduler()
-	brk, err := breaker.New(breaker.Config{Brokers: b.cluster.Brokers(), Topics: b.topics, Logger: testLogger()})
+	nsView, err := views.NewNamespaces(b.cluster.Brokers(), b.topics, "breaker-namespaces", 1, testLogger())
 	require.NoError(t, err)
-	b.runUntilCleanup("breaker", brk.Run)
-	require.NoError(t, brk.WaitReady(ctx))
+	brk, err := breaker.New(breaker.Config{Brokers: b.cluster.Brokers(), Topics: b.topics, Logger: testLogger(), Namespaces: nsView})
+	require.NoError(t, err)
+	lifecycletest.Start(t, nsView, brk)
 	b.sched = b.producer()
 	return b
-}
-
-func (b *breakerBundle) runUntilCleanup(name string, fn func(context.Context) error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- fn(ctx) }()
-	b.t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(60 * time.Second):
-			b.t.Errorf("%s did not stop within 60s", name)
-		}
-	})
 }
 
 // startGated runs a dispatcher with its own breaker view (as every
@@ -195,10 +183,7 @@ func (b *breakerBundle) startGated(id string) (*Dispatcher, *watched, *views.Bre
 	b.t.Helper()
 	v, err := views.NewBreakers(b.cluster.Brokers(), b.topics, id+"-breakers", 1, testLogger())
 	require.NoError(b.t, err)
-	b.runUntilCleanup(id+" view", v.Run)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	require.NoError(b.t, v.WaitReady(ctx))
+	lifecycletest.Start(b.t, v)
 	w := &watched{src: v, first: map[string]map[uint64]time.Time{}}
 	d := b.start(func(c *Config) {
 		c.ID = id

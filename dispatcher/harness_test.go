@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/infra/kafkatest"
+	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
 	"github.com/chime-sched/chime/processors/scheduler"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
@@ -79,18 +80,7 @@ func (b *bundle) start(mutate ...func(*Config)) *Dispatcher {
 	b.t.Helper()
 	d, err := New(b.config(mutate...))
 	require.NoError(b.t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	b.t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			require.NoError(b.t, err)
-		case <-time.After(60 * time.Second):
-			b.t.Error("dispatcher did not stop within 60s")
-		}
-	})
+	lifecycletest.Start(b.t, d)
 	return d
 }
 
@@ -104,20 +94,7 @@ func (b *bundle) startScheduler() {
 		Namespaces: kafkatest.EveryNamespace{},
 	})
 	require.NoError(b.t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	b.t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(60 * time.Second):
-			b.t.Error("scheduler did not stop within 60s")
-		}
-	})
-	rctx, rcancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer rcancel()
-	require.NoError(b.t, s.WaitReady(rctx))
+	lifecycletest.Start(b.t, s)
 }
 
 func (b *bundle) producer() *producer.Producer {

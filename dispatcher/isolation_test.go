@@ -93,7 +93,9 @@ func TestDispatcherProcessHelper(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	fmt.Println("dispatcher-ready")
-	require.NoError(t, d.Run(ctx))
+	require.NoError(t, d.Start(ctx))
+	<-d.Stopped()
+	require.NoError(t, d.Err())
 }
 
 func startDispatcherProcess(t *testing.T, b *bundle) *exec.Cmd {
@@ -177,21 +179,12 @@ func TestRebalanceHandsOverCleanly(t *testing.T) {
 		// Short, so the handover leaves calls unfinished for the new owner.
 		c.RevokeWait = 200 * time.Millisecond
 	}
-	first, err := New(b.config(fast))
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- first.Run(ctx) }()
+	first := b.start(fast)
 	waitFor(t, 30*time.Second, "first calls", func() bool { return len(rcv.calls()) >= 300 })
 	second := b.start(fast)
 	waitFor(t, 30*time.Second, "the second member to take work", func() bool { return second.Stats().Consumed > 0 })
-	cancel()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("first dispatcher did not stop")
-	}
+	first.Stop()
+	require.NoError(t, first.Err())
 	waitFor(t, 120*time.Second, "an outcome for every due", func() bool {
 		seen := map[string]bool{}
 		b.outcomes.count(func(o *chimev1.CallbackOutcome) bool { seen[o.EventId] = true; return false })

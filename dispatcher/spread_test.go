@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
 	"github.com/chime-sched/chime/processors/scheduler"
 	"github.com/chime-sched/chime/schema/chimev1"
 	"github.com/chime-sched/chime/views"
@@ -68,13 +69,7 @@ func TestSpreadNamespaceAcrossDispatchers(t *testing.T) {
 		Namespaces: views.StaticNamespaces{"hot": cfg},
 	})
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	rctx, rcancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer rcancel()
-	require.NoError(t, s.WaitReady(rctx))
+	lifecycletest.Start(t, s)
 
 	fireAt := time.Now().Add(2 * time.Second)
 	specs := make([]*chimev1.JobSpec, jobs)

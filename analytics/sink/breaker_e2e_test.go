@@ -1,7 +1,6 @@
 package sink_test
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"testing"
@@ -15,10 +14,12 @@ import (
 
 	"github.com/chime-sched/chime/infra/clickhouse/clickhousetest"
 	"github.com/chime-sched/chime/infra/kafkatest"
+	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
 	"github.com/chime-sched/chime/processors/breaker"
 	"github.com/chime-sched/chime/processors/scheduler"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/views"
 )
 
 // TestBreakerTripAndRecoveryInHistory runs the real breaker and scheduler
@@ -40,14 +41,13 @@ func TestBreakerTripAndRecoveryInHistory(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, cl.ProduceSync(tb.ctx, &kgo.Record{Topic: tb.topics.NamespaceTable(), Key: []byte("acme"), Value: cfg}).FirstErr())
 
-	sched, err := scheduler.New(scheduler.Config{Brokers: tb.kafka.Brokers(), Topics: tb.topics, Logger: quiet, TickResend: 2 * time.Second})
+	nsView, err := views.NewNamespaces(tb.kafka.Brokers(), tb.topics, "namespaces", 1, quiet)
 	require.NoError(t, err)
-	background(t, tb.ctx, sched.Run)
-	brk, err := breaker.New(breaker.Config{Brokers: tb.kafka.Brokers(), Topics: tb.topics, Logger: quiet})
+	sched, err := scheduler.New(scheduler.Config{Brokers: tb.kafka.Brokers(), Topics: tb.topics, Logger: quiet, TickResend: 2 * time.Second, Namespaces: nsView})
 	require.NoError(t, err)
-	background(t, tb.ctx, brk.Run)
-	require.NoError(t, sched.WaitReady(tb.ctx))
-	require.NoError(t, brk.WaitReady(tb.ctx))
+	brk, err := breaker.New(breaker.Config{Brokers: tb.kafka.Brokers(), Topics: tb.topics, Logger: quiet, Namespaces: nsView})
+	require.NoError(t, err)
+	lifecycletest.Start(t, nsView, sched, brk)
 	tb.start(t, tb.config())
 
 	start := time.Now().Add(-time.Minute)
@@ -99,19 +99,4 @@ func TestBreakerTripAndRecoveryInHistory(t *testing.T) {
 	require.Equal(t, uint64(7), sum.requests)
 	require.Equal(t, uint64(2), sum.successes)
 	require.Equal(t, uint64(5), sum.retryable)
-}
-
-// background runs fn until the test ends.
-func background(t *testing.T, ctx context.Context, fn func(context.Context) error) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- fn(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(60 * time.Second):
-			t.Errorf("did not stop within 60s")
-		}
-	})
 }

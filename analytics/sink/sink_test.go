@@ -73,38 +73,28 @@ func (tb *testBundle) config() sink.Config {
 }
 
 // running is a sink started by start.
-type running struct {
-	*sink.Sink
-	cancel context.CancelFunc
-	done   chan error
-	err    error
-	ended  bool
+type running struct{ *sink.Sink }
+
+// wait returns the sink's error once it stops by itself.
+func (r running) wait() error {
+	<-r.Stopped()
+	return r.Err()
 }
 
-// wait returns Run's error once it returns by itself.
-func (r *running) wait() error {
-	if !r.ended {
-		r.err, r.ended = <-r.done, true
-	}
-	return r.err
-}
-
-// stop ends Run and returns its error.
-func (r *running) stop() error {
-	r.cancel()
-	return r.wait()
+// stop stops the sink and returns its error.
+func (r running) stop() error {
+	r.Stop()
+	return r.Err()
 }
 
 // start runs a sink until the test ends or it is stopped.
-func (tb *testBundle) start(t *testing.T, cfg sink.Config) *running {
+func (tb *testBundle) start(t *testing.T, cfg sink.Config) running {
 	t.Helper()
 	s, err := sink.New(cfg)
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(tb.ctx)
-	r := &running{Sink: s, cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- s.Run(ctx) }()
-	t.Cleanup(func() { _ = r.stop() })
-	return r
+	require.NoError(t, s.Start(tb.ctx))
+	t.Cleanup(s.Stop)
+	return running{s}
 }
 
 func produce(t *testing.T, tb *testBundle, recs ...*kgo.Record) {

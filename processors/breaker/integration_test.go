@@ -14,6 +14,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/infra/kafkatest"
+	"github.com/chime-sched/chime/internal/lifecycle"
+	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
 	"github.com/chime-sched/chime/processors/breaker"
 	"github.com/chime-sched/chime/processors/scheduler"
 	"github.com/chime-sched/chime/producer"
@@ -104,25 +106,22 @@ func TestBreakerOpensAndTheSchedulerEndsTheCoolOff(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Topic: topics.NamespaceTable(), Key: []byte("acme"), Value: cfg}).FirstErr())
 
-	sched, err := scheduler.New(scheduler.Config{Brokers: c.Brokers(), Topics: topics, Logger: quiet(), TickResend: 2 * time.Second})
+	nsView, err := views.NewNamespaces(c.Brokers(), topics, "namespaces", 1, quiet())
 	require.NoError(t, err)
-	run(t, "scheduler", sched.Run)
-	brk, err := breaker.New(breaker.Config{Brokers: c.Brokers(), Topics: topics, Logger: quiet()})
+	sched, err := scheduler.New(scheduler.Config{Brokers: c.Brokers(), Topics: topics, Logger: quiet(), TickResend: 2 * time.Second, Namespaces: nsView})
 	require.NoError(t, err)
-	run(t, "breaker", brk.Run)
+	brk, err := breaker.New(breaker.Config{Brokers: c.Brokers(), Topics: topics, Logger: quiet(), Namespaces: nsView})
+	require.NoError(t, err)
+	parts := []lifecycle.Part{nsView, sched, brk}
 	var dispatcherViews []*views.Breakers
 	for _, id := range []string{"dispatcher-1", "dispatcher-2"} {
 		v, err := views.NewBreakers(c.Brokers(), topics, id, 1, quiet())
 		require.NoError(t, err)
-		run(t, id, v.Run)
+		parts = append(parts, v)
 		dispatcherViews = append(dispatcherViews, v)
 	}
-	rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	require.NoError(t, sched.WaitReady(rctx))
-	require.NoError(t, brk.WaitReady(rctx))
+	lifecycletest.Start(t, parts...)
 	for _, v := range dispatcherViews {
-		require.NoError(t, v.WaitReady(rctx))
 		require.Equal(t, chimev1.BreakerState_BREAKER_STATE_CLOSED, v.Get("acme").State, "unknown is closed")
 	}
 	trs := collectTransitions(t, c, topics.BreakerTransitions())

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/chime-sched/chime/infra/kafkatest"
+	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
 	"github.com/chime-sched/chime/processors/namespaces"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
@@ -119,16 +120,12 @@ func TestProcessorAndView(t *testing.T) {
 	c := kafkatest.New(t)
 	topics := schema.NewTopics(kafkatest.UniquePrefix(t))
 	c.Provision(t, topics, 4)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-
 	reg := prometheus.NewRegistry()
 	p, err := namespaces.New(namespaces.Config{Brokers: c.Brokers(), Topics: topics, Registerer: reg})
 	require.NoError(t, err)
-	go func() { _ = p.Run(ctx) }()
 	v, err := views.NewNamespaces(c.Brokers(), topics, "test-view", 1, nil)
 	require.NoError(t, err)
-	go func() { _ = v.Run(ctx) }()
+	lifecycletest.Start(t, p, v)
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers()...),
 		kgo.RecordPartitioner(producer.GokaPartitioner()))
@@ -137,7 +134,7 @@ func TestProcessorAndView(t *testing.T) {
 	cmd := &chimev1.NamespaceCommand{CommandId: "c1", Namespace: "acme", Command: &chimev1.NamespaceCommand_Put{Put: &chimev1.NamespaceConfig{
 		RateLimit: &chimev1.RateLimit{PerSecond: 50, Burst: 10},
 	}}}
-	require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Topic: topics.NamespaceCommands(), Key: []byte("acme"), Value: marshal(t, cmd)}).FirstErr())
+	require.NoError(t, cl.ProduceSync(context.Background(), &kgo.Record{Topic: topics.NamespaceCommands(), Key: []byte("acme"), Value: marshal(t, cmd)}).FirstErr())
 
 	require.Eventually(t, func() bool {
 		cfg, _ := v.Get("acme")
@@ -149,7 +146,7 @@ func TestProcessorAndView(t *testing.T) {
 	require.EqualValues(t, 5, v.Effective("unknown").Retry.MaxAttempts)
 
 	// A command that does not decode is rejected, and counted so.
-	require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Topic: topics.NamespaceCommands(), Key: []byte("acme"), Value: []byte{0xff}}).FirstErr())
+	require.NoError(t, cl.ProduceSync(context.Background(), &kgo.Record{Topic: topics.NamespaceCommands(), Key: []byte("acme"), Value: []byte{0xff}}).FirstErr())
 	commands := func() map[string]float64 {
 		mfs, err := reg.Gather()
 		require.NoError(t, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chime-sched/chime/infra/kafkatest"
+	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/processors/scheduler"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -58,14 +59,15 @@ func TestSchedulerProcessHelper(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	go func() {
-		if err := s.WaitReady(ctx); err == nil {
+		if err := lifecycle.Wait(ctx, s); err == nil {
 			fmt.Println("scheduler-ready")
 		}
 	}()
 	if f := os.Getenv("CHIME_STATUS_FILE"); f != "" {
 		go writeStatus(ctx, f, s)
 	}
-	_ = s.Run(ctx)
+	require.NoError(t, s.Start(ctx))
+	<-s.Stopped()
 	require.NoError(t, local.Close())
 }
 

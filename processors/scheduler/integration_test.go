@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/infra/kafkatest"
+	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
 	"github.com/chime-sched/chime/infra/topics"
 	"github.com/chime-sched/chime/processors/scheduler"
 	"github.com/chime-sched/chime/producer"
@@ -81,26 +81,11 @@ func (b *bundle) startScheduler(mutate ...func(*scheduler.Config)) (s *scheduler
 	}
 	s, err := scheduler.New(cfg)
 	require.NoError(b.t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				require.NoError(b.t, err)
-			case <-time.After(60 * time.Second):
-				b.t.Error("scheduler did not stop within 60s")
-			}
-		})
+	lifecycletest.Start(b.t, s)
+	return s, func() {
+		s.Stop()
+		require.NoError(b.t, s.Err())
 	}
-	b.t.Cleanup(stop)
-	rctx, rcancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer rcancel()
-	require.NoError(b.t, s.WaitReady(rctx))
-	return s, stop
 }
 
 // targetTopic creates the test's Kafka-target topic (on the scheduler's

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/infra/kafkatest"
+	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -37,13 +38,9 @@ func TestSweepFiresWhatThePumpMissed(t *testing.T) {
 		SweepOverdue:  100 * time.Millisecond,
 	})
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
+	lifecycletest.Start(t, s)
+	wctx, wcancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer wcancel()
-	require.NoError(t, s.WaitReady(wctx))
 
 	dues := kafkatest.Collect(t, c.Brokers(), topics.Due(), func(r *kgo.Record) (string, *chimev1.Due) {
 		d := new(chimev1.Due)

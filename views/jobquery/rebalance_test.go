@@ -21,9 +21,12 @@ import (
 	"github.com/chime-sched/chime/api"
 	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/infra/kafkatest"
+	"github.com/chime-sched/chime/internal/lifecycle"
+	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
 	"github.com/chime-sched/chime/processors/scheduler"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/views"
 	"github.com/chime-sched/chime/views/jobindex"
 	"github.com/chime-sched/chime/views/jobquery"
 )
@@ -46,28 +49,21 @@ type apiProcess struct {
 func (b *bundle) startAPI() *apiProcess {
 	t := b.t
 	t.Helper()
-	be, err := api.NewBackend(api.BackendConfig{Brokers: b.cluster.Brokers(), Topics: b.topics, Logger: testLogger(t),
-		Partitions: testPartitions, QuerySecret: testSecret})
+	nsView, err := views.NewNamespaces(b.cluster.Brokers(), b.topics, "api-namespaces", 1, testLogger(t))
 	require.NoError(t, err)
+	brkView, err := views.NewBreakers(b.cluster.Brokers(), b.topics, "api-breakers", 1, testLogger(t))
+	require.NoError(t, err)
+	be, err := api.NewBackend(api.BackendConfig{Brokers: b.cluster.Brokers(), Topics: b.topics, Logger: testLogger(t),
+		Partitions: testPartitions, QuerySecret: testSecret, Namespaces: nsView, Breakers: brkView})
+	require.NoError(t, err)
+	t.Cleanup(be.Close) // after the parts stopped (cleanups run last first)
 	cfg := be.Config()
 	cfg.AdminToken, cfg.Logger = adminToken, testLogger(t)
 	app, err := api.New(cfg)
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{}, 2)
-	go func() { _ = be.Run(ctx); done <- struct{}{} }()
-	go func() { _ = api.Serve(ctx, app, ln); done <- struct{}{} }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		<-done
-		be.Close()
-	})
-	rctx, rcancel := context.WithTimeout(ctx, time.Minute)
-	defer rcancel()
-	require.NoError(t, be.WaitReady(rctx))
+	lifecycletest.Start(t, nsView, brkView, api.Listen(app, ln))
 	return &apiProcess{base: "http://" + ln.Addr().String(), jobs: be.Jobs, hc: &http.Client{Timeout: 30 * time.Second}}
 }
 
@@ -339,13 +335,16 @@ func TestQueryInstanceHelper(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	go func() { _ = jobquery.Serve(ctx, srv, ln) }()
+	query := jobquery.Listen(srv, ln)
+	require.NoError(t, query.Start(ctx))
 	go func() {
-		if s.WaitReady(ctx) == nil {
+		if lifecycle.Wait(ctx, s) == nil {
 			fmt.Println("instance-ready")
 		}
 	}()
-	_ = s.Run(ctx)
+	require.NoError(t, s.Start(ctx))
+	<-s.Stopped()
+	query.Stop()
 }
 
 // TestReadsStayRightWhenOwnerKilled: an instance owning half the
@@ -370,7 +369,7 @@ func TestReadsStayRightWhenOwnerKilled(t *testing.T) {
 		"CHIME_TOPIC_PREFIX="+b.topics.Prefix,
 	)
 	kafkatest.WaitFor(t, 2*time.Minute, "the helper to take half the partitions", func() bool {
-		return len(a.s.Partitions()) == testPartitions/2 && a.s.Ready()
+		return len(a.s.Partitions()) == testPartitions/2 && a.s.Ready() == nil
 	})
 	joined := rd.settle("after the helper joined", 3)
 

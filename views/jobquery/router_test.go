@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 
 	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/infra/kafkatest"
+	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
 	"github.com/chime-sched/chime/processors/scheduler"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
@@ -91,29 +91,14 @@ func (b *bundle) startInstance() *instance {
 	require.NoError(t, err)
 	srv, err := jobquery.NewServer(jobquery.ServerConfig{Source: s, Partitions: testPartitions, Secret: testSecret, Logger: testLogger(t)})
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 2)
-	go func() { done <- s.Run(ctx) }()
-	go func() { done <- jobquery.Serve(ctx, srv, ln) }()
-	var once sync.Once
+	query := jobquery.Listen(srv, ln)
+	lifecycletest.Start(t, s, query)
 	stop := func() {
-		once.Do(func() {
-			cancel()
-			for range 2 {
-				select {
-				case err := <-done:
-					require.NoError(t, err)
-				case <-time.After(60 * time.Second):
-					t.Error("a scheduler instance did not stop within 60s")
-					return
-				}
-			}
-		})
+		query.Stop()
+		s.Stop()
+		require.NoError(t, query.Err())
+		require.NoError(t, s.Err())
 	}
-	t.Cleanup(stop)
-	rctx, rcancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer rcancel()
-	require.NoError(t, s.WaitReady(rctx))
 	return &instance{s: s, addr: ln.Addr().String(), stop: stop}
 }
 
@@ -195,7 +180,7 @@ func settled(t *testing.T, what string, owners ...*instance) {
 		var all []int32
 		for _, o := range owners {
 			ps := o.s.Partitions()
-			if len(ps) == 0 || !o.s.Ready() {
+			if len(ps) == 0 || o.s.Ready() != nil {
 				return false
 			}
 			all = append(all, ps...)

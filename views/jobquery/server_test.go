@@ -3,6 +3,7 @@ package jobquery
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -88,10 +89,13 @@ func (f *fakeSource) Partitions() []int32 {
 	return slices.Clone(f.owned)
 }
 
-func (f *fakeSource) Ready() bool {
+func (f *fakeSource) Ready() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.ready
+	if !f.ready {
+		return errors.New("recovering its partitions")
+	}
+	return nil
 }
 
 func (f *fakeSource) Assignments() uint64 {
