@@ -139,9 +139,10 @@ func TestIntegration(t *testing.T) {
 	t.Parallel()
 	l := startLive(t)
 
-	require.Equal(t, 200, l.do(t, "GET", "/readyz", "", "").status)
+	r := l.do(t, "GET", "/readyz", "", "")
+	require.Equal(t, 200, r.status, "body: %s", r.raw)
 
-	r := l.do(t, "PUT", "/v1/namespaces/shop", adminToken, `{"relevancy_window": "10m", "retry": {"max_attempts": 3}}`)
+	r = l.do(t, "PUT", "/v1/namespaces/shop", adminToken, `{"relevancy_window": "10m", "retry": {"max_attempts": 3}}`)
 	require.Equal(t, 201, r.status, "body: %s", r.raw)
 	r = l.do(t, "GET", "/v1/namespaces/shop", adminToken, "")
 	require.Equal(t, 200, r.status)

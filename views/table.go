@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/lovoo/goka"
 
@@ -86,13 +87,32 @@ func (t *table[T]) run(ctx context.Context, ready func()) error {
 			return err
 		case <-running:
 			running = nil
-			ready()
+			go t.whenRecovered(vctx, ready)
 		case <-ctx.Done():
 			t.stopReads()
 			cancel()
 			return <-done
 		}
 	}
+}
+
+// whenRecovered calls ready once every partition of the view has caught
+// up. goka's view says Running as soon as the partitions that reported a
+// state so far run: with an empty table, one partition can run before
+// another has reported at all. Their own states (Recovered) are not
+// signalled; they follow within milliseconds, so this waits for them in
+// short steps.
+func (t *table[T]) whenRecovered(ctx context.Context, ready func()) {
+	step := time.NewTicker(5 * time.Millisecond)
+	defer step.Stop()
+	for !t.view.Recovered() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-step.C:
+		}
+	}
+	ready()
 }
 
 func (t *table[T]) stopReads() {
