@@ -71,7 +71,10 @@ func newTable[T any](name string, brokers []string, group string, codec goka.Cod
 func (t *table[T]) Name() string { return t.name }
 
 // Start keeps the view up to date until Stop or ctx ends; it is ready
-// (Started) once it has caught up with the table.
+// (Started, Ready) once it has caught up with the table, and stays ready
+// while it runs: goka's partitions switch from recovering to following
+// the table right after (Recovered is false meanwhile), and reconnect
+// after a broker error, while the view answers from what it holds.
 func (t *table[T]) Start(ctx context.Context) error { return t.Go(ctx, t.run) }
 
 func (t *table[T]) run(ctx context.Context, ready func()) error {
@@ -120,20 +123,6 @@ func (t *table[T]) stopReads() {
 	t.closing = true
 	t.mu.Unlock()
 }
-
-// Ready implements lifecycle.Part: a view that reconnects catches up
-// again, and is not ready meanwhile.
-func (t *table[T]) Ready() error {
-	if err := t.Base.Ready(); err != nil {
-		return err
-	}
-	if !t.view.Recovered() {
-		return errRecovering
-	}
-	return nil
-}
-
-var errRecovering = errors.New("catching up with its table")
 
 // keys returns every key the view holds, sorted.
 func (t *table[T]) keys() ([]string, error) {
