@@ -37,7 +37,7 @@ type table[T any] struct {
 	cache   map[string]decoded[T]
 
 	// goka's View.Run closes the view's partitions on its way out while
-	// Get may be reading them (a data race inside goka). Run therefore
+	// Get may be reading them (a data race inside goka). Stop therefore
 	// stops Get, waiting for the reads in flight, before it lets the view
 	// close.
 	mu      sync.RWMutex

@@ -98,7 +98,7 @@ func (l *LocalState) Size() (int64, error) {
 }
 
 // Close closes the store and unlocks the dir; call it after the
-// scheduler's Run returned (every storage is closed by then).
+// scheduler stopped (every storage is closed by then).
 func (l *LocalState) Close() error {
 	err := l.store.Close()
 	if rerr := l.lock.Release(); err == nil {
