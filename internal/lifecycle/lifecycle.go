@@ -120,8 +120,9 @@ func (b *Base) Go(ctx context.Context, run func(ctx context.Context, ready func(
 		b.err = err
 		b.state = done
 		b.mu.Unlock()
-		ready() // whoever waits for it learns it stopped instead
+		// Stopped first: whoever Started wakes finds it stopped, not ready.
 		close(b.stopped)
+		ready()
 	}()
 	return nil
 }
@@ -180,8 +181,8 @@ func (b *Base) Stop() {
 	case idle:
 		// Never started: it never will, and whoever waits learns so.
 		b.state = done
-		b.once.Do(func() { close(b.started) })
 		close(b.stopped)
+		b.once.Do(func() { close(b.started) })
 	case running:
 		b.cancel()
 	}
