@@ -8,15 +8,18 @@ import (
 
 	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/views"
 )
 
 func TestConfigValidate(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name  string
-		cfg   Config
-		err   string
-		check func(t *testing.T, c Config)
+		name string
+		cfg  Config
+		// noNamespaces leaves Config.Namespaces unset.
+		noNamespaces bool
+		err          string
+		check        func(t *testing.T, c Config)
 	}{
 		{name: "zero takes the defaults", check: func(t *testing.T, c Config) {
 			require.Equal(t, DefaultClientID, c.ClientID)
@@ -33,9 +36,13 @@ func TestConfigValidate(t *testing.T) {
 		{name: "Replication", cfg: Config{Replication: -1}, err: "breaker: Replication is -1: must be positive, or 0 for the default 1"},
 		{name: "CheckpointInterval", cfg: Config{CheckpointInterval: -time.Second}, err: "breaker: CheckpointInterval is -1s: must be positive, 0 for the default 1s, or breaker.EveryChange to write every change"},
 		{name: "Membership", cfg: Config{Membership: groups.Membership{Advertise: "host"}}, err: `breaker: Membership: advertised address "host" is not host:port`},
+		{name: "Namespaces", noNamespaces: true, err: "breaker: Namespaces is required: start a views.Namespaces before the processor, or pass views.StaticNamespaces"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			if !tc.noNamespaces {
+				tc.cfg.Namespaces = views.StaticNamespaces{} // every processor needs one
+			}
 			c := tc.cfg
 			err := c.validate()
 			if tc.err != "" {
