@@ -36,7 +36,7 @@ func TestConfigValidate(t *testing.T) {
 		{name: "Replication", cfg: Config{Replication: -1}, err: "breaker: Replication is -1: must be positive, or 0 for the default 1"},
 		{name: "CheckpointInterval", cfg: Config{CheckpointInterval: -time.Second}, err: "breaker: CheckpointInterval is -1s: must be positive, 0 for the default 1s, or breaker.EveryChange to write every change"},
 		{name: "Membership", cfg: Config{Membership: groups.Membership{Advertise: "host"}}, err: `breaker: Membership: advertised address "host" is not host:port`},
-		{name: "Namespaces", noNamespaces: true, err: "breaker: Namespaces is required: start a views.Namespaces before the processor, or pass views.StaticNamespaces"},
+		{name: "Namespaces", noNamespaces: true, err: "breaker: Config.Namespaces is required: start a views.Namespaces before the processor, or pass views.StaticNamespaces"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -45,6 +45,13 @@ func TestConfigValidate(t *testing.T) {
 			}
 			c := tc.cfg
 			err := c.validate()
+			if tc.noNamespaces {
+				// New refuses it; validate has nothing against it.
+				require.NoError(t, err)
+				_, err = New(tc.cfg)
+				require.EqualError(t, err, tc.err)
+				return
+			}
 			if tc.err != "" {
 				require.EqualError(t, err, tc.err)
 				_, err = New(tc.cfg)

@@ -109,17 +109,13 @@ func (c *Config) validate() error {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	var membership, namespaces error
+	var membership error
 	if err := c.Membership.Validate(); err != nil {
 		membership = fmt.Errorf("breaker: Membership: %w", err)
-	}
-	if c.Namespaces == nil {
-		namespaces = errors.New("breaker: Namespaces is required: start a views.Namespaces before the processor, or pass views.StaticNamespaces")
 	}
 	return errors.Join(
 		setting.Positive("breaker", "Replication", &c.Replication, 1),
 		membership,
-		namespaces,
 		setting.PositiveOr("breaker", "CheckpointInterval", &c.CheckpointInterval, DefaultCheckpointInterval, EveryChange, "breaker.EveryChange", "to write every change"),
 	)
 }
@@ -167,6 +163,9 @@ type cachedConfig struct {
 func New(cfg Config) (*Processor, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Namespaces == nil {
+		return nil, errors.New("breaker: Config.Namespaces is required: start a views.Namespaces before the processor, or pass views.StaticNamespaces")
 	}
 	p := &Processor{cfg: cfg, namespaces: cfg.Namespaces, cache: map[string]cachedConfig{}, live: map[string]*liveStatus{}}
 	p.state = prometheus.NewGaugeVec(prometheus.GaugeOpts{

@@ -20,9 +20,7 @@ func TestConfigValidate(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  Config
-		// noNamespaces leaves Config.Namespaces unset.
-		noNamespaces bool
-		err          string
+		err  string
 		// check looks at the validated config (no error).
 		check func(t *testing.T, c Config)
 	}{
@@ -79,14 +77,10 @@ func TestConfigValidate(t *testing.T) {
 		{name: "MaxUnwritten", cfg: Config{MaxUnwritten: -2}, err: "scheduler: MaxUnwritten is -2: must be positive, 0 for the default 65536, or scheduler.Off to write every fire"},
 		{name: "Membership", cfg: Config{Membership: groups.Membership{SessionTimeout: time.Second}}, err: "scheduler: Membership: session timeout 1s is below 2s (0 takes the default 6s)"},
 		{name: "every refusal at once", cfg: Config{TickBatch: -1, PumpIdle: -1}, err: "scheduler: TickBatch is -1: must be positive, or 0 for the default 4096\nscheduler: PumpIdle is -1ns: must be positive, or 0 for the default 5s"},
-		{name: "Namespaces", noNamespaces: true, err: "scheduler: Namespaces is required: start a views.Namespaces before the scheduler, or pass views.StaticNamespaces"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			c := tc.cfg
-			if !tc.noNamespaces {
-				c.Namespaces = views.StaticNamespaces{} // every scheduler needs one
-			}
 			err := c.validate()
 			if tc.err != "" {
 				require.EqualError(t, err, tc.err)
@@ -104,6 +98,9 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	t.Parallel()
 	_, err := New(Config{TickBatch: -1, Namespaces: views.StaticNamespaces{}})
 	require.EqualError(t, err, "scheduler: TickBatch is -1: must be positive, or 0 for the default 4096")
+	// Nothing starts a view behind the caller's back: the caller passes one.
+	_, err = New(Config{})
+	require.EqualError(t, err, "scheduler: Config.Namespaces is required: start a views.Namespaces before the scheduler, or pass views.StaticNamespaces")
 }
 
 // TestGuaranteesListDefaults holds the scheduler table of

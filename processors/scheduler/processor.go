@@ -75,6 +75,9 @@ func New(cfg Config) (*Scheduler, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	if cfg.Namespaces == nil {
+		return nil, errors.New("scheduler: Config.Namespaces is required: start a views.Namespaces before the scheduler, or pass views.StaticNamespaces")
+	}
 	s := &Scheduler{cfg: cfg, namespaces: cfg.Namespaces, unwritten: newUnwritten(cfg.MaxUnwritten)}
 	allowed := map[string]bool{cfg.Topics.BreakerTimers(): true}
 	for _, t := range cfg.KafkaTargetTopics {
