@@ -21,6 +21,7 @@ import (
 
 	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
 	"github.com/chime-sched/chime/processors/breaker"
+	"github.com/chime-sched/chime/processors/breaker/circuit"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema/chimev1"
 	"github.com/chime-sched/chime/views"
@@ -496,7 +497,7 @@ func TestFlappingEndpointEndsDisabled(t *testing.T) {
 	b.outcomes.count(func(o *chimev1.CallbackOutcome) bool {
 		if o.ErrorKind == kindBreaker && o.StartedAt.AsTime().After(seen) {
 			require.Contains(t, o.Error, "disabled")
-			require.False(t, o.NextAttemptAt.AsTime().Before(o.StartedAt.AsTime().Add(breaker.HeldRecheck-time.Second)))
+			require.False(t, o.NextAttemptAt.AsTime().Before(o.StartedAt.AsTime().Add(circuit.HeldRecheck-time.Second)))
 		}
 		return false
 	})

@@ -34,7 +34,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/internal/lifecycle"
-	"github.com/chime-sched/chime/processors/breaker"
+	"github.com/chime-sched/chime/processors/breaker/circuit"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -241,7 +241,7 @@ func (d *Dispatcher) process(owned context.Context, due *chimev1.Due, consumed t
 		// does not count (a refused URL says nothing about the client) is
 		// given back: another due becomes the probe, or the half-open
 		// breaker would wait for it forever.
-		if counted, _ := breaker.Classify(res.outcome); !ok || !counted {
+		if counted, _ := circuit.Classify(res.outcome); !ok || !counted {
 			d.gate.giveBack(due, v)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/chime-sched/chime/processors/breaker"
+	"github.com/chime-sched/chime/processors/breaker/circuit"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
@@ -14,7 +14,7 @@ import (
 // This file is where the circuit breaker holds a callback back. The
 // breaker processor decides a namespace's state from the outcome stream;
 // the dispatcher reads it through a view (Config.Breakers) and asks
-// breaker.Gate before every call:
+// circuit.Gate before every call:
 //
 //   - closed, forced closed: the call goes out;
 //   - open, disabled, forced open: the due is deferred back to the
@@ -93,7 +93,7 @@ func (g *gate) peek(due *chimev1.Due, now time.Time) verdict {
 	g.mu.Lock()
 	sent := g.sentLocked(due, st)
 	g.mu.Unlock()
-	allow, probe, at := breaker.Gate(st, now, sent)
+	allow, probe, at := circuit.Gate(st, now, sent)
 	return verdict{allow: allow, probe: probe, retryAt: at, st: st}
 }
 
@@ -105,7 +105,7 @@ func (g *gate) take(due *chimev1.Due, now time.Time) verdict {
 	st := g.src.Get(due.GetNamespace())
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	allow, probe, at := breaker.Gate(st, now, g.sentLocked(due, st))
+	allow, probe, at := circuit.Gate(st, now, g.sentLocked(due, st))
 	if probe {
 		g.probes[probeKey(due)].sent++
 	}
@@ -131,7 +131,7 @@ func (g *gate) giveBack(due *chimev1.Due, v verdict) {
 // (schema.ProbeShard): for the others they are all out. g.mu is held.
 func (g *gate) sentLocked(due *chimev1.Due, st *chimev1.BreakerStatus) uint32 {
 	key := probeKey(due)
-	if breaker.StateOf(st) != chimev1.BreakerState_BREAKER_STATE_HALF_OPEN {
+	if circuit.StateOf(st) != chimev1.BreakerState_BREAKER_STATE_HALF_OPEN {
 		delete(g.probes, key)
 		return 0
 	}
@@ -166,7 +166,7 @@ func (g *gate) notBefore(v verdict, idempotencyKey string) time.Time {
 // why says in the outcome why the breaker held the due back.
 func (v verdict) why(ns string) string {
 	st := v.st
-	switch breaker.StateOf(st) {
+	switch circuit.StateOf(st) {
 	case chimev1.BreakerState_BREAKER_STATE_HALF_OPEN:
 		return fmt.Sprintf("namespace %s: breaker half-open, its %d probes are out; deferred", ns, st.GetProbesGranted())
 	case chimev1.BreakerState_BREAKER_STATE_OPEN:
@@ -174,6 +174,6 @@ func (v verdict) why(ns string) string {
 	case chimev1.BreakerState_BREAKER_STATE_DISABLED:
 		return fmt.Sprintf("namespace %s: breaker disabled until an operator resets it (%s); deferred", ns, st.GetReason())
 	default:
-		return fmt.Sprintf("namespace %s: breaker %s (%s); deferred", ns, breaker.StateOf(st), st.GetReason())
+		return fmt.Sprintf("namespace %s: breaker %s (%s); deferred", ns, circuit.StateOf(st), st.GetReason())
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/chime-sched/chime/processors/breaker"
+	"github.com/chime-sched/chime/processors/breaker/circuit"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
@@ -101,7 +101,7 @@ func TestGateHoldsBackOpenDisabledForced(t *testing.T) {
 		}
 	}
 	require.True(t, next.Equal(g.take(nsDue("open"), now).retryAt))
-	require.Equal(t, now.Add(breaker.HeldRecheck), g.take(nsDue("disabled"), now).retryAt)
+	require.Equal(t, now.Add(circuit.HeldRecheck), g.take(nsDue("disabled"), now).retryAt)
 	src.set(&chimev1.BreakerStatus{Namespace: "fc", State: chimev1.BreakerState_BREAKER_STATE_FORCED_CLOSED})
 	require.True(t, g.take(nsDue("fc"), now).allow)
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // Breakers is a view of the breaker table: every dispatcher keeps one and
-// asks breaker.Gate with what Get returns.
+// asks circuit.Gate with what Get returns.
 type Breakers struct {
 	*table[*chimev1.BreakerStatus]
 }

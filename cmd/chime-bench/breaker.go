@@ -16,6 +16,7 @@ import (
 
 	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/processors/breaker"
+	"github.com/chime-sched/chime/processors/breaker/circuit"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -110,7 +111,7 @@ func benchBreaker(ctx context.Context, log *slog.Logger, outcomes int, partition
 		}
 		crossed := time.Now()
 		for {
-			if allow, _, _ := breaker.Gate(v.Get(ns), time.Now(), 0); !allow {
+			if allow, _, _ := circuit.Gate(v.Get(ns), time.Now(), 0); !allow {
 				break
 			}
 			if time.Since(crossed) > time.Minute {

@@ -15,6 +15,7 @@ import (
 	"github.com/chime-sched/chime/dispatcher"
 	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/processors/breaker"
+	"github.com/chime-sched/chime/processors/breaker/circuit"
 	"github.com/chime-sched/chime/processors/scheduler"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
@@ -30,7 +31,7 @@ import (
 // a minute. Then, on the run with the breaker, the reaction time: from the
 // outcome that crosses a fresh namespace's threshold (acknowledged by
 // Kafka) to two dispatchers' breaker views both gating it, as the
-// dispatcher asks (breaker.Gate on the view's status).
+// dispatcher asks (circuit.Gate on the view's status).
 func benchBreakerGate(ctx context.Context, log *slog.Logger, run time.Duration, perSec int, partitions int32) []result {
 	bb := startBroker("gate")
 	defer bb.close()
@@ -156,7 +157,7 @@ func benchReaction(ctx context.Context, cl *kgo.Client, tp schema.Topics, gates 
 		for {
 			all := true
 			for _, v := range gates {
-				if allow, _, _ := breaker.Gate(v.Get(ns), time.Now(), 0); allow {
+				if allow, _, _ := circuit.Gate(v.Get(ns), time.Now(), 0); allow {
 					all = false
 				}
 			}

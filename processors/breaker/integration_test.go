@@ -17,6 +17,7 @@ import (
 	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
 	"github.com/chime-sched/chime/processors/breaker"
+	"github.com/chime-sched/chime/processors/breaker/circuit"
 	"github.com/chime-sched/chime/processors/scheduler"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
@@ -144,7 +145,7 @@ func TestBreakerOpensAndTheSchedulerEndsTheCoolOff(t *testing.T) {
 	// benchmark, outcome that crosses the threshold → every view denying.
 	waitFor(t, 30*time.Second, "both views see the breaker open", func() bool {
 		for _, v := range dispatcherViews {
-			if allow, _, _ := breaker.Gate(v.Get("acme"), time.Now(), 0); allow {
+			if allow, _, _ := circuit.Gate(v.Get("acme"), time.Now(), 0); allow {
 				return false
 			}
 		}

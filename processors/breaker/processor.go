@@ -9,9 +9,9 @@
 //	                           └──► job-commands: the cool-off timer, a one-shot scheduler job
 //	                                whose Kafka target writes a BreakerTimer to breaker-timers
 //
-// window.go is the ring of event-time buckets, machine.go the state machine
-// (pure: status in, status and transitions out, clock injected), gate.go
-// the dispatcher's question, and this file the goka wiring.
+// The decisions are package circuit's (pure: status in, status and
+// transitions out, clock injected; the dispatcher asks its Gate); this
+// package is the goka wiring.
 package breaker
 
 import (
@@ -35,6 +35,7 @@ import (
 	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/internal/setting"
 	"github.com/chime-sched/chime/processors"
+	"github.com/chime-sched/chime/processors/breaker/circuit"
 	"github.com/chime-sched/chime/processors/memstore"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -156,7 +157,7 @@ type liveStatus struct {
 // of the namespace's configuration bumps its version.
 type cachedConfig struct {
 	version uint64
-	cfg     Thresholds
+	cfg     circuit.Thresholds
 }
 
 // New builds the processor. It does not connect until Start.
@@ -289,8 +290,7 @@ func (p *Processor) onOutcome(ctx goka.Context, msg any) {
 	st := p.status(ctx)
 	before := gateViewOf(st)
 	cfg := p.config(ctx)
-	res, _ := Overdue(st, cfg, now)
-	p.apply(ctx, st, before, Merge(res, Observe(st, cfg, o, now)), now, false)
+	p.apply(ctx, st, before, circuit.OnOutcome(st, cfg, o, now), now, false)
 }
 
 func (p *Processor) onTimer(ctx goka.Context, msg any) {
@@ -307,7 +307,7 @@ func (p *Processor) onTimer(ctx goka.Context, msg any) {
 	now := p.cfg.Now()
 	st := p.status(ctx)
 	before := gateViewOf(st)
-	p.apply(ctx, st, before, OnTimer(st, p.config(ctx), tm, now), now, false)
+	p.apply(ctx, st, before, circuit.OnTimer(st, p.config(ctx), tm, now), now, false)
 }
 
 func (p *Processor) onCommand(ctx goka.Context, msg any) {
@@ -316,9 +316,9 @@ func (p *Processor) onCommand(ctx goka.Context, msg any) {
 	cmd := new(chimev1.BreakerCommand)
 	err := proto.Unmarshal(raw, cmd)
 	if err != nil {
-		err = fmt.Errorf("%w: does not decode as chime.v1.BreakerCommand: %v", ErrCommand, err)
+		err = fmt.Errorf("%w: does not decode as chime.v1.BreakerCommand: %v", circuit.ErrCommand, err)
 	} else {
-		err = ValidateCommand(ctx.Key(), cmd)
+		err = circuit.ValidateCommand(ctx.Key(), cmd)
 	}
 	if err != nil {
 		ctx.Emit(goka.Stream(p.cfg.Topics.Rejections()), ctx.Key(), &chimev1.Rejection{
@@ -337,7 +337,7 @@ func (p *Processor) onCommand(ctx goka.Context, msg any) {
 	}
 	st := p.status(ctx)
 	before := gateViewOf(st)
-	res := OnCommand(st, p.config(ctx), cmd, now)
+	res := circuit.OnCommand(st, p.config(ctx), cmd, now)
 	// Written at once even when it changes nothing: the API waits for
 	// the command id to answer with the resulting state.
 	st.LastCommandId = cmd.GetCommandId()
@@ -361,7 +361,7 @@ func (p *Processor) status(ctx goka.Context) *chimev1.BreakerStatus {
 	}
 	st, ok := ctx.Value().(*chimev1.BreakerStatus)
 	if !ok || st == nil {
-		return NewStatus(ctx.Key())
+		return circuit.NewStatus(ctx.Key())
 	}
 	if st.Namespace == "" {
 		st.Namespace = ctx.Key()
@@ -404,7 +404,7 @@ func gateViewOf(st *chimev1.BreakerStatus) gateView {
 }
 
 // config reads the namespace's thresholds from the namespace-config table.
-func (p *Processor) config(ctx goka.Context) Thresholds {
+func (p *Processor) config(ctx goka.Context) circuit.Thresholds {
 	ns := ctx.Key()
 	stored, _ := p.namespaces.Get(ns)
 	version := stored.GetVersion()
@@ -414,7 +414,7 @@ func (p *Processor) config(ctx goka.Context) Thresholds {
 	if ok && c.version == version {
 		return c.cfg
 	}
-	cfg := ThresholdsFor(ns, stored)
+	cfg := circuit.ThresholdsFor(ns, stored)
 	p.cacheMu.Lock()
 	p.cache[ns] = cachedConfig{version: version, cfg: cfg}
 	p.cacheMu.Unlock()
@@ -426,7 +426,7 @@ func (p *Processor) config(ctx goka.Context) Thresholds {
 // in between replays the input and decides again. A change of the window
 // counts alone is kept in memory until CheckpointInterval has passed since
 // the namespace's last write (before is the gate view before the input).
-func (p *Processor) apply(ctx goka.Context, st *chimev1.BreakerStatus, before gateView, res Result, now time.Time, force bool) {
+func (p *Processor) apply(ctx goka.Context, st *chimev1.BreakerStatus, before gateView, res circuit.Result, now time.Time, force bool) {
 	t := p.cfg.Topics
 	for _, tr := range res.Transitions {
 		ctx.Emit(goka.Stream(t.BreakerTransitions()), ctx.Key(), tr)

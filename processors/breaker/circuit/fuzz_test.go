@@ -1,4 +1,4 @@
-package breaker
+package circuit
 
 import (
 	"testing"
@@ -35,8 +35,7 @@ func FuzzInputs(f *testing.F) {
 			if proto.Unmarshal(raw, o) != nil {
 				return
 			}
-			res, _ := Overdue(st, cfg, now)
-			Merge(res, Observe(st, cfg, o, now))
+			OnOutcome(st, cfg, o, now)
 		case 1:
 			tm := new(chimev1.BreakerTimer)
 			if proto.Unmarshal(raw, tm) != nil {

@@ -1,4 +1,4 @@
-package breaker
+package circuit
 
 import (
 	"errors"
@@ -259,7 +259,7 @@ func transition(st *chimev1.BreakerStatus, to chimev1.BreakerState, reason strin
 	st.Since = timestamppb.New(now)
 	st.Reason = reason
 	tr := &chimev1.BreakerTransition{
-		EventId:          TransitionID(st.GetNamespace(), st.GetVersion()),
+		EventId:          transitionID(st.GetNamespace(), st.GetVersion()),
 		Namespace:        st.GetNamespace(),
 		From:             from,
 		To:               to,
@@ -276,9 +276,9 @@ func transition(st *chimev1.BreakerStatus, to chimev1.BreakerState, reason strin
 	return tr
 }
 
-// TransitionID is the transition's event id: the same on a replay, so
+// transitionID is the transition's event id: the same on a replay, so
 // consumers can deduplicate.
-func TransitionID(ns string, version uint64) string {
+func transitionID(ns string, version uint64) string {
 	return "breaker/" + ns + "/" + strconv.FormatUint(version, 10)
 }
 
@@ -316,6 +316,13 @@ func OnTimer(st *chimev1.BreakerStatus, cfg Thresholds, tm *chimev1.BreakerTimer
 // before an outcome stands in for it.
 const TimerGrace = 5 * time.Second
 
+// OnOutcome handles one callback outcome: an overdue timer first (see
+// Overdue), then the outcome itself (Observe).
+func OnOutcome(st *chimev1.BreakerStatus, cfg Thresholds, o *chimev1.CallbackOutcome, now time.Time) Result {
+	res, _ := Overdue(st, cfg, now)
+	return merge(res, Observe(st, cfg, o, now))
+}
+
 // Overdue stands in for a lost timer. The cool-off and half-open timers are
 // scheduler jobs whose delivery can be lost in a crash; while a breaker is
 // open, dispatchers keep reporting the callbacks they hold back (DEFERRED
@@ -336,8 +343,8 @@ func Overdue(st *chimev1.BreakerStatus, cfg Thresholds, now time.Time) (res Resu
 	return res, true
 }
 
-// Merge combines the results of two steps applied one after the other.
-func Merge(a, b Result) Result {
+// merge combines the results of two steps applied one after the other.
+func merge(a, b Result) Result {
 	out := Result{Changed: a.Changed || b.Changed, Transitions: append(a.Transitions, b.Transitions...), Timer: b.Timer, Ignored: b.Ignored}
 	if out.Timer == nil {
 		out.Timer = a.Timer
