@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
+	"github.com/chime-sched/chime/api/quota"
 	"github.com/chime-sched/chime/internal/setting"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -178,8 +179,9 @@ type Config struct {
 	IdempotencyTTL time.Duration
 	IdempotencyMax int
 	// Quotas bound each namespace's requests and job creations on this
-	// process (quota.go).
-	Quotas Quotas
+	// process (package api/quota: a field left at 0 takes its default,
+	// quota.Unlimited turns it off).
+	Quotas quota.Limits
 	// PublishTimeout bounds one publish; default DefaultPublishTimeout.
 	PublishTimeout time.Duration
 }
@@ -214,7 +216,7 @@ func (c *Config) validate() error {
 		setting.Positive("api", "IdempotencyTTL", &c.IdempotencyTTL, DefaultIdempotencyTTL),
 		setting.Positive("api", "IdempotencyMax", &c.IdempotencyMax, DefaultIdempotencyMax),
 		setting.Positive("api", "PublishTimeout", &c.PublishTimeout, DefaultPublishTimeout),
-		c.Quotas.validate(),
+		c.Quotas.Validate(),
 	)
 }
 
@@ -225,7 +227,7 @@ type server struct {
 	idem    *idempotencyStore
 	recent  *recentJobs
 	metrics *metrics
-	quotas  *quotas
+	quotas  *quota.Limiters
 	allow   *allowTable
 }
 
@@ -245,6 +247,10 @@ func New(cfg Config) (*fiber.App, error) {
 	if err != nil {
 		return nil, err
 	}
+	quotas, err := quota.New(cfg.Quotas, MaxBatch)
+	if err != nil {
+		return nil, err
+	}
 	s := &server{
 		cfg:     cfg,
 		log:     cfg.Logger,
@@ -252,7 +258,7 @@ func New(cfg Config) (*fiber.App, error) {
 		idem:    newIdempotencyStore(cfg.IdempotencyTTL, cfg.IdempotencyMax),
 		recent:  newRecentJobs(cfg.RecentTTL, 100_000),
 		metrics: m,
-		quotas:  newQuotas(cfg.Quotas),
+		quotas:  quotas,
 	}
 	if err := s.registerState(cfg.Registerer); err != nil {
 		return nil, err

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/api"
+	"github.com/chime-sched/chime/api/quota"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 	"github.com/chime-sched/chime/views/jobindex"
@@ -931,7 +932,7 @@ func TestAuthenticationBeforePathValidation(t *testing.T) {
 // token is not limited, nor is another namespace.
 func TestNamespaceQuotas(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(c *api.Config) { c.Quotas = api.Quotas{RequestsPerSecond: 2, JobsPerSecond: 5} })
+	b := setup(t, func(c *api.Config) { c.Quotas = quota.Limits{RequestsPerSecond: 2, JobsPerSecond: 5} })
 	shop := b.namespace(t, "shop", nil)
 	other := b.namespace(t, "other", nil)
 
@@ -952,7 +953,7 @@ func TestNamespaceQuotas(t *testing.T) {
 	for i := range jobs {
 		jobs[i] = map[string]any{"id": fmt.Sprintf("j%d", i), "schedule": map[string]any{"in": "1s"}, "callback": map[string]any{"url": "https://example.com/h"}}
 	}
-	b2 := setup(t, func(c *api.Config) { c.Quotas = api.Quotas{RequestsPerSecond: -1, JobsPerSecond: 5} })
+	b2 := setup(t, func(c *api.Config) { c.Quotas = quota.Limits{RequestsPerSecond: -1, JobsPerSecond: 5} })
 	key := b2.namespace(t, "shop", nil)
 	require.Equal(t, 201, b2.do(t, "POST", "/v1/namespaces/shop/jobs:batch", key, map[string]any{"jobs": jobs}, "Idempotency-Key", "a").status)
 	r = b2.do(t, "POST", "/v1/namespaces/shop/jobs", key, oneShot("2026-11-23T11:00:00Z"), "Idempotency-Key", "b")
@@ -965,7 +966,7 @@ func TestNamespaceQuotas(t *testing.T) {
 // ended gets 429 for more, whatever their rate; ended jobs do not count.
 func TestPendingJobsQuota(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(c *api.Config) { c.Quotas = api.Quotas{RequestsPerSecond: -1, JobsPerSecond: -1, PendingJobs: 3} })
+	b := setup(t, func(c *api.Config) { c.Quotas = quota.Limits{RequestsPerSecond: -1, JobsPerSecond: -1, PendingJobs: 3} })
 	shop := b.namespace(t, "shop", nil)
 	other := b.namespace(t, "other", nil)
 	for i, st := range []chimev1.JobStatus{chimev1.JobStatus_JOB_STATUS_SCHEDULED, chimev1.JobStatus_JOB_STATUS_PAUSED, chimev1.JobStatus_JOB_STATUS_COMPLETED, chimev1.JobStatus_JOB_STATUS_DEAD} {
@@ -989,7 +990,7 @@ func TestPendingJobsQuota(t *testing.T) {
 // existing ones can still be updated.
 func TestNamespaceCap(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(c *api.Config) { c.Quotas = api.Quotas{Namespaces: 2} })
+	b := setup(t, func(c *api.Config) { c.Quotas = quota.Limits{Namespaces: 2} })
 	b.namespace(t, "a", nil)
 	b.namespace(t, "b", nil)
 	requireProblem(t, b.do(t, "PUT", "/v1/namespaces/c", adminToken, map[string]any{}), 403, "")
@@ -1055,7 +1056,7 @@ func TestListings(t *testing.T) {
 // request, a namespace key asking for it gets a 403.
 func TestInternalJobsAreNotTheNamespaces(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(c *api.Config) { c.Quotas = api.Quotas{RequestsPerSecond: -1, JobsPerSecond: -1, PendingJobs: 2} })
+	b := setup(t, func(c *api.Config) { c.Quotas = quota.Limits{RequestsPerSecond: -1, JobsPerSecond: -1, PendingJobs: 2} })
 	shop := b.namespace(t, "shop", nil)
 	base := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
 	coolOff := schema.ReservedJobIDPrefix + "breaker-cooloff"

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chime-sched/chime/analytics"
 	"github.com/chime-sched/chime/api"
+	"github.com/chime-sched/chime/api/quota"
 	"github.com/chime-sched/chime/infra/clickhouse/clickhousetest"
 	"github.com/chime-sched/chime/infra/kafkatest"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -50,7 +51,7 @@ func TestDeadLetterReplayAcrossAPIProcesses(t *testing.T) {
 		store := open()
 		return k.api(t, func(c *api.Config) {
 			c.Analytics = store
-			c.Quotas = api.Quotas{RequestsPerSecond: -1, PendingJobs: 3}
+			c.Quotas = quota.Limits{RequestsPerSecond: -1, PendingJobs: 3}
 		})
 	}
 	a, other := process(), process()

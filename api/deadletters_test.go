@@ -11,6 +11,7 @@ import (
 
 	"github.com/chime-sched/chime/analytics"
 	"github.com/chime-sched/chime/api"
+	"github.com/chime-sched/chime/api/quota"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
@@ -42,7 +43,7 @@ func TestReplayCountsAgainstJobQuotas(t *testing.T) {
 
 	t.Run("single replay at the pending quota gets the create's 429", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, withAnalytics(deadLetters(30)), func(c *api.Config) { c.Quotas = api.Quotas{PendingJobs: 5} })
+		b := setup(t, withAnalytics(deadLetters(30)), func(c *api.Config) { c.Quotas = quota.Limits{PendingJobs: 5} })
 		key := b.namespace(t, "shop", nil)
 		liveJobs(b, "shop", 5)
 
@@ -61,7 +62,7 @@ func TestReplayCountsAgainstJobQuotas(t *testing.T) {
 
 	t.Run("single replay over the rate quota gets the create's 429", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, withAnalytics(deadLetters(1)), func(c *api.Config) { c.Quotas = api.Quotas{RequestsPerSecond: -1, JobsPerSecond: 5} })
+		b := setup(t, withAnalytics(deadLetters(1)), func(c *api.Config) { c.Quotas = quota.Limits{RequestsPerSecond: -1, JobsPerSecond: 5} })
 		key := b.namespace(t, "shop", nil)
 		// The burst is one full batch; the clock stands still.
 		jobs := make([]map[string]any, api.MaxBatch)
@@ -78,7 +79,7 @@ func TestReplayCountsAgainstJobQuotas(t *testing.T) {
 
 	t.Run("bulk replay replays what fits and says what the quota refused", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, withAnalytics(deadLetters(30)), func(c *api.Config) { c.Quotas = api.Quotas{PendingJobs: 5} })
+		b := setup(t, withAnalytics(deadLetters(30)), func(c *api.Config) { c.Quotas = quota.Limits{PendingJobs: 5} })
 		key := b.namespace(t, "shop", nil)
 		liveJobs(b, "shop", 1)
 

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/api"
+	"github.com/chime-sched/chime/api/quota"
 	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/infra/kafkatest"
 	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
@@ -258,7 +259,7 @@ func TestIntegration(t *testing.T) {
 func TestInternalJobsIntegration(t *testing.T) {
 	t.Parallel()
 	l := startLive(t, func(c *api.Config) {
-		c.Quotas = api.Quotas{RequestsPerSecond: -1, JobsPerSecond: -1, PendingJobs: 2}
+		c.Quotas = quota.Limits{RequestsPerSecond: -1, JobsPerSecond: -1, PendingJobs: 2}
 	})
 	require.Equal(t, 201, l.do(t, "PUT", "/v1/namespaces/shop", adminToken, `{}`).status)
 	r := l.do(t, "POST", "/v1/namespaces/shop/keys", adminToken, "")

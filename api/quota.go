@@ -1,116 +1,21 @@
 package api
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"golang.org/x/time/rate"
-
-	"github.com/chime-sched/chime/internal/setting"
 )
 
-// Quotas bound what one namespace's keys may ask of one API process: a
-// careless client (a loop without a sleep) or a leaked key cannot fill the
-// cluster with jobs or the API's CPU with requests. The admin token is not
-// limited. With several API processes behind a balancer each applies its
-// own quota, so the namespace gets up to N times them in sum.
-type Quotas struct {
-	// RequestsPerSecond per namespace; bursts of twice as many. Default
-	// DefaultRequestsPerSecond; Unlimited: no limit.
-	RequestsPerSecond float64
-	// JobsPerSecond created per namespace (a batch counts each job);
-	// bursts of ten seconds' worth, at least one full batch. Default
-	// DefaultJobsPerSecond; Unlimited: no limit.
-	JobsPerSecond float64
-	// PendingJobs a namespace may have that have not ended (scheduled,
-	// paused or firing), counted in the jobs table. Default
-	// DefaultPendingJobs; Unlimited: no limit.
-	PendingJobs float64
-	// Namespaces that may exist; creating one more answers 403. Default
-	// DefaultMaxNamespaces; Unlimited: no limit.
-	Namespaces float64
-}
-
-// Unlimited, as a Quotas field, turns that quota off (0 takes the
-// default instead; any other negative value is refused).
-const Unlimited = -1
-
-// The quota defaults; docs/api.md ("Quotas") says them.
-const (
-	DefaultRequestsPerSecond = 200
-	DefaultJobsPerSecond     = 2000
-	DefaultPendingJobs       = 100_000
-	DefaultMaxNamespaces     = 10_000
-)
+// This file is the API's side of the namespace quotas: the middleware and
+// the 429 and 403 answers. Package api/quota owns the limits, their
+// defaults and the rate limiters.
 
 // pendingRetryAfter is the Retry-After of a namespace at its pending-jobs
 // quota: jobs end as they fire or are cancelled, not at a known time.
 const pendingRetryAfter = time.Minute
-
-// validate applies the defaults to the quotas left unset and refuses a
-// negative one other than Unlimited.
-func (q *Quotas) validate() error {
-	const o, u, means = "api", "api.Unlimited", "for no limit"
-	return errors.Join(
-		setting.PositiveOr(o, "Quotas.RequestsPerSecond", &q.RequestsPerSecond, DefaultRequestsPerSecond, Unlimited, u, means),
-		setting.PositiveOr(o, "Quotas.JobsPerSecond", &q.JobsPerSecond, DefaultJobsPerSecond, Unlimited, u, means),
-		setting.PositiveOr(o, "Quotas.PendingJobs", &q.PendingJobs, DefaultPendingJobs, Unlimited, u, means),
-		setting.PositiveOr(o, "Quotas.Namespaces", &q.Namespaces, DefaultMaxNamespaces, Unlimited, u, means),
-	)
-}
-
-type quotas struct {
-	cfg  Quotas
-	mu   sync.Mutex
-	byNS map[string]*nsQuota
-}
-
-type nsQuota struct{ requests, jobs *rate.Limiter }
-
-// newQuotas takes validated quotas.
-func newQuotas(cfg Quotas) *quotas {
-	return &quotas{cfg: cfg, byNS: map[string]*nsQuota{}}
-}
-
-func (q *quotas) of(ns string) *nsQuota {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	nq := q.byNS[ns]
-	if nq == nil {
-		nq = &nsQuota{requests: limiter(q.cfg.RequestsPerSecond, 2*q.cfg.RequestsPerSecond),
-			jobs: limiter(q.cfg.JobsPerSecond, max(10*q.cfg.JobsPerSecond, MaxBatch))}
-		q.byNS[ns] = nq
-	}
-	return nq
-}
-
-func limiter(perSec, burst float64) *rate.Limiter {
-	if perSec < 0 {
-		return nil
-	}
-	return rate.NewLimiter(rate.Limit(perSec), max(1, int(burst)))
-}
-
-// take takes n tokens at now, or says how long until they are there.
-func take(l *rate.Limiter, n int, now time.Time) (time.Duration, bool) {
-	if l == nil {
-		return 0, true
-	}
-	if n > l.Burst() {
-		return 0, false
-	}
-	r := l.ReserveN(now, n)
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
-		return d, false
-	}
-	return 0, true
-}
 
 // limitRequests is the per-namespace request quota, after authenticate.
 func (s *server) limitRequests(c *fiber.Ctx) error {
@@ -118,8 +23,8 @@ func (s *server) limitRequests(c *fiber.Ctx) error {
 	if p.admin {
 		return c.Next()
 	}
-	if wait, ok := take(s.quotas.of(p.namespace).requests, 1, s.now()); !ok {
-		return tooMany(c, wait, "namespace %s is over its request quota of %g requests/s on this API process", p.namespace, s.quotas.cfg.RequestsPerSecond)
+	if wait, ok := s.quotas.Request(p.namespace, s.now()); !ok {
+		return tooMany(c, wait, "namespace %s is over its request quota of %g requests/s on this API process", p.namespace, s.quotas.Limits().RequestsPerSecond)
 	}
 	return c.Next()
 }
@@ -164,7 +69,7 @@ type jobQuota struct {
 func (s *server) jobQuota(c *fiber.Ctx) (*jobQuota, error) {
 	p, _ := c.Locals(principalKey).(principal)
 	q := &jobQuota{s: s, ns: p.namespace, off: p.admin}
-	if !q.off && s.quotas.cfg.PendingJobs > 0 {
+	if !q.off && s.quotas.Limits().PendingJobs > 0 {
 		var err error
 		if q.live, err = s.cfg.JobStates.LiveJobs(p.namespace); err != nil {
 			return nil, err
@@ -179,14 +84,14 @@ func (q *jobQuota) take(n int) *jobRefusal {
 	if q.off {
 		return nil
 	}
-	cfg := q.s.quotas.cfg
+	cfg := q.s.quotas.Limits()
 	if limit := cfg.PendingJobs; limit > 0 {
 		if live := q.live + q.taken; float64(live+int64(n)) > limit {
 			return &jobRefusal{pendingRetryAfter, fmt.Sprintf("namespace %s has %d jobs that have not ended, and its quota is %g (%d asked); cancel jobs or wait for them to fire",
 				q.ns, live, limit, n)}
 		}
 	}
-	if wait, ok := take(q.s.quotas.of(q.ns).jobs, n, q.s.now()); !ok {
+	if wait, ok := q.s.quotas.Jobs(q.ns, n, q.s.now()); !ok {
 		return &jobRefusal{wait, fmt.Sprintf("namespace %s is over its quota of %g jobs created/s on this API process (%d asked)", q.ns, cfg.JobsPerSecond, n)}
 	}
 	q.taken += int64(n)
@@ -211,7 +116,7 @@ func (r *jobRefusal) Error() string { return r.reason + retryHint(r.wait) }
 // each costs a row in every view and a breaker, and a leaked admin token
 // in a loop should not be able to fill the cluster with them.
 func (s *server) limitNamespaces() error {
-	limit := s.quotas.cfg.Namespaces
+	limit := s.quotas.Limits().Namespaces
 	if limit <= 0 {
 		return nil
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/chime-sched/chime/analytics"
 	"github.com/chime-sched/chime/api"
+	"github.com/chime-sched/chime/api/quota"
 	"github.com/chime-sched/chime/infra/config"
 	"github.com/chime-sched/chime/internal/lifecycle"
 )
@@ -103,7 +104,7 @@ func newAPI(e *env, dev bool, src *analyticsSource, rm *readModels, sr *schedule
 	cfg.Ready = func() error { return lifecycle.Ready(a.reads...) }
 	cfg.AdminToken = token
 	cfg.Logger = log
-	cfg.Quotas = api.Quotas{RequestsPerSecond: e.cfg.QuotaRequests, JobsPerSecond: e.cfg.QuotaJobs, PendingJobs: e.cfg.QuotaPending, Namespaces: e.cfg.MaxNamespaces}
+	cfg.Quotas = quota.Limits{RequestsPerSecond: e.cfg.QuotaRequests, JobsPerSecond: e.cfg.QuotaJobs, PendingJobs: e.cfg.QuotaPending, Namespaces: e.cfg.MaxNamespaces}
 	// /metrics serves the whole process: in chime dev that includes the
 	// scheduler, dispatcher and breaker.
 	cfg.Registerer, cfg.Gatherer = e.registry, e.registry

@@ -23,10 +23,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chime-sched/chime/api"
+	"github.com/chime-sched/chime/api/quota"
 	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/schema"
-	"github.com/chime-sched/chime/views/jobquery"
+	"github.com/chime-sched/chime/views/jobquery/signature"
 )
 
 // DefaultStateDir is where chime keeps its state unless told otherwise.
@@ -83,13 +83,14 @@ type Config struct {
 	// generated credential kept in the state dir is used (kafkaauth).
 	KafkaSASLUser, KafkaSASLPassword string
 	// QuotaRequests and QuotaJobs are each namespace's request and job
-	// creation quotas per second on one API process (api.Quotas; <0: none).
+	// creation quotas per second on one API process (quota.Limits;
+	// quota.Unlimited: none).
 	QuotaRequests, QuotaJobs float64
 	// QuotaPending is the jobs a namespace may have that have not ended
-	// (api.Quotas.PendingJobs; <0: none).
+	// (quota.Limits.PendingJobs; quota.Unlimited: none).
 	QuotaPending float64
-	// MaxNamespaces is how many namespaces may exist (api.Quotas.Namespaces;
-	// <0: no limit).
+	// MaxNamespaces is how many namespaces may exist
+	// (quota.Limits.Namespaces; quota.Unlimited: no limit).
 	MaxNamespaces float64
 	// JobRetention is how long the scheduler keeps a finished job's row
 	// (schema.DefaultJobRetention by default).
@@ -147,10 +148,6 @@ type Config struct {
 // MinAdminTokenLen keeps admin tokens out of guessing range.
 const MinAdminTokenLen = 16
 
-// MinQuerySecretLen is jobquery.MinSecretLen: the query server refuses a
-// shorter secret.
-const MinQuerySecretLen = jobquery.MinSecretLen
-
 // Default returns the configuration used when nothing is set.
 func Default() Config {
 	return Config{
@@ -162,10 +159,10 @@ func Default() Config {
 		SchedulerStorage: StorageDisk,
 		JobRetention:     schema.DefaultJobRetention,
 		SessionTimeout:   groups.DefaultSessionTimeout,
-		QuotaRequests:    api.DefaultRequestsPerSecond,
-		QuotaJobs:        api.DefaultJobsPerSecond,
-		QuotaPending:     api.DefaultPendingJobs,
-		MaxNamespaces:    api.DefaultMaxNamespaces,
+		QuotaRequests:    quota.DefaultRequestsPerSecond,
+		QuotaJobs:        quota.DefaultJobsPerSecond,
+		QuotaPending:     quota.DefaultPendingJobs,
+		MaxNamespaces:    quota.DefaultMaxNamespaces,
 		LogLevel:         slog.LevelInfo,
 		APIAddr:          "127.0.0.1:8080",
 		QueryAddr:        "127.0.0.1:0",
@@ -578,8 +575,8 @@ var settings = []setting{
 		usage: "shared `secret` that signs the API processes' job reads to the schedulers (at least 16 characters); empty: the one in <state dir>/query-credential, generated at first start",
 		def:   func(c Config) string { return c.QuerySecret },
 		apply: func(c *Config, v string) error {
-			if len(v) < MinQuerySecretLen {
-				return fmt.Errorf("is %d characters long; use at least %d (e.g. openssl rand -hex 32), the same on every chime api and chime scheduler", len(v), MinQuerySecretLen)
+			if len(v) < signature.MinSecretLen {
+				return fmt.Errorf("is %d characters long; use at least %d (e.g. openssl rand -hex 32), the same on every chime api and chime scheduler", len(v), signature.MinSecretLen)
 			}
 			c.QuerySecret = v
 			return nil
@@ -766,7 +763,7 @@ func checkTopicChars(s string, maxLen int) error {
 
 func parseQuota(dst *float64, v string) error {
 	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || (f < 0 && f != -1) || f == 0 {
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || (f < 0 && f != quota.Unlimited) || f == 0 {
 		return errors.New("must be a positive number, or -1 for no quota")
 	}
 	*dst = f

@@ -3,7 +3,7 @@
 // takes the setting's default; a negative or otherwise impossible value is
 // refused with an error naming the setting, never quietly replaced. A
 // setting that can be turned off says so with a named value of its own
-// (scheduler.Off, api.Unlimited), so that "off" is never a silent
+// (scheduler.Off, quota.Unlimited), so that "off" is never a silent
 // reading of a mistake.
 //
 // Each Config's validate() calls these for its fields and returns what

@@ -7,13 +7,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/chime-sched/chime/views/jobquery/signature"
 )
 
 func TestRouterConfigValidate(t *testing.T) {
 	t.Parallel()
 	full := func(mutate func(*RouterConfig)) RouterConfig {
 		// validate only checks that an admin client is given.
-		c := RouterConfig{Admin: kadm.NewClient(nil), Group: "g", Topic: "t", Partitions: 4, Secret: strings.Repeat("s", MinSecretLen)}
+		c := RouterConfig{Admin: kadm.NewClient(nil), Group: "g", Topic: "t", Partitions: 4, Secret: strings.Repeat("s", signature.MinSecretLen)}
 		if mutate != nil {
 			mutate(&c)
 		}

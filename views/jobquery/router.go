@@ -23,6 +23,7 @@ import (
 	"github.com/chime-sched/chime/internal/setting"
 	"github.com/chime-sched/chime/schema/chimev1"
 	"github.com/chime-sched/chime/views/jobindex"
+	"github.com/chime-sched/chime/views/jobquery/signature"
 )
 
 // Router defaults.
@@ -119,8 +120,8 @@ func (c *RouterConfig) validate() error {
 	if c.Admin == nil || c.Group == "" || c.Topic == "" || c.Partitions <= 0 {
 		return errors.New("jobquery: RouterConfig needs Admin, Group, Topic and Partitions")
 	}
-	if len(c.Secret) < MinSecretLen {
-		return fmt.Errorf("jobquery: the query secret has %d characters; it needs at least %d", len(c.Secret), MinSecretLen)
+	if len(c.Secret) < signature.MinSecretLen {
+		return fmt.Errorf("jobquery: the query secret has %d characters; it needs at least %d", len(c.Secret), signature.MinSecretLen)
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -625,7 +626,7 @@ func (r *Router) call(addr, method, uri string, body []byte, out any) error {
 	if err != nil {
 		return &ownerError{addr: addr, kind: ownerBroken, detail: err.Error()}
 	}
-	req.Header.Set(SignatureHeader, sign(r.secret, r.cfg.Now(), method, req.URL.RequestURI(), body))
+	req.Header.Set(signature.Header, signature.Sign(r.secret, r.cfg.Now(), method, req.URL.RequestURI(), body))
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 	"github.com/chime-sched/chime/views/jobindex"
+	"github.com/chime-sched/chime/views/jobquery/signature"
 )
 
 // The query server's routes. Every answer names the partitions it
@@ -99,7 +100,7 @@ type ServerConfig struct {
 	Source Source
 	// Partitions of the scheduler's topics (CHIME_PARTITIONS).
 	Partitions int32
-	// Secret signs the requests (at least MinSecretLen characters).
+	// Secret signs the requests (at least signature.MinSecretLen characters).
 	Secret string
 	// Now is the clock requests' times are checked against; default
 	// time.Now.
@@ -122,8 +123,8 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.Source == nil || cfg.Partitions <= 0 {
 		return nil, errors.New("jobquery: ServerConfig needs Source and Partitions")
 	}
-	if len(cfg.Secret) < MinSecretLen {
-		return nil, fmt.Errorf("jobquery: the query secret has %d characters; it needs at least %d", len(cfg.Secret), MinSecretLen)
+	if len(cfg.Secret) < signature.MinSecretLen {
+		return nil, fmt.Errorf("jobquery: the query secret has %d characters; it needs at least %d", len(cfg.Secret), signature.MinSecretLen)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -145,7 +146,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusBadRequest, problemInvalid, "the body could not be read (at most %d bytes): %v", maxBody, err)
 		return
 	}
-	if err := verify(s.secret, s.now(), r.Header.Get(SignatureHeader), r.Method, r.RequestURI, body); err != nil {
+	if err := signature.Verify(s.secret, s.now(), r.Header.Get(signature.Header), r.Method, r.RequestURI, body); err != nil {
 		writeProblem(w, http.StatusUnauthorized, problemUnauthorized, "%v", err)
 		return
 	}

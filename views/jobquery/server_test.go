@@ -18,6 +18,7 @@ import (
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 	"github.com/chime-sched/chime/views/jobindex"
+	"github.com/chime-sched/chime/views/jobquery/signature"
 )
 
 const testSecret = "test-query-secret-0123"
@@ -150,7 +151,7 @@ func (ts *testServer) do(t *testing.T, method, uri string, body []byte, secret s
 		if signBody == nil {
 			signBody = body
 		}
-		req.Header.Set(SignatureHeader, sign([]byte(secret), signedAt, method, req.URL.RequestURI(), signBody))
+		req.Header.Set(signature.Header, signature.Sign([]byte(secret), signedAt, method, req.URL.RequestURI(), signBody))
 	}
 	res, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
@@ -188,8 +189,8 @@ func TestServerRefusesUnsignedRequests(t *testing.T) {
 	}{
 		{"no signature", "", time.Time{}, nil, "no Chime-Query-Signature header"},
 		{"another secret", "another-secret-0123456", ts.now, nil, "the signature does not match"},
-		{"signed too long ago", testSecret, ts.now.Add(-MaxSkew - time.Second), nil, "synchronise the clocks"},
-		{"signed in the future", testSecret, ts.now.Add(MaxSkew + time.Second), nil, "synchronise the clocks"},
+		{"signed too long ago", testSecret, ts.now.Add(-signature.MaxSkew - time.Second), nil, "synchronise the clocks"},
+		{"signed in the future", testSecret, ts.now.Add(signature.MaxSkew + time.Second), nil, "synchronise the clocks"},
 		{"another body", testSecret, ts.now, other, "the signature does not match"},
 	} {
 		a := ts.do(t, http.MethodPost, pathRows, body, tc.secret, tc.signedAt, tc.signBody)
@@ -203,7 +204,7 @@ func TestServerRefusesUnsignedRequests(t *testing.T) {
 	// listing is not the signed one.
 	req, err := http.NewRequest(http.MethodGet, ts.url+pathLive+"?ns=b", nil)
 	require.NoError(t, err)
-	req.Header.Set(SignatureHeader, sign([]byte(testSecret), ts.now, http.MethodGet, pathLive+"?ns=a", nil))
+	req.Header.Set(signature.Header, signature.Sign([]byte(testSecret), ts.now, http.MethodGet, pathLive+"?ns=a", nil))
 	res, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	res.Body.Close()

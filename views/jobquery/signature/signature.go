@@ -1,4 +1,8 @@
-package jobquery
+// Package signature owns how a query request between an API process and a
+// scheduler instance (package jobquery) is signed and checked. It is apart
+// from jobquery so that the settings (infra/config) can check the secret's
+// length against MinSecretLen without linking the query client and server.
+package signature
 
 import (
 	"crypto/hmac"
@@ -21,8 +25,8 @@ import (
 // answers are plain HTTP, so across hosts keep the query servers on a
 // private network (docs/operations.md).
 
-// SignatureHeader carries "t=<unix seconds>,v1=<hex HMAC>".
-const SignatureHeader = "Chime-Query-Signature"
+// Header carries "t=<unix seconds>,v1=<hex HMAC>".
+const Header = "Chime-Query-Signature"
 
 // MaxSkew bounds how far a request's time may be from the server's clock
 // (and how long a captured request can be repeated).
@@ -39,8 +43,8 @@ func mac(secret []byte, unix int64, method, uri string, body []byte) []byte {
 	return m.Sum(nil)
 }
 
-// sign is the SignatureHeader value of a request made at now.
-func sign(secret []byte, now time.Time, method, uri string, body []byte) string {
+// Sign is the Header value of a request made at now.
+func Sign(secret []byte, now time.Time, method, uri string, body []byte) string {
 	t := now.Unix()
 	return "t=" + strconv.FormatInt(t, 10) + ",v1=" + hex.EncodeToString(mac(secret, t, method, uri, body))
 }
@@ -48,11 +52,11 @@ func sign(secret []byte, now time.Time, method, uri string, body []byte) string 
 // errSignature is what every refused signature wraps.
 var errSignature = errors.New("query request not signed with this scheduler's query secret")
 
-// verify checks a request's SignatureHeader value. Its errors say what is
-// wrong without repeating anything secret.
-func verify(secret []byte, now time.Time, header, method, uri string, body []byte) error {
+// Verify checks a request's Header value. Its errors say what is wrong
+// without repeating anything secret.
+func Verify(secret []byte, now time.Time, header, method, uri string, body []byte) error {
 	if header == "" {
-		return fmt.Errorf("%w: no %s header; the API signs each request with CHIME_QUERY_SECRET", errSignature, SignatureHeader)
+		return fmt.Errorf("%w: no %s header; the API signs each request with CHIME_QUERY_SECRET", errSignature, Header)
 	}
 	var unix int64
 	var sig []byte
@@ -66,7 +70,7 @@ func verify(secret []byte, now time.Time, header, method, uri string, body []byt
 		}
 	}
 	if unix == 0 || len(sig) != sha256.Size {
-		return fmt.Errorf("%w: the %s header is not t=<unix seconds>,v1=<hex HMAC-SHA256>", errSignature, SignatureHeader)
+		return fmt.Errorf("%w: the %s header is not t=<unix seconds>,v1=<hex HMAC-SHA256>", errSignature, Header)
 	}
 	if skew := now.Sub(time.Unix(unix, 0)); skew > MaxSkew || skew < -MaxSkew {
 		return fmt.Errorf("%w: signed at %s, and this scheduler's clock says %s, more than %s apart; synchronise the clocks of the API and scheduler hosts",
