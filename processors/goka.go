@@ -41,8 +41,34 @@ func SaramaConfig(clientID string) *sarama.Config {
 	cfg.Producer.Compression = sarama.CompressionNone
 	cfg.Producer.Idempotent = false
 	cfg.Metadata.RefreshFrequency = 30 * time.Second
-	kafkaauth.Current().Sarama(cfg)
+	withSASL(cfg, kafkaauth.Current())
 	return cfg
+}
+
+// withSASL makes cfg authenticate with cred (none: unchanged).
+func withSASL(cfg *sarama.Config, cred kafkaauth.Credential) {
+	if !cred.Enabled() {
+		return
+	}
+	cfg.Net.SASL.Enable = true
+	cfg.Net.SASL.Mechanism = sarama.SASLTypePlaintext
+	cfg.Net.SASL.Handshake = true
+	cfg.Net.SASL.User = cred.User
+	cfg.Net.SASL.Password = cred.Password
+}
+
+// withMembership applies m (infra/groups) to a sarama configuration.
+func withMembership(cfg *sarama.Config, m groups.Membership) {
+	cfg.Consumer.Group.Session.Timeout = m.Session()
+	cfg.Consumer.Group.Heartbeat.Interval = m.Heartbeat()
+	cfg.Consumer.Group.Rebalance.Timeout = groups.DefaultRebalanceTimeout
+	// sarama waits this long before retrying a join that failed (the
+	// coordinator still rebalancing); its 2 s default added to takeovers.
+	cfg.Consumer.Group.Rebalance.Retry.Backoff = 250 * time.Millisecond
+	cfg.Consumer.Group.InstanceId = m.InstanceID
+	// goka's co-partitioning strategy sends no assignment user data, so
+	// sarama sends this configured one at every join.
+	cfg.Consumer.Group.Member.UserData = m.UserData()
 }
 
 func init() {
@@ -90,7 +116,7 @@ func PartitionOf(key string, n int32) int32 {
 // timeout, static membership).
 func ProcessorOptions(clientID string, replication int, m groups.Membership, logger *slog.Logger) []goka.ProcessorOption {
 	groupCfg := SaramaConfig(clientID)
-	m.Sarama(groupCfg)
+	withMembership(groupCfg, m)
 	// A processor's own sarama consumer reads its table partitions only
 	// while recovering them after an assignment, and closing it waits for
 	// the fetch in flight: with the idle wait, every takeover paid it.

@@ -4,7 +4,9 @@
 // heartbeat, and static membership, which lets a process restarted under the
 // same identity take its partitions back at once instead of waiting for the
 // coordinator to expire the dead member. goka (sarama) and franz-go groups
-// get the same settings from here.
+// get the same settings from here; the sarama configuration is made in
+// package processors, so that what only needs franz-go (the dispatcher,
+// the sink, the settings) does not link sarama.
 package groups
 
 import (
@@ -18,7 +20,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -70,26 +71,31 @@ type Membership struct {
 	Advertise string
 }
 
-// session is the session timeout in force; Validate refuses a negative one.
-func (m Membership) session() time.Duration {
+// Session is the session timeout in force: how long the coordinator waits
+// for a heartbeat before it gives the member's partitions to the others.
+// 0 takes DefaultSessionTimeout; a negative one is not replaced but
+// refused, by Validate.
+func (m Membership) Session() time.Duration {
 	if m.SessionTimeout == 0 {
 		return DefaultSessionTimeout
 	}
 	return m.SessionTimeout
 }
 
-func (m Membership) heartbeat() time.Duration {
+// Heartbeat is how often the member heartbeats.
+func (m Membership) Heartbeat() time.Duration {
 	if m.EmbeddedBroker {
-		return m.session() / embeddedHeartbeatsPerSession
+		return m.Session() / embeddedHeartbeatsPerSession
 	}
-	return m.session() / heartbeatsPerSession
+	return m.Session() / heartbeatsPerSession
 }
 
-// Kgo returns the franz-go options of a group consumer.
+// Kgo returns the franz-go options of a group consumer. The goka (sarama)
+// side is processors.ProcessorOptions, from the same methods.
 func (m Membership) Kgo() []kgo.Opt {
 	opts := []kgo.Opt{
-		kgo.SessionTimeout(m.session()),
-		kgo.HeartbeatInterval(m.heartbeat()),
+		kgo.SessionTimeout(m.Session()),
+		kgo.HeartbeatInterval(m.Heartbeat()),
 		kgo.RebalanceTimeout(DefaultRebalanceTimeout),
 	}
 	if m.InstanceID != "" {
@@ -98,19 +104,10 @@ func (m Membership) Kgo() []kgo.Opt {
 	return opts
 }
 
-// Sarama applies the membership to a sarama (goka) configuration.
-func (m Membership) Sarama(cfg *sarama.Config) {
-	cfg.Consumer.Group.Session.Timeout = m.session()
-	cfg.Consumer.Group.Heartbeat.Interval = m.heartbeat()
-	cfg.Consumer.Group.Rebalance.Timeout = DefaultRebalanceTimeout
-	// sarama waits this long before retrying a join that failed (the
-	// coordinator still rebalancing); its 2 s default added to takeovers.
-	cfg.Consumer.Group.Rebalance.Retry.Backoff = 250 * time.Millisecond
-	cfg.Consumer.Group.InstanceId = m.InstanceID
-	// goka's co-partitioning strategy sends no assignment user data, so
-	// sarama sends this configured one at every join.
-	cfg.Consumer.Group.Member.UserData = advertisement(m.Advertise)
-}
+// UserData is what the member sends as the user data of its join
+// metadata: its advertised address (Advertised reads it back), nil when it
+// advertises none.
+func (m Membership) UserData() []byte { return advertisement(m.Advertise) }
 
 // userData is what a member advertises, as JSON: a versioned object, so
 // members of another chime version that add fields are still read.

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -20,32 +19,25 @@ import (
 
 func TestMembershipSettings(t *testing.T) {
 	t.Parallel()
-	cfg := sarama.NewConfig()
-	groups.Membership{InstanceID: "a-1"}.Sarama(cfg)
-	require.Equal(t, groups.DefaultSessionTimeout, cfg.Consumer.Group.Session.Timeout)
-	require.Equal(t, groups.DefaultSessionTimeout/6, cfg.Consumer.Group.Heartbeat.Interval)
-	require.Equal(t, "a-1", cfg.Consumer.Group.InstanceId)
-
-	cfg = sarama.NewConfig()
-	groups.Membership{SessionTimeout: 12 * time.Second}.Sarama(cfg)
-	require.Equal(t, 12*time.Second, cfg.Consumer.Group.Session.Timeout)
-	require.Equal(t, 2*time.Second, cfg.Consumer.Group.Heartbeat.Interval)
-	require.Empty(t, cfg.Consumer.Group.InstanceId, "no ID: a dynamic member")
-	cfg.Version = sarama.V2_8_0_0
-	require.NoError(t, cfg.Validate())
+	for _, tc := range []struct {
+		m                  groups.Membership
+		session, heartbeat time.Duration
+	}{
+		{groups.Membership{InstanceID: "a-1"}, groups.DefaultSessionTimeout, groups.DefaultSessionTimeout / 6},
+		{groups.Membership{SessionTimeout: 12 * time.Second}, 12 * time.Second, 2 * time.Second},
+		{groups.Membership{SessionTimeout: 12 * time.Second, EmbeddedBroker: true}, 12 * time.Second, 4 * time.Second},
+	} {
+		require.Equal(t, tc.session, tc.m.Session(), "%+v", tc.m)
+		require.Equal(t, tc.heartbeat, tc.m.Heartbeat(), "%+v", tc.m)
+	}
 }
 
 // TestAdvertise: the advertised address rides in the member's user data
 // and reads back; anything else there reads as no address.
 func TestAdvertise(t *testing.T) {
 	t.Parallel()
-	cfg := sarama.NewConfig()
-	groups.Membership{Advertise: "10.0.0.5:7070"}.Sarama(cfg)
-	require.Equal(t, "10.0.0.5:7070", groups.Advertised(cfg.Consumer.Group.Member.UserData))
-
-	cfg = sarama.NewConfig()
-	groups.Membership{}.Sarama(cfg)
-	require.Nil(t, cfg.Consumer.Group.Member.UserData, "nothing advertised, nothing sent")
+	require.Equal(t, "10.0.0.5:7070", groups.Advertised(groups.Membership{Advertise: "10.0.0.5:7070"}.UserData()))
+	require.Nil(t, groups.Membership{}.UserData(), "nothing advertised, nothing sent")
 	for _, raw := range []string{"", "garbage", `{"other":1}`, `[]`} {
 		require.Empty(t, groups.Advertised([]byte(raw)), "%q", raw)
 	}

@@ -1,5 +1,7 @@
 // Package kafkaauth owns the credential chime's Kafka clients authenticate
-// with (SASL/PLAIN), franz-go and sarama alike.
+// with (SASL/PLAIN), franz-go and sarama alike; the sarama configuration is
+// made in package processors, so that what only needs franz-go does not
+// link sarama.
 //
 // The embedded broker trusts nobody: `chime dev` starts it with SASL on and
 // one superuser whose password is generated at first start and kept in the
@@ -21,7 +23,6 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
@@ -42,18 +43,6 @@ func (c Credential) Kgo() []kgo.Opt {
 		return nil
 	}
 	return []kgo.Opt{kgo.SASL(plain.Auth{User: c.User, Pass: c.Password}.AsMechanism())}
-}
-
-// Sarama makes cfg authenticate with c.
-func (c Credential) Sarama(cfg *sarama.Config) {
-	if !c.Enabled() {
-		return
-	}
-	cfg.Net.SASL.Enable = true
-	cfg.Net.SASL.Mechanism = sarama.SASLTypePlaintext
-	cfg.Net.SASL.Handshake = true
-	cfg.Net.SASL.User = c.User
-	cfg.Net.SASL.Password = c.Password
 }
 
 var current atomic.Pointer[Credential]
