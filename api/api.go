@@ -23,9 +23,9 @@ import (
 
 	"github.com/chime-sched/chime/api/quota"
 	"github.com/chime-sched/chime/internal/setting"
+	"github.com/chime-sched/chime/processors/scheduler/jobindex"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema/chimev1"
-	"github.com/chime-sched/chime/views/jobindex"
 	"github.com/chime-sched/chime/views/jobquery"
 )
 

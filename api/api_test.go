@@ -21,9 +21,9 @@ import (
 
 	"github.com/chime-sched/chime/api"
 	"github.com/chime-sched/chime/api/quota"
+	"github.com/chime-sched/chime/processors/scheduler/jobindex"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
-	"github.com/chime-sched/chime/views/jobindex"
 	"github.com/chime-sched/chime/views/jobquery"
 )
 

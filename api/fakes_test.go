@@ -13,10 +13,10 @@ import (
 
 	"github.com/chime-sched/chime/analytics"
 	"github.com/chime-sched/chime/processors/namespaces"
+	"github.com/chime-sched/chime/processors/scheduler/jobindex"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
-	"github.com/chime-sched/chime/views/jobindex"
 	"github.com/chime-sched/chime/views/jobquery"
 )
 

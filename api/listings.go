@@ -9,9 +9,9 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/chime-sched/chime/processors/scheduler/jobindex"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
-	"github.com/chime-sched/chime/views/jobindex"
 )
 
 // Page sizes of the listings.

@@ -30,10 +30,10 @@ import (
 	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/jobstore"
+	"github.com/chime-sched/chime/processors/scheduler/jobindex"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 	"github.com/chime-sched/chime/views"
-	"github.com/chime-sched/chime/views/jobindex"
 )
 
 // Scheduler is one scheduler instance; run several with the same topics and

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/chime-sched/chime/processors/jobstore"
+	"github.com/chime-sched/chime/processors/scheduler/jobindex"
 	"github.com/chime-sched/chime/schema"
-	"github.com/chime-sched/chime/views/jobindex"
 )
 
 // timerStorage is the scheduler table's storage for one partition: the

@@ -15,8 +15,8 @@ import (
 
 	"github.com/chime-sched/chime/processors/jobstore"
 	"github.com/chime-sched/chime/processors/memstore"
+	"github.com/chime-sched/chime/processors/scheduler/jobindex"
 	"github.com/chime-sched/chime/schema/chimev1"
-	"github.com/chime-sched/chime/views/jobindex"
 )
 
 // tickSender delivers ticks to the tick topic's partition p. Delivery is

@@ -31,9 +31,9 @@ import (
 	"strings"
 
 	"github.com/chime-sched/chime/processors"
+	"github.com/chime-sched/chime/processors/scheduler/jobindex"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
-	"github.com/chime-sched/chime/views/jobindex"
 )
 
 // Source is what one scheduler instance reads its own rows with;

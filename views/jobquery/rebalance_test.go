@@ -24,10 +24,10 @@ import (
 	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
 	"github.com/chime-sched/chime/processors/scheduler"
+	"github.com/chime-sched/chime/processors/scheduler/jobindex"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 	"github.com/chime-sched/chime/views"
-	"github.com/chime-sched/chime/views/jobindex"
 	"github.com/chime-sched/chime/views/jobquery"
 )
 

@@ -21,8 +21,8 @@ import (
 
 	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/internal/setting"
+	"github.com/chime-sched/chime/processors/scheduler/jobindex"
 	"github.com/chime-sched/chime/schema/chimev1"
-	"github.com/chime-sched/chime/views/jobindex"
 	"github.com/chime-sched/chime/views/jobquery/signature"
 )
 

@@ -18,9 +18,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/chime-sched/chime/internal/lifecycle"
+	"github.com/chime-sched/chime/processors/scheduler/jobindex"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
-	"github.com/chime-sched/chime/views/jobindex"
 	"github.com/chime-sched/chime/views/jobquery/signature"
 )
 

@@ -1,0 +1,145 @@
+package depstest
+
+import (
+	"bufio"
+	"bytes"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const module = "github.com/chime-sched/chime"
+
+// goList runs `go list` with args and returns its lines.
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	// go test puts its own GOROOT/bin first on the PATH of the test
+	// binary, so "go" is the toolchain that runs the test.
+	var stderr bytes.Buffer
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "go list %s: %s", strings.Join(args, " "), stderr.String())
+	var lines []string
+	for sc := bufio.NewScanner(bytes.NewReader(out)); sc.Scan(); {
+		if l := strings.TrimSpace(sc.Text()); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
+// heavy are the libraries that only the goka processors, their views and
+// the HTTP API need: goka (with sarama and LevelDB under it) and fiber.
+var heavy = []string{
+	"github.com/lovoo/goka",
+	"github.com/IBM/sarama",
+	"github.com/syndtr/goleveldb",
+	"github.com/gofiber/fiber",
+}
+
+// TestLightPackagesLinkNoHeavyLibrary: the event contracts, the Go SDK
+// (imported by clients' programs), the dispatcher (franz-go only) and the
+// settings link none of the heavy libraries, whatever they import.
+func TestLightPackagesLinkNoHeavyLibrary(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		pkg       string
+		forbidden []string
+	}{
+		{"schema", heavy},
+		{"producer", heavy},
+		{"dispatcher", heavy},
+		{"infra/config", append(slices.Clone(heavy), "github.com/ClickHouse/clickhouse-go")},
+	} {
+		t.Run(tc.pkg, func(t *testing.T) {
+			t.Parallel()
+			for _, dep := range goList(t, "-deps", "-f", "{{.ImportPath}}", module+"/"+tc.pkg) {
+				for _, f := range tc.forbidden {
+					if dep == f || strings.HasPrefix(dep, f+"/") {
+						t.Errorf("%s links %s (go list -deps ./%s); keep it out: take what is needed from a package without it", tc.pkg, dep, tc.pkg)
+					}
+				}
+			}
+		})
+	}
+}
+
+// stages orders chime's top-level folders by the data flow: a package may
+// import its own stage and earlier ones, never a later one. The API comes
+// after analytics because it serves analytics' queries; cmd wires them all.
+var stages = map[string]int{
+	"schema":     0,
+	"infra":      0,
+	"internal":   0,
+	"producer":   1,
+	"processors": 2,
+	"dispatcher": 3,
+	"views":      4,
+	"analytics":  5,
+	"api":        6,
+	"cmd":        7,
+}
+
+// againstTheFlow are the imports known to run against the flow, each with
+// what removes it. The test fails once one is gone, so that the entry
+// goes with it.
+var againstTheFlow = map[string]string{
+	// The scheduler and the breaker take a views.NamespaceSource;
+	// declaring it in schema removes the import.
+	"processors/scheduler -> views": "the NamespaceSource interface views declares",
+	"processors/breaker -> views":   "the NamespaceSource interface views declares",
+}
+
+// settledStages are packages whose stage is not their folder's.
+var settledStages = map[string]int{
+	// The binary's settings: only cmd reads them, and they take each
+	// default from the package that owns it (a leaf such as api/quota);
+	// TestLightPackagesLinkNoHeavyLibrary keeps them light.
+	"infra/config": stages["cmd"],
+}
+
+func stageOf(t *testing.T, pkg string) int {
+	if s, ok := settledStages[pkg]; ok {
+		return s
+	}
+	top, _, _ := strings.Cut(pkg, "/")
+	s, ok := stages[top]
+	if !ok {
+		t.Fatalf("package %s is in folder %s, which has no stage in the data flow: add it to stages", pkg, top)
+	}
+	return s
+}
+
+// TestImportsFollowTheFlow: no package imports one of a later stage.
+func TestImportsFollowTheFlow(t *testing.T) {
+	t.Parallel()
+	seen := map[string]bool{}
+	for _, line := range goList(t, "-f", "{{.ImportPath}} {{join .Imports \" \"}}", module+"/...") {
+		fields := strings.Fields(line)
+		from, ok := strings.CutPrefix(fields[0], module+"/")
+		if !ok {
+			continue
+		}
+		for _, imp := range fields[1:] {
+			to, ok := strings.CutPrefix(imp, module+"/")
+			if !ok || stageOf(t, from) >= stageOf(t, to) {
+				continue
+			}
+			edge := from + " -> " + to
+			if _, known := againstTheFlow[edge]; known {
+				seen[edge] = true
+				continue
+			}
+			t.Errorf("%s imports %s, a later stage of the data flow (schema → producer → processors → dispatcher → views → analytics → api → cmd): move what it needs down", from, to)
+		}
+	}
+	for edge, why := range againstTheFlow {
+		if !seen[edge] {
+			t.Errorf("%s (%s) no longer happens: delete it from againstTheFlow", edge, why)
+		}
+	}
+}
