@@ -75,7 +75,7 @@ func startKafka(t *testing.T) *liveKafka {
 	require.NoError(t, err)
 	qs, err := jobquery.NewServer(jobquery.ServerConfig{Source: sched, Partitions: 4, Secret: querySecret, Logger: log})
 	require.NoError(t, err)
-	brk, err := breaker.New(breaker.Config{Brokers: c.Brokers(), Topics: topics, Logger: log, Namespaces: views.StaticNamespaces{}})
+	brk, err := breaker.New(breaker.Config{Brokers: c.Brokers(), Topics: topics, Logger: log, Namespaces: schema.StaticNamespaces{}})
 	require.NoError(t, err)
 	nsp, err := namespaces.New(namespaces.Config{Brokers: c.Brokers(), Topics: topics, Logger: log})
 	require.NoError(t, err)

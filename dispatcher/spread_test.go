@@ -16,8 +16,8 @@ import (
 
 	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
 	"github.com/chime-sched/chime/processors/scheduler"
+	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
-	"github.com/chime-sched/chime/views"
 )
 
 // TestSpreadNamespaceAcrossDispatchers: one namespace spread over the
@@ -66,7 +66,7 @@ func TestSpreadNamespaceAcrossDispatchers(t *testing.T) {
 	s, err := scheduler.New(scheduler.Config{
 		Brokers: b.cluster.Brokers(), Topics: b.topics, Logger: testLogger(),
 		TickResend: 2 * time.Second, PumpIdle: 100 * time.Millisecond,
-		Namespaces: views.StaticNamespaces{"hot": cfg},
+		Namespaces: schema.StaticNamespaces{"hot": cfg},
 	})
 	require.NoError(t, err)
 	lifecycletest.Start(t, s)

@@ -11,10 +11,13 @@ import (
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
-// Namespaces is a view of the namespace-config table.
+// Namespaces is a view of the namespace-config table; it is the
+// schema.NamespaceSource the processors read.
 type Namespaces struct {
 	*table[*chimev1.NamespaceConfig]
 }
+
+var _ schema.NamespaceSource = (*Namespaces)(nil)
 
 // NewNamespaces builds the view; it answers Get once started
 // (lifecycle.Part) and caught up.
@@ -41,19 +44,3 @@ func (n *Namespaces) Effective(ns string) *chimev1.NamespaceConfig {
 	cfg, _ := n.Get(ns)
 	return schema.EffectiveNamespace(ns, cfg)
 }
-
-// NamespaceSource reads stored namespace configurations; *Namespaces is
-// one. Processors take it instead of a goka lookup table: goka closes a
-// processor's lookup views while its callbacks may still read them (a data
-// race inside goka at shutdown), while a view run beside the processor is
-// started before it and stopped after it (lifecycle.Group).
-type NamespaceSource interface {
-	Get(ns string) (*chimev1.NamespaceConfig, error)
-}
-
-// StaticNamespaces is a fixed NamespaceSource (tests, tools): read-only
-// once in use.
-type StaticNamespaces map[string]*chimev1.NamespaceConfig
-
-// Get implements NamespaceSource.
-func (m StaticNamespaces) Get(ns string) (*chimev1.NamespaceConfig, error) { return m[ns], nil }

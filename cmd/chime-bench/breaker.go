@@ -66,7 +66,7 @@ func benchBreaker(ctx context.Context, log *slog.Logger, outcomes int, partition
 		fail("flush: %v", err)
 	}
 
-	p, err := breaker.New(breaker.Config{Brokers: brokers, Topics: tp, Logger: log, Namespaces: views.StaticNamespaces{}})
+	p, err := breaker.New(breaker.Config{Brokers: brokers, Topics: tp, Logger: log, Namespaces: schema.StaticNamespaces{}})
 	if err != nil {
 		fail("%v", err)
 	}

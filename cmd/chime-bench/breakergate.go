@@ -54,7 +54,7 @@ func benchBreakerGate(ctx context.Context, log *slog.Logger, run time.Duration, 
 			fail("%v", err)
 		}
 		provision(ctx, cl, tp, partitions)
-		known := views.StaticNamespaces{"dead": &chimev1.NamespaceConfig{}}
+		known := schema.StaticNamespaces{"dead": &chimev1.NamespaceConfig{}}
 		s, err := scheduler.New(scheduler.Config{Brokers: brokers, Topics: tp, Logger: log, PumpIdle: 100 * time.Millisecond,
 			Namespaces: known})
 		if err != nil {

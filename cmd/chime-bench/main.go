@@ -32,7 +32,6 @@ import (
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
-	"github.com/chime-sched/chime/views"
 )
 
 type result struct {
@@ -190,7 +189,7 @@ func benchScheduler(ctx context.Context, log *slog.Logger, jobs int, partitions 
 
 	// The jobs' namespaces (ns-00 .. ns-49) exist: the scheduler refuses
 	// jobs of namespaces it does not know.
-	known := views.StaticNamespaces{}
+	known := schema.StaticNamespaces{}
 	for i := range 50 {
 		known[fmt.Sprintf("ns-%02d", i)] = &chimev1.NamespaceConfig{}
 	}

@@ -296,13 +296,13 @@ func UniquePrefix(t testing.TB) string {
 	return p.(string)
 }
 
-// EveryNamespace is a namespace source (views.NamespaceSource) in which
+// EveryNamespace is a namespace source (schema.NamespaceSource) in which
 // every namespace exists, with no settings of its own: for tests of a
 // processor that publish jobs without creating their namespaces (the
 // scheduler holds, then rejects, jobs of namespaces it does not know).
 type EveryNamespace struct{}
 
-// Get implements views.NamespaceSource.
+// Get implements schema.NamespaceSource.
 func (EveryNamespace) Get(ns string) (*chimev1.NamespaceConfig, error) {
 	return &chimev1.NamespaceConfig{Namespace: ns}, nil
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/schema"
-	"github.com/chime-sched/chime/views"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -36,12 +35,12 @@ func TestConfigValidate(t *testing.T) {
 		{name: "Replication", cfg: Config{Replication: -1}, err: "breaker: Replication is -1: must be positive, or 0 for the default 1"},
 		{name: "CheckpointInterval", cfg: Config{CheckpointInterval: -time.Second}, err: "breaker: CheckpointInterval is -1s: must be positive, 0 for the default 1s, or breaker.EveryChange to write every change"},
 		{name: "Membership", cfg: Config{Membership: groups.Membership{Advertise: "host"}}, err: `breaker: Membership: advertised address "host" is not host:port`},
-		{name: "Namespaces", noNamespaces: true, err: "breaker: Config.Namespaces is required: start a views.Namespaces before the processor, or pass views.StaticNamespaces"},
+		{name: "Namespaces", noNamespaces: true, err: "breaker: Config.Namespaces is required: start a views.Namespaces before the processor, or pass schema.StaticNamespaces"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			if !tc.noNamespaces {
-				tc.cfg.Namespaces = views.StaticNamespaces{} // every processor needs one
+				tc.cfg.Namespaces = schema.StaticNamespaces{} // every processor needs one
 			}
 			c := tc.cfg
 			err := c.validate()

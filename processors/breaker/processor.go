@@ -39,7 +39,6 @@ import (
 	"github.com/chime-sched/chime/processors/memstore"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
-	"github.com/chime-sched/chime/views"
 )
 
 // CoolOffJobID is the scheduler job that carries a namespace's cool-off
@@ -66,8 +65,8 @@ type Config struct {
 
 	// Namespaces reads the namespace configs (the thresholds). Required:
 	// a views.Namespaces the caller starts before the processor and stops
-	// after it (lifecycle.Group), or a fixed views.StaticNamespaces.
-	Namespaces views.NamespaceSource
+	// after it (lifecycle.Group), or a fixed schema.StaticNamespaces.
+	Namespaces schema.NamespaceSource
 
 	// CheckpointInterval bounds how often a namespace's window counts
 	// alone are written to the table. A change of what the dispatchers
@@ -125,7 +124,7 @@ func (c *Config) validate() error {
 type Processor struct {
 	lifecycle.Base
 	cfg        Config
-	namespaces views.NamespaceSource
+	namespaces schema.NamespaceSource
 
 	mu   sync.Mutex
 	proc *goka.Processor
@@ -166,7 +165,7 @@ func New(cfg Config) (*Processor, error) {
 		return nil, err
 	}
 	if cfg.Namespaces == nil {
-		return nil, errors.New("breaker: Config.Namespaces is required: start a views.Namespaces before the processor, or pass views.StaticNamespaces")
+		return nil, errors.New("breaker: Config.Namespaces is required: start a views.Namespaces before the processor, or pass schema.StaticNamespaces")
 	}
 	p := &Processor{cfg: cfg, namespaces: cfg.Namespaces, cache: map[string]cachedConfig{}, live: map[string]*liveStatus{}}
 	p.state = prometheus.NewGaugeVec(prometheus.GaugeOpts{

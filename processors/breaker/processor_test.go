@@ -15,7 +15,6 @@ import (
 	"github.com/chime-sched/chime/processors/clocktest"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
-	"github.com/chime-sched/chime/views"
 )
 
 type testBundle struct {
@@ -41,7 +40,7 @@ func setupCheckpoint(t *testing.T, checkpoint time.Duration) *testBundle {
 	tt := tester.New(t)
 	b := &testBundle{tt: tt, clock: clocktest.New(t0), topics: schema.NewTopics("")}
 	p, err := New(Config{
-		Namespaces: views.StaticNamespaces{"acme": &chimev1.NamespaceConfig{
+		Namespaces: schema.StaticNamespaces{"acme": &chimev1.NamespaceConfig{
 			Namespace: "acme",
 			Version:   1,
 			Breaker: &chimev1.BreakerConfig{

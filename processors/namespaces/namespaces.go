@@ -2,7 +2,7 @@
 // whose table holds each namespace's configuration (retry policy, rate
 // limit, concurrency, relevancy window, signing secret, allowed hosts,
 // breaker thresholds) and its API key hashes. Dispatchers, the breaker and
-// the API read the table through views.NamespaceView.
+// the API read the table through views.Namespaces (a schema.NamespaceSource).
 package namespaces
 
 import (

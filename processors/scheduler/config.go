@@ -12,7 +12,6 @@ import (
 	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/internal/setting"
 	"github.com/chime-sched/chime/schema"
-	"github.com/chime-sched/chime/views"
 )
 
 // Config configures a scheduler instance. A field left at its zero value
@@ -47,8 +46,8 @@ type Config struct {
 	// Namespaces reads the namespace configs (a job without its own
 	// relevancy window takes its namespace's). Required: a views.Namespaces
 	// the caller starts before the scheduler and stops after it
-	// (lifecycle.Group), or a fixed views.StaticNamespaces.
-	Namespaces views.NamespaceSource
+	// (lifecycle.Group), or a fixed schema.StaticNamespaces.
+	Namespaces schema.NamespaceSource
 
 	// KafkaTargetTopics may be written by Kafka-target jobs, besides the
 	// breaker's timer topic.

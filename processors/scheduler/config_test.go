@@ -12,7 +12,6 @@ import (
 
 	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/schema"
-	"github.com/chime-sched/chime/views"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -96,11 +95,11 @@ func TestConfigValidate(t *testing.T) {
 // connects or opens anything.
 func TestNewRefusesBadConfig(t *testing.T) {
 	t.Parallel()
-	_, err := New(Config{TickBatch: -1, Namespaces: views.StaticNamespaces{}})
+	_, err := New(Config{TickBatch: -1, Namespaces: schema.StaticNamespaces{}})
 	require.EqualError(t, err, "scheduler: TickBatch is -1: must be positive, or 0 for the default 4096")
 	// Nothing starts a view behind the caller's back: the caller passes one.
 	_, err = New(Config{})
-	require.EqualError(t, err, "scheduler: Config.Namespaces is required: start a views.Namespaces before the scheduler, or pass views.StaticNamespaces")
+	require.EqualError(t, err, "scheduler: Config.Namespaces is required: start a views.Namespaces before the scheduler, or pass schema.StaticNamespaces")
 }
 
 // TestGuaranteesListDefaults holds the scheduler table of

@@ -33,7 +33,6 @@ import (
 	"github.com/chime-sched/chime/processors/scheduler/jobindex"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
-	"github.com/chime-sched/chime/views"
 )
 
 // Scheduler is one scheduler instance; run several with the same topics and
@@ -42,7 +41,7 @@ type Scheduler struct {
 	lifecycle.Base
 	cfg        Config
 	decider    *decider
-	namespaces views.NamespaceSource
+	namespaces schema.NamespaceSource
 	timers     *timers
 	// db is the table's store: LocalState's, or one in memory (ownDB).
 	db        *jobstore.DB
@@ -76,7 +75,7 @@ func New(cfg Config) (*Scheduler, error) {
 		return nil, err
 	}
 	if cfg.Namespaces == nil {
-		return nil, errors.New("scheduler: Config.Namespaces is required: start a views.Namespaces before the scheduler, or pass views.StaticNamespaces")
+		return nil, errors.New("scheduler: Config.Namespaces is required: start a views.Namespaces before the scheduler, or pass schema.StaticNamespaces")
 	}
 	s := &Scheduler{cfg: cfg, namespaces: cfg.Namespaces, unwritten: newUnwritten(cfg.MaxUnwritten)}
 	allowed := map[string]bool{cfg.Topics.BreakerTimers(): true}

@@ -15,7 +15,6 @@ import (
 	"github.com/chime-sched/chime/processors/clocktest"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
-	"github.com/chime-sched/chime/views"
 )
 
 // captureSender records the ticks the pump sends instead of producing them.
@@ -49,7 +48,7 @@ func TestProcessorWithGokaTester(t *testing.T) {
 	sender := &captureSender{}
 	s, err := New(Config{
 		// ns2 sets a relevancy window its job does not (see the end).
-		Namespaces:   views.StaticNamespaces{"ns1": {Namespace: "ns1"}, "ns2": {Namespace: "ns2", RelevancyWindow: durationpb.New(30 * time.Second)}},
+		Namespaces:   schema.StaticNamespaces{"ns1": {Namespace: "ns1"}, "ns2": {Namespace: "ns2", RelevancyWindow: durationpb.New(30 * time.Second)}},
 		Now:          clock.Now,
 		PumpIdle:     10 * time.Millisecond,
 		tickSender:   sender,
