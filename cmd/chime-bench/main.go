@@ -28,6 +28,7 @@ import (
 
 	"github.com/chime-sched/chime/infra/broker"
 	"github.com/chime-sched/chime/infra/topics"
+	"github.com/chime-sched/chime/internal/timerindex"
 	"github.com/chime-sched/chime/processors/scheduler"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
@@ -130,7 +131,7 @@ func main() {
 	if !*dispatcherOnly {
 		add(benchScheduler(ctx, log, *jobs, int32(*partitions), *lead)...)
 		fmt.Fprintf(os.Stderr, "measuring index memory with %d pending jobs...\n", *indexJobs)
-		b := scheduler.IndexFootprint(*indexJobs)
+		b := timerindex.Footprint(*indexJobs)
 		add(result{fmt.Sprintf("timer index memory per pending job (%d jobs)", *indexJobs), fmt.Sprintf("%.0f B", b), "≤ 200 B", verdict(b <= 200)})
 	}
 	if *callbacks > 0 {

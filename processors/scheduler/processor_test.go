@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/chime-sched/chime/internal/timerindex"
 	"github.com/chime-sched/chime/processors/clocktest"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -23,11 +24,11 @@ type captureSender struct {
 	ticks []string
 }
 
-func (c *captureSender) SendTicks(_ context.Context, _ int32, items []timerItem, _ int64) {
+func (c *captureSender) SendTicks(_ context.Context, _ int32, items []timerindex.Item, _ int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, it := range items {
-		c.ticks = append(c.ticks, it.key)
+		c.ticks = append(c.ticks, it.Key)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chime-sched/chime/internal/timerindex"
 	"github.com/chime-sched/chime/processors/jobstore"
 	"github.com/chime-sched/chime/processors/scheduler/jobindex"
 	"github.com/chime-sched/chime/schema"
@@ -39,7 +40,7 @@ type timerStorage struct {
 	// never interleave, so no timer is missed or left stale. Held before
 	// the store's own lock.
 	mu        sync.Mutex
-	idx       *timerIndex
+	idx       *timerindex.Index
 	windowEnd jobstore.Timer
 	recovered bool
 	closed    bool
@@ -59,7 +60,7 @@ func newTimerStorage(part *jobstore.Partition, partition int32, t *timers) *time
 		Partition: part,
 		partition: partition,
 		timers:    t,
-		idx:       newTimerIndex(),
+		idx:       timerindex.New(),
 		wake:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
@@ -95,7 +96,7 @@ func (s *timerStorage) Delete(key string) error {
 		return err
 	}
 	if s.recovered {
-		s.idx.remove(key)
+		s.idx.Remove(key)
 	}
 	return nil
 }
@@ -104,10 +105,10 @@ func (s *timerStorage) Delete(key string) error {
 // is beyond the window (the store's index has it) or gone. s.mu is held.
 func (s *timerStorage) place(key string, at int64) {
 	if at == 0 || !(jobstore.Timer{At: at, Key: key}).Less(s.windowEnd) {
-		s.idx.remove(key)
+		s.idx.Remove(key)
 		return
 	}
-	if s.idx.set(key, at) {
+	if s.idx.Set(key, at) {
 		s.signal()
 	}
 }
@@ -143,8 +144,8 @@ func (s *timerStorage) MarkRecovered() error {
 	// (chimev1.JobState.recover_at). They are few: the fires in flight.
 	s.mu.Lock()
 	err := s.Partition.Recovering(func(t jobstore.Timer) {
-		if at, ok := s.idx.get(t.Key); !ok || t.At < at {
-			s.idx.set(t.Key, t.At)
+		if at, ok := s.idx.Get(t.Key); !ok || t.At < at {
+			s.idx.Set(t.Key, t.At)
 		}
 	})
 	s.mu.Unlock()
@@ -170,7 +171,7 @@ func (s *timerStorage) refill(to int64) error {
 			s.mu.Unlock()
 			return nil
 		}
-		end, err := s.Partition.Timers(s.windowEnd, jobstore.Timer{At: to}, refillChunk, func(t jobstore.Timer) { s.idx.set(t.Key, t.At) })
+		end, err := s.Partition.Timers(s.windowEnd, jobstore.Timer{At: to}, refillChunk, func(t jobstore.Timer) { s.idx.Set(t.Key, t.At) })
 		if err != nil {
 			s.mu.Unlock()
 			return err
@@ -228,7 +229,7 @@ func (s *timerStorage) pendingTimers() int { return int(s.Partition.TimerCount()
 func (s *timerStorage) windowTimers() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.idx.len()
+	return s.idx.Len()
 }
 
 // Page implements jobindex.Source over the store's listing.
@@ -248,7 +249,7 @@ func (s *timerStorage) Page(ns string, q jobindex.Query, n int, out []jobindex.E
 func (s *timerStorage) pump() {
 	defer close(s.done)
 	cfg := s.timers.cfg
-	var buf []timerItem
+	var buf []timerindex.Item
 	idle := time.NewTimer(time.Hour)
 	defer idle.Stop()
 	for {
@@ -265,8 +266,8 @@ func (s *timerStorage) pump() {
 			s.mu.Unlock()
 		}
 		s.mu.Lock()
-		buf = s.idx.due(now, now+int64(cfg.TickResend), cfg.TickBatch, buf)
-		next := s.idx.next()
+		buf = s.idx.Due(now, now+int64(cfg.TickResend), cfg.TickBatch, buf)
+		next := s.idx.Next()
 		s.mu.Unlock()
 		if len(buf) > 0 {
 			s.timers.send(s.ctx, s.partition, buf, now)

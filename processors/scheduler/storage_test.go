@@ -50,9 +50,9 @@ func TestWindowMissesNoTimer(t *testing.T) {
 	require.NoError(t, s.refill(t0.Add(2*span).UnixNano()))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	require.Equal(t, rows, s.idx.len())
+	require.Equal(t, rows, s.idx.Len())
 	for i := range rows {
-		at, ok := s.idx.get(fmt.Sprintf("ns/j%05d", i))
+		at, ok := s.idx.Get(fmt.Sprintf("ns/j%05d", i))
 		require.True(t, ok, "row %d", i)
 		require.Equal(t, timerOfRow(i).UnixNano(), at, "row %d", i)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chime-sched/chime/infra/kafkatest"
 	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
+	"github.com/chime-sched/chime/internal/timerindex"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -20,7 +21,7 @@ import (
 // dropSender loses every tick, as a broken pump would.
 type dropSender struct{}
 
-func (dropSender) SendTicks(context.Context, int32, []timerItem, int64) {}
+func (dropSender) SendTicks(context.Context, int32, []timerindex.Item, int64) {}
 
 // TestSweepFiresWhatThePumpMissed: with every tick lost, the periodic sweep
 // still fires a due job (late, by SweepOverdue at most one sweep apart).

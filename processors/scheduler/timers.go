@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/chime-sched/chime/internal/timerindex"
 	"github.com/chime-sched/chime/processors/jobstore"
 	"github.com/chime-sched/chime/processors/memstore"
 	"github.com/chime-sched/chime/processors/scheduler/jobindex"
@@ -22,7 +23,7 @@ import (
 // tickSender delivers ticks to the tick topic's partition p. Delivery is
 // best effort: a lost tick is re-sent by the pump after TickResend.
 type tickSender interface {
-	SendTicks(ctx context.Context, partition int32, items []timerItem, sentAt int64)
+	SendTicks(ctx context.Context, partition int32, items []timerindex.Item, sentAt int64)
 }
 
 // timers is what every partition's timerStorage shares: the clock, the
@@ -107,7 +108,7 @@ func (t *timers) builder(db *jobstore.DB) storage.Builder {
 	}
 }
 
-func (t *timers) send(ctx context.Context, p int32, items []timerItem, sentAt int64) {
+func (t *timers) send(ctx context.Context, p int32, items []timerindex.Item, sentAt int64) {
 	t.sender.SendTicks(ctx, p, items, sentAt)
 }
 
@@ -199,14 +200,14 @@ type kgoTickSender struct {
 
 // SendTicks produces asynchronously; ctx ends with the storage, so a broker
 // outage that fills the producer's buffer cannot block Close.
-func (k *kgoTickSender) SendTicks(ctx context.Context, p int32, items []timerItem, sentAt int64) {
+func (k *kgoTickSender) SendTicks(ctx context.Context, p int32, items []timerindex.Item, sentAt int64) {
 	sent := timestamppb.New(time.Unix(0, sentAt))
 	for _, it := range items {
-		v, _ := proto.Marshal(&chimev1.Tick{TimerAt: timestamppb.New(time.Unix(0, it.at)), SentAt: sent})
+		v, _ := proto.Marshal(&chimev1.Tick{TimerAt: timestamppb.New(time.Unix(0, it.At)), SentAt: sent})
 		k.cl.Produce(ctx, &kgo.Record{
 			Topic:     k.topic,
 			Partition: p,
-			Key:       []byte(it.key),
+			Key:       []byte(it.Key),
 			Value:     v,
 		}, k.done)
 	}

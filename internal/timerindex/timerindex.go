@@ -1,4 +1,9 @@
-package scheduler
+// Package timerindex holds the scheduler's index of timers: one
+// partition's rows ordered by when they next need a tick, in about 100
+// bytes a timer and with no pointer per entry. It is its own package so
+// that the benchmark can measure it (Footprint); the scheduler
+// (processors/scheduler) keeps one per partition of its table.
+package timerindex
 
 import (
 	"encoding/binary"
@@ -8,7 +13,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 )
 
-// timerIndex orders one partition's rows by when they next need a tick.
+// Index orders one partition's rows by when they next need a tick.
 //
 // Each row has one entry. Its position ("action time") starts as the row's
 // timer; when the pump sends a tick for it, the entry moves to
@@ -27,7 +32,7 @@ import (
 // sends). About 100 bytes per timer.
 //
 // Not safe for concurrent use; the owning storage serialises access.
-type timerIndex struct {
+type Index struct {
 	tree *btree.BTreeG[timerEntry]
 	at   map[keyHash]indexed
 	// keys holds each entry's key as uvarint length + bytes; dead counts
@@ -62,10 +67,10 @@ type indexed struct {
 	ref uint32
 }
 
-// timerItem is a due entry as the pump uses it.
-type timerItem struct {
-	at  int64
-	key string
+// Item is a due entry as the pump uses it.
+type Item struct {
+	At  int64 // Unix nanoseconds
+	Key string
 }
 
 func lessTimer(a, b timerEntry) bool {
@@ -78,17 +83,18 @@ func lessTimer(a, b timerEntry) bool {
 	return a.h[1] < b.h[1]
 }
 
-func newTimerIndex() *timerIndex {
-	return &timerIndex{
+// New returns an empty index.
+func New() *Index {
+	return &Index{
 		tree: btree.NewG(32, lessTimer),
 		at:   make(map[keyHash]indexed),
 	}
 }
 
-// set records the row's timer (0 removes it). It is an idempotent upsert:
+// Set records the row's timer (0 removes it). It is an idempotent upsert:
 // recovery may replay a row twice. It reports whether the new entry is the
 // earliest, so the pump can be woken.
-func (x *timerIndex) set(key string, at int64) (earliest bool) {
+func (x *Index) Set(key string, at int64) (earliest bool) {
 	h := hashKey(key)
 	old, ok := x.at[h]
 	switch {
@@ -115,17 +121,18 @@ func (x *timerIndex) set(key string, at int64) (earliest bool) {
 	return min == e
 }
 
-func (x *timerIndex) remove(key string) { x.set(key, 0) }
+// Remove drops key's entry.
+func (x *Index) Remove(key string) { x.Set(key, 0) }
 
-// get returns key's action time.
-func (x *timerIndex) get(key string) (int64, bool) {
+// Get returns key's action time.
+func (x *Index) Get(key string) (int64, bool) {
 	ix, ok := x.at[hashKey(key)]
 	return ix.at, ok
 }
 
-// due collects up to max entries whose action time is <= now and moves
+// Due collects up to max entries whose action time is <= now and moves
 // each to resendAt. It returns the keys and the timers they were due at.
-func (x *timerIndex) due(now, resendAt int64, max int, out []timerItem) []timerItem {
+func (x *Index) Due(now, resendAt int64, max int, out []Item) []Item {
 	out = out[:0]
 	var es []timerEntry
 	x.tree.Ascend(func(e timerEntry) bool {
@@ -140,23 +147,24 @@ func (x *timerIndex) due(now, resendAt int64, max int, out []timerItem) []timerI
 		x.tree.ReplaceOrInsert(timerEntry{at: resendAt, h: e.h})
 		ix := x.at[e.h]
 		x.at[e.h] = indexed{at: resendAt, ref: ix.ref}
-		out = append(out, timerItem{at: e.at, key: x.key(ix.ref)})
+		out = append(out, Item{At: e.at, Key: x.key(ix.ref)})
 	}
 	return out
 }
 
-// next returns the earliest action time, or 0 when the index is empty.
-func (x *timerIndex) next() int64 {
+// Next returns the earliest action time, or 0 when the index is empty.
+func (x *Index) Next() int64 {
 	if e, ok := x.tree.Min(); ok {
 		return e.at
 	}
 	return 0
 }
 
-func (x *timerIndex) len() int { return len(x.at) }
+// Len is the number of entries.
+func (x *Index) Len() int { return len(x.at) }
 
 // addKey appends key to the arena and returns where it starts.
-func (x *timerIndex) addKey(key string) uint32 {
+func (x *Index) addKey(key string) uint32 {
 	ref := uint32(len(x.keys))
 	x.keys = binary.AppendUvarint(x.keys, uint64(len(key)))
 	x.keys = append(x.keys, key...)
@@ -164,21 +172,21 @@ func (x *timerIndex) addKey(key string) uint32 {
 }
 
 // key returns the key at ref as a new string.
-func (x *timerIndex) key(ref uint32) string {
+func (x *Index) key(ref uint32) string {
 	n, w := binary.Uvarint(x.keys[ref:])
 	start := int(ref) + w
 	return string(x.keys[start : start+int(n)])
 }
 
 // keyLen is the arena bytes of the key at ref.
-func (x *timerIndex) keyLen(ref uint32) int {
+func (x *Index) keyLen(ref uint32) int {
 	n, w := binary.Uvarint(x.keys[ref:])
 	return w + int(n)
 }
 
 // compactKeys rewrites the arena once more than half of it (and at least a
 // MiB) is keys of removed entries.
-func (x *timerIndex) compactKeys() {
+func (x *Index) compactKeys() {
 	if x.dead < 1<<20 || x.dead*2 < len(x.keys) {
 		return
 	}

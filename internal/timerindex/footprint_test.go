@@ -1,4 +1,4 @@
-package scheduler
+package timerindex
 
 import (
 	"testing"
@@ -8,7 +8,7 @@ import (
 
 // Not parallel: it reads the process heap, which parallel tests disturb.
 func TestIndexFootprintIsMeasured(t *testing.T) {
-	b := IndexFootprint(10_000)
+	b := Footprint(10_000)
 	// A sanity range, not a performance assertion: the index holds a copy
 	// of each key (25 bytes) plus its bookkeeping.
 	require.Greater(t, b, 25.0)
