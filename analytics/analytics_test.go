@@ -11,7 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/analytics"
-	"github.com/chime-sched/chime/infra/clickhouse/clickhousetest"
+	"github.com/chime-sched/chime/internal/clickhousetest"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )

@@ -14,7 +14,7 @@ import (
 
 	"github.com/chime-sched/chime/analytics"
 	"github.com/chime-sched/chime/api"
-	"github.com/chime-sched/chime/infra/clickhouse/clickhousetest"
+	"github.com/chime-sched/chime/internal/clickhousetest"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 

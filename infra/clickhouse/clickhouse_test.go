@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chime-sched/chime/infra/clickhouse"
-	"github.com/chime-sched/chime/infra/clickhouse/clickhousetest"
+	"github.com/chime-sched/chime/internal/clickhousetest"
 )
 
 func TestMain(m *testing.M) { clickhousetest.Main(m) }
