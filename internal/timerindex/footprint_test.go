@@ -7,7 +7,7 @@ import (
 )
 
 // Not parallel: it reads the process heap, which parallel tests disturb.
-func TestIndexFootprintIsMeasured(t *testing.T) {
+func TestFootprintIsMeasured(t *testing.T) {
 	b := Footprint(10_000)
 	// A sanity range, not a performance assertion: the index holds a copy
 	// of each key (25 bytes) plus its bookkeeping.
