@@ -3,10 +3,10 @@ package api
 import (
 	"context"
 	"github.com/gofiber/fiber/v2"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/schema/command"
 )
 
 type breakerResponse struct {
@@ -77,14 +77,15 @@ func (s *server) putBreaker(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	cmd := &chimev1.BreakerCommand{Note: req.Note}
+	ns := c.Params("ns")
+	var cmd *chimev1.BreakerCommand
 	switch req.Mode {
 	case "auto":
-		cmd.Command = &chimev1.BreakerCommand_Auto{Auto: &chimev1.BreakerAuto{}}
+		cmd = command.Auto(ns, req.Note)
 	case "force_open":
-		cmd.Command = &chimev1.BreakerCommand_ForceOpen{ForceOpen: &chimev1.BreakerForceOpen{}}
+		cmd = command.ForceOpen(ns, req.Note)
 	case "force_closed":
-		cmd.Command = &chimev1.BreakerCommand_ForceClosed{ForceClosed: &chimev1.BreakerForceClosed{}}
+		cmd = command.ForceClosed(ns, req.Note)
 	case "":
 		return invalidFields(FieldError{Field: "mode", Reason: `is missing; set "auto", "force_open" or "force_closed"`})
 	default:
@@ -100,17 +101,14 @@ func (s *server) resetBreaker(c *fiber.Ctx) error {
 			return err
 		}
 	}
-	return s.publishBreaker(c, &chimev1.BreakerCommand{
-		Note:    req.Note,
-		Command: &chimev1.BreakerCommand_ResetBreaker{ResetBreaker: &chimev1.BreakerReset{}},
-	})
+	return s.publishBreaker(c, command.ResetBreaker(c.Params("ns"), req.Note))
 }
 
 // publishBreaker sends an operator command; the breaker applies it on its
 // own time, so the answer is 202 with the command id and the state now.
 func (s *server) publishBreaker(c *fiber.Ctx, cmd *chimev1.BreakerCommand) error {
-	ns := c.Params("ns")
-	cmd.CommandId, cmd.Namespace, cmd.IssuedAt = newID(), ns, timestamppb.New(s.now())
+	ns := cmd.GetNamespace()
+	command.Stamp(cmd, s.now())
 	ctx, cancel := s.publishCtx(c)
 	defer cancel()
 	if err := s.cfg.Control.PublishBreaker(ctx, cmd); err != nil {

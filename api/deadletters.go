@@ -20,6 +20,7 @@ import (
 	"github.com/chime-sched/chime/analytics"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/schema/command"
 	"github.com/chime-sched/chime/schema/schedule"
 )
 
@@ -357,14 +358,11 @@ func (s *server) replayOne(ctx context.Context, ns string, nsCfg *chimev1.Namesp
 	if r := d.Due.GetRetry(); r != nil {
 		spec.Retry = proto.Clone(r).(*chimev1.RetryPolicy)
 	}
-	h := sha256.Sum256([]byte(ns + "\x00" + d.ID))
-	cmd := &chimev1.JobCommand{
-		CommandId: "replay-" + hex.EncodeToString(h[:16]),
-		IssuedAt:  timestamppb.New(now),
-		Namespace: ns,
-		JobId:     id,
-		Command:   &chimev1.JobCommand_Upsert{Upsert: &chimev1.Upsert{Spec: spec}},
-	}
+	cmd := command.Upsert(spec)
+	// Derived from the dead letter: a replay repeated on any API instance
+	// is the same command, which the scheduler applies once.
+	cmd.CommandId = command.ReplayID(ns, d.ID)
+	command.Stamp(cmd, now)
 	if err := schema.ValidateCommand(cmd, schema.ValidateOptions{Now: now}); err != nil {
 		return replayResult{}, problem(fiber.StatusUnprocessableEntity, "dead-letter-not-replayable", "dead letter %q cannot be replayed as job %q: %s", dlID, id, validationReason(err))
 	}

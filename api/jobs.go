@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -14,12 +13,14 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/schema/command"
 	"github.com/chime-sched/chime/schema/schedule"
 )
 
@@ -203,13 +204,8 @@ func (s *server) toCommand(ns string, ns_cfg *chimev1.NamespaceConfig, id string
 	if len(fe) > 0 {
 		return nil, fe
 	}
-	cmd := &chimev1.JobCommand{
-		CommandId: newID(),
-		IssuedAt:  timestamppb.New(now),
-		Namespace: ns,
-		JobId:     id,
-		Command:   &chimev1.JobCommand_Upsert{Upsert: &chimev1.Upsert{Spec: spec}},
-	}
+	cmd := command.Upsert(spec)
+	command.Stamp(cmd, now)
 	if err := schema.ValidateCommand(cmd, schema.ValidateOptions{Now: now}); err != nil {
 		add(jsonField(fieldOf(err), usedIn), "%s", validationReason(err))
 		return nil, fe
@@ -380,7 +376,9 @@ func jobIDFor(ns, given, idemKey string, index int) string {
 		h := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", ns, idemKey, index))
 		return "idem-" + hex.EncodeToString(h[:16])
 	}
-	return newID()
+	// Random (v4), not time-ordered like a command id: it names a job, and
+	// nothing sorts jobs by it.
+	return uuid.NewString()
 }
 
 func (s *server) idempotencyKey(c *fiber.Ctx) (string, error) {
@@ -664,20 +662,16 @@ func (s *server) getJob(c *fiber.Ctx) error {
 
 func (s *server) cancelJob(c *fiber.Ctx) error {
 	return s.control(c, chimev1.JobStatus_JOB_STATUS_CANCELLED, func(ns, id string) *chimev1.JobCommand {
-		return &chimev1.JobCommand{Namespace: ns, JobId: id, Command: &chimev1.JobCommand_Cancel{Cancel: &chimev1.Cancel{Reason: "cancelled over the API"}}}
+		return command.Cancel(ns, id, "cancelled over the API")
 	})
 }
 
 func (s *server) pauseJob(c *fiber.Ctx) error {
-	return s.control(c, chimev1.JobStatus_JOB_STATUS_PAUSED, func(ns, id string) *chimev1.JobCommand {
-		return &chimev1.JobCommand{Namespace: ns, JobId: id, Command: &chimev1.JobCommand_Pause{Pause: &chimev1.Pause{}}}
-	})
+	return s.control(c, chimev1.JobStatus_JOB_STATUS_PAUSED, command.Pause)
 }
 
 func (s *server) resumeJob(c *fiber.Ctx) error {
-	return s.control(c, chimev1.JobStatus_JOB_STATUS_SCHEDULED, func(ns, id string) *chimev1.JobCommand {
-		return &chimev1.JobCommand{Namespace: ns, JobId: id, Command: &chimev1.JobCommand_Resume{Resume: &chimev1.Resume{}}}
-	})
+	return s.control(c, chimev1.JobStatus_JOB_STATUS_SCHEDULED, command.Resume)
 }
 
 // control publishes a cancel, pause or resume and answers the job as it
@@ -703,7 +697,7 @@ func (s *server) control(c *fiber.Ctx, to chimev1.JobStatus, build func(ns, id s
 	}
 	now := s.now()
 	cmd := build(ns, id)
-	cmd.CommandId, cmd.IssuedAt = newID(), timestamppb.New(now)
+	command.Stamp(cmd, now)
 	ctx, cancel := s.publishCtx(c)
 	defer cancel()
 	if _, err := s.cfg.Jobs.Publish(ctx, cmd); err != nil {
@@ -735,8 +729,8 @@ func (s *server) triggerJob(c *fiber.Ctx) error {
 		// The scheduler refuses it too; answering here says so at once.
 		return problem(fiber.StatusConflict, "too-many-open-fires", "job %q has %d fires awaiting their outcome, the most one job may hold; trigger it again when some have finished (see current_fires)", id, n)
 	}
-	cmd := &chimev1.JobCommand{CommandId: newID(), IssuedAt: timestamppb.New(s.now()), Namespace: ns, JobId: id,
-		Command: &chimev1.JobCommand_Trigger{Trigger: &chimev1.Trigger{}}}
+	cmd := command.Trigger(ns, id)
+	command.Stamp(cmd, s.now())
 	ctx, cancel := s.publishCtx(c)
 	defer cancel()
 	if _, err := s.cfg.Jobs.Publish(ctx, cmd); err != nil {
@@ -807,14 +801,4 @@ func renderJob(ns, id string, row *chimev1.JobState, pending bool) jobResponse {
 		}
 	}
 	return r
-}
-
-// newID returns a random UUID (version 4) for commands and jobs.
-func newID() string {
-	var u [16]byte
-	_, _ = rand.Read(u[:]) // crypto/rand never returns an error
-	u[6] = 0x40 | u[6]&0x0f
-	u[8] = 0x80 | u[8]&0x3f
-	h := hex.EncodeToString(u[:])
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }

@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/schema/command"
 )
 
 // namespaceBody is the JSON form of a namespace's configuration: durations
@@ -241,12 +241,8 @@ func (s *server) putNamespace(c *fiber.Ctx) error {
 			return err
 		}
 	}
-	cmd := &chimev1.NamespaceCommand{
-		CommandId: newID(),
-		IssuedAt:  timestamppb.New(s.now()),
-		Namespace: ns,
-		Command:   &chimev1.NamespaceCommand_Put{Put: cfg},
-	}
+	cmd := command.PutNamespace(ns, cfg)
+	command.Stamp(cmd, s.now())
 	if err := schema.ValidateNamespaceCommand(cmd); err != nil {
 		return invalidFields(FieldError{Field: strings.TrimPrefix(fieldOf(err), "put."), Reason: validationReason(err)})
 	}
@@ -292,12 +288,8 @@ func (s *server) createKey(c *fiber.Ctx) error {
 		return namespaceNotFound(ns)
 	}
 	key, hash := NewNamespaceKey(ns)
-	cmd := &chimev1.NamespaceCommand{
-		CommandId: newID(),
-		IssuedAt:  timestamppb.New(s.now()),
-		Namespace: ns,
-		Command:   &chimev1.NamespaceCommand_AddKey{AddKey: &chimev1.AddKey{KeyHash: hash}},
-	}
+	cmd := command.AddKey(ns, hash)
+	command.Stamp(cmd, s.now())
 	ctx, cancel := s.publishCtx(c)
 	defer cancel()
 	if err := s.cfg.Control.PublishNamespace(ctx, cmd); err != nil {
@@ -346,12 +338,8 @@ func (s *server) revokeKey(c *fiber.Ctx) error {
 		return problem(fiber.StatusNotFound, "key-not-found", "namespace %q has no key %q (GET /v1/namespaces/%s/keys lists them)", ns, id, ns)
 	}
 	hash := stored.GetKeyHashes()[i]
-	cmd := &chimev1.NamespaceCommand{
-		CommandId: newID(),
-		IssuedAt:  timestamppb.New(s.now()),
-		Namespace: ns,
-		Command:   &chimev1.NamespaceCommand_RevokeKey{RevokeKey: &chimev1.RevokeKey{KeyHash: hash}},
-	}
+	cmd := command.RevokeKey(ns, hash)
+	command.Stamp(cmd, s.now())
 	ctx, cancel := s.publishCtx(c)
 	defer cancel()
 	if err := s.cfg.Control.PublishNamespace(ctx, cmd); err != nil {
@@ -395,12 +383,8 @@ func (s *server) rotateSigningSecret(c *fiber.Ctx) error {
 		return err
 	}
 	secret := NewSigningSecret()
-	cmd := &chimev1.NamespaceCommand{
-		CommandId: newID(),
-		IssuedAt:  timestamppb.New(s.now()),
-		Namespace: ns,
-		Command:   &chimev1.NamespaceCommand_RotateSigningSecret{RotateSigningSecret: &chimev1.RotateSigningSecret{Secret: secret, Overlap: overlap}},
-	}
+	cmd := command.RotateSigningSecret(ns, secret, overlap)
+	command.Stamp(cmd, s.now())
 	if err := schema.ValidateNamespaceCommand(cmd); err != nil {
 		return invalidFields(FieldError{Field: strings.TrimPrefix(fieldOf(err), "rotate_signing_secret."), Reason: validationReason(err)})
 	}

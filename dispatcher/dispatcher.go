@@ -38,6 +38,7 @@ import (
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/schema/command"
 )
 
 // Dispatcher is one dispatcher instance; several with the same topics share
@@ -297,13 +298,7 @@ func (d *Dispatcher) deferTo(due *chimev1.Due, kind, reason string, next time.Ti
 	o.ErrorKind, o.Error = kind, reason
 	o.StartedAt, o.FinishedAt = timestamppb.New(now), timestamppb.New(now)
 	o.WillRetry, o.NextAttemptAt = true, timestamppb.New(next)
-	cmd := &chimev1.JobCommand{
-		Namespace: due.GetNamespace(), JobId: due.GetJobId(),
-		Command: &chimev1.JobCommand_Defer{Defer: &chimev1.Defer{
-			FireSeq: due.GetFireSeq(), EmitSeq: due.GetEmitSeq(), NotBefore: timestamppb.New(next), Reason: reason,
-		}},
-	}
-	return result{outcome: o, cmds: []*chimev1.JobCommand{cmd}}
+	return result{outcome: o, cmds: []*chimev1.JobCommand{command.Defer(command.EmissionOf(due), next, reason)}}
 }
 
 // decide turns a call's result into the outcome and what follows it.
@@ -340,13 +335,7 @@ func (d *Dispatcher) decide(due *chimev1.Due, ns *chimev1.NamespaceConfig, cr ca
 			reason += "; Retry-After " + cr.retryAfter
 		}
 		o.WillRetry, o.NextAttemptAt = true, timestamppb.New(next)
-		res.cmds = append(res.cmds, &chimev1.JobCommand{
-			Namespace: due.GetNamespace(), JobId: due.GetJobId(),
-			Command: &chimev1.JobCommand_Retry{Retry: &chimev1.Retry{
-				FireSeq: due.GetFireSeq(), EmitSeq: due.GetEmitSeq(), Attempt: attempt + 1,
-				NotBefore: timestamppb.New(next), Reason: reason, Outcome: historyEntry(o),
-			}},
-		})
+		res.cmds = append(res.cmds, command.Retry(command.EmissionOf(due), attempt+1, next, reason, historyEntry(o)))
 		return res
 	case chimev1.OutcomeClass_OUTCOME_CLASS_REFUSED:
 		return d.dead(due, res, chimev1.AckResult_ACK_RESULT_FAILED, "refused: "+cr.err)
@@ -418,12 +407,7 @@ func (d *Dispatcher) dead(due *chimev1.Due, res result, ack chimev1.AckResult, r
 }
 
 func (d *Dispatcher) ack(due *chimev1.Due, r chimev1.AckResult, detail string) *chimev1.JobCommand {
-	return &chimev1.JobCommand{
-		Namespace: due.GetNamespace(), JobId: due.GetJobId(),
-		Command: &chimev1.JobCommand_Ack{Ack: &chimev1.Ack{
-			FireSeq: due.GetFireSeq(), EmitSeq: due.GetEmitSeq(), Attempt: max(due.GetAttempt(), 1), Result: r, Detail: detail,
-		}},
-	}
+	return command.Ack(command.EmissionOf(due), max(due.GetAttempt(), 1), r, detail)
 }
 
 // outcome starts the outcome of due. Its event_id derives from the

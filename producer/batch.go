@@ -7,6 +7,7 @@ import (
 
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/schema/command"
 )
 
 // ScheduleMany schedules every spec (one Upsert each), publishing them all
@@ -29,7 +30,7 @@ func (p *Producer) ScheduleMany(ctx context.Context, specs []*chimev1.JobSpec) (
 		done:     make(chan struct{}),
 	}
 	for i, spec := range specs {
-		cmds[i] = upsertCommand(spec)
+		cmds[i] = command.Upsert(spec)
 		r, err := p.prepare(cmds[i])
 		if err != nil {
 			return nil, fmt.Errorf("producer: specs[%d] (%s): %w", i, schema.JobKey(spec.GetNamespace(), spec.GetId()), err)

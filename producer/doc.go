@@ -1,6 +1,9 @@
 // Package producer owns publishing job commands straight into Kafka: the Go
 // SDK for services that already run next to the cluster and want to schedule,
-// cancel, pause or resume jobs without a round trip through chime's HTTP API.
+// cancel, pause, resume or trigger jobs without a round trip through chime's
+// HTTP API. The commands themselves are built by package
+// [github.com/chime-sched/chime/schema/command], for [Producer.Publish] and
+// [Producer.PublishAsync] as for the API and the dispatcher.
 //
 // # Producer or HTTP API
 //
@@ -55,7 +58,8 @@
 //     safe: Upsert, Cancel, Pause and Resume state where the job should be;
 //     Retry and Defer name the emission they answer (emit_seq), so the
 //     scheduler ignores a stale repeat; an Ack closes its fire once, and a
-//     repeat finds nothing left to close.
+//     repeat finds nothing left to close. Trigger is the exception: each
+//     one is a fire of its own, so a repeat may fire the job twice.
 //
 // Commands whose outcome is never awaited (PublishAsync, ScheduleAsync) are
 // only as durable as their callbacks say: call [Producer.Flush] before

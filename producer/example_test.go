@@ -19,6 +19,7 @@ import (
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/schema/command"
 )
 
 // startKafka starts a kfake cluster standing in for Kafka, with the
@@ -171,11 +172,7 @@ func ExampleProducer_PublishAsync() {
 	ctx := context.Background()
 	var acked atomic.Int64
 	for i := range 1000 {
-		p.PublishAsync(ctx, &chimev1.JobCommand{
-			Namespace: "billing",
-			JobId:     fmt.Sprintf("invoice-%d", i),
-			Command:   &chimev1.JobCommand_Pause{Pause: &chimev1.Pause{}},
-		}, func(r producer.Receipt, err error) {
+		p.PublishAsync(ctx, command.Pause("billing", fmt.Sprintf("invoice-%d", i)), func(r producer.Receipt, err error) {
 			if err != nil {
 				log.Printf("command %s: %v", r.CommandID, err)
 				return

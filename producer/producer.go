@@ -12,6 +12,7 @@ import (
 
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/schema/command"
 )
 
 // Producer publishes job commands to the job-commands topic. It is safe for
@@ -58,40 +59,47 @@ func New(opts ...Option) (*Producer, error) {
 // Schedule creates the job spec describes, or replaces its spec and
 // reschedules it (an Upsert), and waits for Kafka's acknowledgement.
 func (p *Producer) Schedule(ctx context.Context, spec *chimev1.JobSpec) (Receipt, error) {
-	return p.Publish(ctx, upsertCommand(spec))
+	return p.Publish(ctx, command.Upsert(spec))
 }
 
 // Cancel stops the job for good.
 func (p *Producer) Cancel(ctx context.Context, namespace, id, reason string) (Receipt, error) {
-	return p.Publish(ctx, cancelCommand(namespace, id, reason))
+	return p.Publish(ctx, command.Cancel(namespace, id, reason))
 }
 
 // Pause stops the job from firing until Resume.
 func (p *Producer) Pause(ctx context.Context, namespace, id string) (Receipt, error) {
-	return p.Publish(ctx, pauseCommand(namespace, id))
+	return p.Publish(ctx, command.Pause(namespace, id))
 }
 
 // Resume lets a paused job fire again.
 func (p *Producer) Resume(ctx context.Context, namespace, id string) (Receipt, error) {
-	return p.Publish(ctx, resumeCommand(namespace, id))
+	return p.Publish(ctx, command.Resume(namespace, id))
+}
+
+// Trigger fires the job once now, beside its schedule: the fire takes its
+// own fire number (so its own idempotency key) and the schedule's next
+// occurrence is unchanged.
+func (p *Producer) Trigger(ctx context.Context, namespace, id string) (Receipt, error) {
+	return p.Publish(ctx, command.Trigger(namespace, id))
 }
 
 // Retry re-arms the timer of occurrence fireSeq for a new attempt, not
 // before notBefore, charging an attempt. emitSeq is the Due emission being
 // answered; the scheduler ignores a stale one.
 func (p *Producer) Retry(ctx context.Context, namespace, id string, fireSeq, emitSeq uint64, attempt uint32, notBefore time.Time, reason string) (Receipt, error) {
-	return p.Publish(ctx, retryCommand(namespace, id, fireSeq, emitSeq, attempt, notBefore, reason))
+	return p.Publish(ctx, command.Retry(command.Emission{Namespace: namespace, JobID: id, FireSeq: fireSeq, EmitSeq: emitSeq}, attempt, notBefore, reason, nil))
 }
 
 // Defer re-arms the timer of occurrence fireSeq, not before notBefore,
 // without charging an attempt (breaker open, rate limit, concurrency cap).
 func (p *Producer) Defer(ctx context.Context, namespace, id string, fireSeq, emitSeq uint64, notBefore time.Time, reason string) (Receipt, error) {
-	return p.Publish(ctx, deferCommand(namespace, id, fireSeq, emitSeq, notBefore, reason))
+	return p.Publish(ctx, command.Defer(command.Emission{Namespace: namespace, JobID: id, FireSeq: fireSeq, EmitSeq: emitSeq}, notBefore, reason))
 }
 
 // Ack closes occurrence fireSeq with its result.
 func (p *Producer) Ack(ctx context.Context, namespace, id string, fireSeq, emitSeq uint64, attempt uint32, result chimev1.AckResult, detail string) (Receipt, error) {
-	return p.Publish(ctx, ackCommand(namespace, id, fireSeq, emitSeq, attempt, result, detail))
+	return p.Publish(ctx, command.Ack(command.Emission{Namespace: namespace, JobID: id, FireSeq: fireSeq, EmitSeq: emitSeq}, attempt, result, detail))
 }
 
 // Publish validates cmd and waits until Kafka has acknowledged it. It fills in
@@ -123,7 +131,7 @@ func (p *Producer) Publish(ctx context.Context, cmd *chimev1.JobCommand) (Receip
 		default:
 		}
 		return r, fmt.Errorf("producer: %s command %s for %s: outcome unknown, it may still be published: %w",
-			commandKind(cmd), r.CommandID, schema.JobKey(cmd.GetNamespace(), cmd.GetJobId()), ctx.Err())
+			command.Kind(cmd), r.CommandID, schema.JobKey(cmd.GetNamespace(), cmd.GetJobId()), ctx.Err())
 	}
 }
 
@@ -151,7 +159,7 @@ func (p *Producer) PublishAsync(ctx context.Context, cmd *chimev1.JobCommand, do
 
 // ScheduleAsync is the asynchronous Schedule; see PublishAsync.
 func (p *Producer) ScheduleAsync(ctx context.Context, spec *chimev1.JobSpec, done func(Receipt, error)) {
-	p.PublishAsync(ctx, upsertCommand(spec), done)
+	p.PublishAsync(ctx, command.Upsert(spec), done)
 }
 
 // Flush sends everything buffered and waits for the acknowledgements (and
@@ -186,7 +194,7 @@ func (p *Producer) prepare(cmd *chimev1.JobCommand) (Receipt, error) {
 		}
 		return r, errors.New("producer: command is nil")
 	}
-	stamp(cmd, now)
+	command.Stamp(cmd, now)
 	r.CommandID = cmd.GetCommandId()
 	return r, schema.ValidateCommand(cmd, schema.ValidateOptions{Now: now})
 }
@@ -201,7 +209,7 @@ func (p *Producer) produce(ctx context.Context, cmd *chimev1.JobCommand, r Recei
 		return
 	}
 	rec := &kgo.Record{Topic: p.topic, Key: []byte(key), Value: value, Context: ctx}
-	if kind := commandKind(cmd); kind != "" {
+	if kind := command.Kind(cmd); kind != "" {
 		rec.Headers = []kgo.RecordHeader{{Key: HeaderCommand, Value: []byte(kind)}}
 	}
 	p.cl.Produce(ctx, rec, func(rec *kgo.Record, err error) {

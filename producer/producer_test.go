@@ -198,6 +198,18 @@ func TestPublishCommands(t *testing.T) {
 			check: func(t *testing.T, cmd *chimev1.JobCommand) { require.NotNil(t, cmd.GetResume()) },
 		},
 		{
+			// Trigger's header was missing until the builders moved to
+			// package command: the header named every kind but this one.
+			name: "trigger",
+			publish: func(ctx context.Context, p *producer.Producer, ns, id string) (producer.Receipt, error) {
+				return p.Trigger(ctx, ns, id)
+			},
+			kind: "trigger",
+			check: func(t *testing.T, cmd *chimev1.JobCommand) {
+				require.NotNil(t, cmd.GetTrigger())
+			},
+		},
+		{
 			name: "retry",
 			publish: func(ctx context.Context, p *producer.Producer, ns, id string) (producer.Receipt, error) {
 				return p.Retry(ctx, ns, id, 3, 4, 2, notBefore, "HTTP 503")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/schema/command"
 )
 
 // LargestSpec is the largest job validation accepts: namespace, id, headers,
@@ -44,8 +45,10 @@ func LargestSpec(s *chimev1.Schedule, kafkaTopic string) *chimev1.JobSpec {
 	return spec
 }
 
-// Upsert is the command that creates spec.
+// Upsert is the command that creates spec, with a short fixed id (the
+// sizes measured are those of the spec).
 func Upsert(spec *chimev1.JobSpec) *chimev1.JobCommand {
-	return &chimev1.JobCommand{CommandId: "c", Namespace: spec.GetNamespace(), JobId: spec.GetId(),
-		Command: &chimev1.JobCommand_Upsert{Upsert: &chimev1.Upsert{Spec: spec}}}
+	cmd := command.Upsert(spec)
+	cmd.CommandId = "c"
+	return cmd
 }

@@ -40,21 +40,9 @@ func (o oc) at(finished time.Time) *chimev1.CallbackOutcome {
 		Latency: durationpb.New(20 * time.Millisecond), Probe: o.probe, FinishedAt: timestamppb.New(finished)}
 }
 
-// command is an operator's command to acme's breaker.
-func command(id string, c any) *chimev1.BreakerCommand {
-	cmd := &chimev1.BreakerCommand{CommandId: id, Namespace: "acme"}
-	switch c := c.(type) {
-	case *chimev1.BreakerCommand_ForceOpen:
-		cmd.Command = c
-	case *chimev1.BreakerCommand_Auto:
-		cmd.Command = c
-	case *chimev1.BreakerCommand_ResetBreaker:
-		cmd.Command = c
-	}
+// withID gives an operator's command (built by package command) the id
+// the test names it by.
+func withID(id string, cmd *chimev1.BreakerCommand) *chimev1.BreakerCommand {
+	cmd.CommandId = id
 	return cmd
 }
-
-var (
-	forceOpen = &chimev1.BreakerCommand_ForceOpen{ForceOpen: &chimev1.BreakerForceOpen{}}
-	auto      = &chimev1.BreakerCommand_Auto{Auto: &chimev1.BreakerAuto{}}
-)

@@ -39,6 +39,7 @@ import (
 	"github.com/chime-sched/chime/processors/memstore"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/schema/command"
 )
 
 // CoolOffJobID is the scheduler job that carries a namespace's cool-off
@@ -474,28 +475,23 @@ func CoolOffCommand(t schema.Topics, tm *chimev1.BreakerTimer, now time.Time) ([
 		return nil, fmt.Errorf("breaker: marshal timer: %w", err)
 	}
 	ns := tm.GetNamespace()
-	cmd := &chimev1.JobCommand{
-		// Unique per arming, even if the breaker table were ever rebuilt
-		// from scratch and its versions started again: the scheduler
-		// ignores an upsert whose id repeats the row's last command.
-		CommandId: "breaker-cooloff/" + ns + "/" + strconv.FormatUint(tm.GetVersion(), 10) + "/" + strconv.FormatInt(tm.GetFireAt().AsTime().UnixMilli(), 10),
-		IssuedAt:  timestamppb.New(now),
+	cmd := command.Upsert(&chimev1.JobSpec{
 		Namespace: ns,
-		JobId:     CoolOffJobID,
-		Command: &chimev1.JobCommand_Upsert{Upsert: &chimev1.Upsert{Spec: &chimev1.JobSpec{
-			Namespace: ns,
-			Id:        CoolOffJobID,
-			Schedule:  &chimev1.Schedule{Kind: &chimev1.Schedule_At{At: tm.GetFireAt()}},
-			Target: &chimev1.Target{Kind: &chimev1.Target_Kafka{Kafka: &chimev1.KafkaTarget{
-				Topic: t.BreakerTimers(),
-				Key:   []byte(ns),
-				Value: payload,
-			}}},
-			// A timer that fires late still ends the cool-off: without
-			// it the breaker would stay open.
-			RelevancyWindow: durationpb.New(schema.MaxRelevancyWindow),
-			Labels:          map[string]string{"chime.breaker": "cool-off"},
+		Id:        CoolOffJobID,
+		Schedule:  &chimev1.Schedule{Kind: &chimev1.Schedule_At{At: tm.GetFireAt()}},
+		Target: &chimev1.Target{Kind: &chimev1.Target_Kafka{Kafka: &chimev1.KafkaTarget{
+			Topic: t.BreakerTimers(),
+			Key:   []byte(ns),
+			Value: payload,
 		}}},
-	}
+		// A timer that fires late still ends the cool-off: without it the
+		// breaker would stay open.
+		RelevancyWindow: durationpb.New(schema.MaxRelevancyWindow),
+		Labels:          map[string]string{"chime.breaker": "cool-off"},
+	})
+	// Derived, not drawn: an arming issued again (a restart re-reading its
+	// input) repeats the row's last command, which the scheduler ignores.
+	cmd.CommandId = command.CoolOffID(ns, tm.GetVersion(), tm.GetFireAt().AsTime())
+	command.Stamp(cmd, now)
 	return proto.Marshal(cmd)
 }

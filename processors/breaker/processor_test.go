@@ -15,6 +15,7 @@ import (
 	"github.com/chime-sched/chime/internal/clocktest"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/schema/command"
 )
 
 type testBundle struct {
@@ -199,11 +200,11 @@ func TestProcessorCommands(t *testing.T) {
 		b.tt.Consume(b.topics.BreakerCommands(), key, raw)
 	}
 
-	send("acme", command("c1", forceOpen))
+	send("acme", withID("c1", command.ForceOpen("acme", "")))
 	require.Equal(t, forcedOpen, b.nextTransition(t).To)
 	require.Equal(t, forcedOpen, b.status("acme").State)
 
-	send("acme", command("c2", auto))
+	send("acme", withID("c2", command.Auto("acme", "")))
 	require.Equal(t, closed, b.nextTransition(t).To)
 
 	// An unknown namespace uses the defaults (20 requests minimum).
@@ -215,8 +216,7 @@ func TestProcessorCommands(t *testing.T) {
 	require.Equal(t, open, b.status("other").State)
 	require.Contains(t, b.nextTransition(t).Reason, "over 20 requests in 30s; open for 10s")
 
-	other := command("c3", &chimev1.BreakerCommand_ResetBreaker{ResetBreaker: &chimev1.BreakerReset{}})
-	other.Namespace = "other"
+	other := withID("c3", command.ResetBreaker("other", ""))
 	send("other", other)
 	require.Equal(t, closed, b.nextTransition(t).To)
 
