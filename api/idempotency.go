@@ -1,9 +1,10 @@
 package api
 
 import (
-	"container/list"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/golang-lru/v2/expirable"
 )
 
 // idempotencyStore remembers, per namespace and Idempotency-Key, the hash
@@ -11,17 +12,21 @@ import (
 // and a different request under the same key is refused. It lives in the
 // process: across API instances the job id derived from the key still
 // prevents a second job (see jobIDFor).
+//
+// The cache forgets the oldest key beyond max, and drops
+// keys older than ttl by the wall clock to free their memory; whether a
+// key has expired is decided on the server's clock (entry.at), so a test's
+// clock decides it too.
 type idempotencyStore struct {
 	ttl time.Duration
-	max int
 
+	// mu makes begin's look-up and claim one step, and guards the
+	// entries, which finish completes in place.
 	mu      sync.Mutex
-	entries map[string]*list.Element // of *idemEntry, oldest first
-	order   *list.List
+	entries *expirable.LRU[string, *idemEntry]
 }
 
 type idemEntry struct {
-	key      string
 	bodyHash [32]byte
 	at       time.Time
 	done     bool
@@ -30,7 +35,7 @@ type idemEntry struct {
 }
 
 func newIdempotencyStore(ttl time.Duration, max int) *idempotencyStore {
-	return &idempotencyStore{ttl: ttl, max: max, entries: map[string]*list.Element{}, order: list.New()}
+	return &idempotencyStore{ttl: ttl, entries: expirable.NewLRU[string, *idemEntry](max, nil, ttl)}
 }
 
 // idemOutcome is what begin found.
@@ -46,9 +51,9 @@ const (
 func (s *idempotencyStore) begin(key string, bodyHash [32]byte, now time.Time) (idemOutcome, idemEntry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.expire(now)
-	if el, ok := s.entries[key]; ok {
-		e := el.Value.(*idemEntry)
+	// An answered key past its TTL is forgotten; one still being
+	// processed is not, or a slow request's key could be taken twice.
+	if e, ok := s.entries.Peek(key); ok && (!e.done || now.Sub(e.at) < s.ttl) {
 		switch {
 		case e.bodyHash != bodyHash:
 			return idemMismatch, *e
@@ -58,10 +63,7 @@ func (s *idempotencyStore) begin(key string, bodyHash [32]byte, now time.Time) (
 			return idemReplay, *e
 		}
 	}
-	for s.order.Len() >= s.max {
-		s.remove(s.order.Front())
-	}
-	s.entries[key] = s.order.PushBack(&idemEntry{key: key, bodyHash: bodyHash, at: now})
+	s.entries.Add(key, &idemEntry{bodyHash: bodyHash, at: now})
 	return idemNew, idemEntry{}
 }
 
@@ -69,8 +71,7 @@ func (s *idempotencyStore) begin(key string, bodyHash [32]byte, now time.Time) (
 func (s *idempotencyStore) finish(key string, status int, response []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if el, ok := s.entries[key]; ok {
-		e := el.Value.(*idemEntry)
+	if e, ok := s.entries.Peek(key); ok {
 		e.done, e.status, e.response = true, status, response
 	}
 }
@@ -79,27 +80,7 @@ func (s *idempotencyStore) finish(key string, status int, response []byte) {
 func (s *idempotencyStore) abort(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if el, ok := s.entries[key]; ok {
-		s.remove(el)
-	}
+	s.entries.Remove(key)
 }
 
-func (s *idempotencyStore) expire(now time.Time) {
-	for el := s.order.Front(); el != nil; el = s.order.Front() {
-		if e := el.Value.(*idemEntry); !e.done || now.Sub(e.at) < s.ttl {
-			return
-		}
-		s.remove(el)
-	}
-}
-
-func (s *idempotencyStore) remove(el *list.Element) {
-	delete(s.entries, el.Value.(*idemEntry).key)
-	s.order.Remove(el)
-}
-
-func (s *idempotencyStore) len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.order.Len()
-}
+func (s *idempotencyStore) len() int { return s.entries.Len() }

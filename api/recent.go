@@ -1,11 +1,11 @@
 package api
 
 import (
-	"container/list"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/expirable"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -24,15 +24,17 @@ import (
 // memory.
 type recentJobs struct {
 	ttl time.Duration
-	max int
 
-	mu      sync.Mutex
-	entries map[string]*list.Element // of *recentJob, oldest first
-	order   *list.List
+	// mu makes put's read of the previous entry and its replacement one
+	// step.
+	mu sync.Mutex
+	// entries forgets the oldest beyond its size, and drops entries past
+	// ttl by the wall clock to free their memory; whether one has expired
+	// is decided on the server's clock (recentJob.at).
+	entries *expirable.LRU[string, *recentJob]
 }
 
 type recentJob struct {
-	key       string
 	commandID string
 	// before are the last_command_ids the row may show while the command
 	// is still on its way.
@@ -45,7 +47,7 @@ type recentJob struct {
 }
 
 func newRecentJobs(ttl time.Duration, max int) *recentJobs {
-	return &recentJobs{ttl: ttl, max: max, entries: map[string]*list.Element{}, order: list.New()}
+	return &recentJobs{ttl: ttl, entries: expirable.NewLRU[string, *recentJob](max, nil, ttl)}
 }
 
 // maxBefore bounds the commands of one job remembered as in flight.
@@ -61,39 +63,29 @@ func (r *recentJobs) put(key, commandID, viewID string, state *chimev1.JobState,
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	before := []string{viewID}
-	if el, ok := r.entries[key]; ok {
-		if old := el.Value.(*recentJob); now.Sub(old.at) <= r.ttl {
-			before = append(old.before, old.commandID)
-			if !slices.Contains(before, viewID) {
-				before = append(before, viewID)
-			}
-			if len(before) > maxBefore {
-				before = before[len(before)-maxBefore:]
-			}
+	if old, ok := r.entries.Peek(key); ok && now.Sub(old.at) <= r.ttl {
+		before = append(old.before, old.commandID)
+		if !slices.Contains(before, viewID) {
+			before = append(before, viewID)
 		}
-		r.order.Remove(el)
+		if len(before) > maxBefore {
+			before = before[len(before)-maxBefore:]
+		}
 	}
-	for r.order.Len() >= r.max {
-		el := r.order.Front()
-		delete(r.entries, el.Value.(*recentJob).key)
-		r.order.Remove(el)
-	}
-	r.entries[key] = r.order.PushBack(&recentJob{key: key, commandID: commandID, before: before, at: now, state: raw})
+	// Replacing an entry makes it the newest, as a new one.
+	r.entries.Remove(key)
+	r.entries.Add(key, &recentJob{commandID: commandID, before: before, at: now, state: raw})
 }
 
 // get returns the expected row if the table's row (nil if none) does not
 // show the recent command yet. A row that shows it retires the entry.
 func (r *recentJobs) get(key string, row *chimev1.JobState, now time.Time) *chimev1.JobState {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	el, ok := r.entries[key]
+	e, ok := r.entries.Peek(key)
 	if !ok {
 		return nil
 	}
-	e := el.Value.(*recentJob)
 	if now.Sub(e.at) > r.ttl || (row != nil && (row.GetLastCommandId() == e.commandID || !slices.Contains(e.before, row.GetLastCommandId()))) {
-		delete(r.entries, key)
-		r.order.Remove(el)
+		r.remove(key, e)
 		return nil
 	}
 	st := new(chimev1.JobState)
@@ -103,8 +95,13 @@ func (r *recentJobs) get(key string, row *chimev1.JobState, now time.Time) *chim
 	return st
 }
 
-func (r *recentJobs) len() int {
+// remove retires e, unless put has replaced it meanwhile.
+func (r *recentJobs) remove(key string, e *recentJob) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.order.Len()
+	if cur, ok := r.entries.Peek(key); ok && cur == e {
+		r.entries.Remove(key)
+	}
 }
+
+func (r *recentJobs) len() int { return r.entries.Len() }

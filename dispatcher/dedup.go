@@ -1,9 +1,10 @@
 package dispatcher
 
 import (
-	"container/list"
 	"strconv"
 	"sync"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
 // dedup remembers recently completed emissions, so a due event replayed
@@ -16,10 +17,10 @@ import (
 // copy is still being called waits for that copy instead of calling again,
 // and counts as done only if the copy's results reached Kafka.
 type dedup struct {
-	mu       sync.Mutex
-	size     int
-	order    *list.List // of string, oldest at the front
-	done     map[string]*list.Element
+	mu sync.Mutex
+	// done forgets the oldest beyond its size; nil when the size is 0
+	// (remember nothing).
+	done     *simplelru.LRU[string, struct{}]
 	inflight map[string]*flight
 }
 
@@ -29,7 +30,11 @@ type flight struct {
 }
 
 func newDedup(size int) *dedup {
-	return &dedup{size: size, order: list.New(), done: map[string]*list.Element{}, inflight: map[string]*flight{}}
+	d := &dedup{inflight: map[string]*flight{}}
+	if size > 0 {
+		d.done, _ = simplelru.NewLRU[string, struct{}](size, nil) // errs only for size <= 0
+	}
+	return d
 }
 
 func emissionKey(idempotencyKey string, emitSeq uint64) string {
@@ -42,7 +47,7 @@ func emissionKey(idempotencyKey string, emitSeq uint64) string {
 func (d *dedup) begin(key string) (f *flight, mine bool, seen bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if _, ok := d.done[key]; ok {
+	if d.done != nil && d.done.Contains(key) {
 		return nil, false, true
 	}
 	if f, ok := d.inflight[key]; ok {
@@ -61,16 +66,9 @@ func (d *dedup) finish(key string, f *flight, ok bool) {
 	delete(d.inflight, key)
 	f.ok = ok
 	close(f.done)
-	if !ok || d.size <= 0 {
-		return
-	}
-	if _, exists := d.done[key]; exists {
-		return
-	}
-	d.done[key] = d.order.PushBack(key)
-	for d.order.Len() > d.size {
-		old := d.order.Front()
-		d.order.Remove(old)
-		delete(d.done, old.Value.(string))
+	// Only a first completion is added (and Contains does not refresh
+	// one): the oldest completed are forgotten first.
+	if ok && d.done != nil && !d.done.Contains(key) {
+		d.done.Add(key, struct{}{})
 	}
 }

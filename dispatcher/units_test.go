@@ -318,6 +318,22 @@ func TestDedup(t *testing.T) {
 	require.True(t, mine, "a#1 fell out of the LRU")
 }
 
+// A dedup of size 0 remembers no completed emission, but still makes a
+// replay wait for the copy in flight.
+func TestDedupOfSizeZero(t *testing.T) {
+	t.Parallel()
+	d := newDedup(0)
+	f, mine, _ := d.begin("a#1")
+	require.True(t, mine)
+	g, mine, _ := d.begin("a#1")
+	require.False(t, mine)
+	d.finish("a#1", f, true)
+	<-g.done
+	_, mine, seen := d.begin("a#1")
+	require.True(t, mine)
+	require.False(t, seen)
+}
+
 func TestLanesIsolateNamespaces(t *testing.T) {
 	t.Parallel()
 	l := newLanes(8, 2, 100)

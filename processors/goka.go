@@ -193,33 +193,6 @@ func ViewOptions(clientID string, replication int, logger *slog.Logger) []goka.V
 	}
 }
 
-// Supervise runs run until ctx is done, restarting it after an error.
-// goka ends Processor.Run when the broker goes away with writes in flight;
-// the state is in Kafka, so a fresh processor picks up where it stopped.
-func Supervise(ctx context.Context, name string, logger *slog.Logger, run func(context.Context) error) error {
-	delay := 500 * time.Millisecond
-	for {
-		start := time.Now()
-		err := run(ctx)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err == nil {
-			err = errors.New("stopped without error")
-		}
-		if time.Since(start) > time.Minute {
-			delay = 500 * time.Millisecond
-		}
-		logger.Error("processor stopped; restarting", "processor", name, "err", err, "in", delay)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(delay):
-		}
-		delay = min(delay*2, 15*time.Second)
-	}
-}
-
 // slogLogger adapts slog to goka's logger; goka's chatter goes to debug.
 type slogLogger struct{ l *slog.Logger }
 
