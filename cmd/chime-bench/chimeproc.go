@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chime-sched/chime/infra/kafkaauth"
+	"github.com/chime-sched/chime/internal/freeport"
 )
 
 // chimeProc is a `chime dev` child process.
@@ -40,12 +41,11 @@ type chimeProc struct {
 }
 
 func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freeport.Get()
 	if err != nil {
-		fail("free port: %v", err)
+		fail("%v", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 // startChime starts `chime dev` on a new state dir and waits until its API

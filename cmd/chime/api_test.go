@@ -28,6 +28,8 @@ import (
 	"github.com/chime-sched/chime/infra/config"
 	"github.com/chime-sched/chime/infra/credential"
 	"github.com/chime-sched/chime/infra/kafkaauth"
+	"github.com/chime-sched/chime/infra/kafkatest"
+	"github.com/chime-sched/chime/internal/freeport"
 )
 
 // devAPI is a `chime dev` child process with its API address.
@@ -178,16 +180,7 @@ func (r *receiver) at(path string) []arrival {
 	return out
 }
 
-func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+var waitFor = kafkatest.WaitFor
 
 // TestDevAPIEndToEnd runs the built `chime dev`, creates a namespace and a
 // key over the API, schedules one-shot, interval and cron jobs at a local
@@ -196,7 +189,7 @@ func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool
 func TestDevAPIEndToEnd(t *testing.T) {
 	t.Parallel()
 	stateDir := filepath.Join(t.TempDir(), "state")
-	port := freePort(t)
+	port := freeport.For(t)
 	dev := startDevAPI(t, stateDir, port)
 	admin := readAdminToken(t, stateDir)
 	require.Contains(t, dev.stdout.String(), admin, "the generated token is printed")
@@ -253,7 +246,7 @@ func TestDevAPIEndToEnd(t *testing.T) {
 	every := job("/every", `{"every": "1s"}`, "")
 	cron := job("/cron", `{"cron": "*/2 * * * * *"}`, "")
 
-	waitUntil(t, 60*time.Second, "one-shot, interval and cron callbacks", func() bool {
+	waitFor(t, 60*time.Second, "one-shot, interval and cron callbacks", func() bool {
 		return len(rcv.at("/once")) == 1 && len(rcv.at("/every")) >= 3 && len(rcv.at("/cron")) >= 2
 	})
 	for _, a := range append(append(rcv.at("/once"), rcv.at("/every")...), rcv.at("/cron")...) {
@@ -277,7 +270,7 @@ func TestDevAPIEndToEnd(t *testing.T) {
 	// one-shot's attempt arrives there.
 	if tools, err := clickhouse.FindTools("."); err == nil && clickhouse.Installed(tools) {
 		var out map[string]any
-		waitUntil(t, 90*time.Second, "the one-shot's attempt in GET .../attempts", func() bool {
+		waitFor(t, 90*time.Second, "the one-shot's attempt in GET .../attempts", func() bool {
 			var st int
 			st, out = dev.call(t, "GET", "/v1/namespaces/e2e/jobs/"+onceID+"/attempts", key, "")
 			atts, _ := out["attempts"].([]any)
@@ -301,7 +294,7 @@ func TestDevAPIEndToEnd(t *testing.T) {
 	fresh := out["signing_secret"].(string)
 	require.NotNil(t, out["previous_valid_until"])
 	rotatedAt := time.Now()
-	waitUntil(t, 30*time.Second, "a callback signed by both secrets", func() bool {
+	waitFor(t, 30*time.Second, "a callback signed by both secrets", func() bool {
 		for _, a := range rcv.at("/every") {
 			if a.at.After(rotatedAt) && len(strings.Fields(a.header.Get("webhook-signature"))) == 2 {
 				return true
@@ -334,7 +327,7 @@ func TestDevAPIEndToEnd(t *testing.T) {
 
 	dev = startDevAPI(t, stateDir, port)
 	require.NotContains(t, dev.stdout.String(), admin, "the token is printed only when created")
-	waitUntil(t, 90*time.Second, "the job acknowledged before kill -9", func() bool { return len(rcv.at("/after-kill")) == 1 })
+	waitFor(t, 90*time.Second, "the job acknowledged before kill -9", func() bool { return len(rcv.at("/after-kill")) == 1 })
 
 	require.NoError(t, dev.cmd.Process.Signal(syscall.SIGTERM))
 	select {
@@ -401,7 +394,7 @@ func checkStandaloneAPI(t *testing.T, dev *devAPI, stateDir string, port int, ad
 	// pending-jobs quota) across the schedulers.
 	st, out := other.call(t, "POST", "/v1/namespaces/e2e/jobs", key, `{"id": "via-standalone", "schedule": {"in": "1h"}, "callback": {"url": "http://127.0.0.1:9/x"}}`)
 	require.Equal(t, 201, st, "%v", out)
-	waitUntil(t, 30*time.Second, "dev's API to read the job the other created", func() bool {
+	waitFor(t, 30*time.Second, "dev's API to read the job the other created", func() bool {
 		st, _ := dev.call(t, "GET", "/v1/namespaces/e2e/jobs/via-standalone", key, "")
 		return st == 200
 	})
@@ -441,7 +434,7 @@ func checkSharedClickHouse(t *testing.T, dev *devAPI, stateDir string, port int,
 	other := startStandaloneAPI(t, stateDir, port, admin, "CHIME_CLICKHOUSE_DSN="+dsn, "CHIME_CLICKHOUSE_PASSWORD="+ch.Password)
 	p := other.devProc
 	var out map[string]any
-	waitUntil(t, 30*time.Second, "the other API's analytics", func() bool {
+	waitFor(t, 30*time.Second, "the other API's analytics", func() bool {
 		var st int
 		st, out = other.call(t, "GET", "/v1/namespaces/e2e/jobs/"+onceID+"/attempts", key, "")
 		atts, _ := out["attempts"].([]any)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/chime-sched/chime/infra/clickhouse"
 	"github.com/chime-sched/chime/infra/kafkatest"
+	"github.com/chime-sched/chime/internal/freeport"
 )
 
 // chromiumPath is Debian's Chromium, installed by `make chromium`.
@@ -233,7 +234,7 @@ func TestConsoleInChromium(t *testing.T) {
 	t.Cleanup(rcv.Close)
 
 	stateDir := filepath.Join(t.TempDir(), "state")
-	dev := startDevAPI(t, stateDir, freePort(t))
+	dev := startDevAPI(t, stateDir, freeport.For(t))
 	raw, err := os.ReadFile(filepath.Join(stateDir, "admin-token"))
 	require.NoError(t, err)
 	admin := strings.TrimSpace(string(raw))
@@ -303,7 +304,7 @@ func TestConsoleInChromium(t *testing.T) {
 	if analytics {
 		waitText(t, ctx, "#history", "forced_open")
 		// The every-second job is held back while the breaker is open.
-		waitUntil(t, 90*time.Second, "a deferred callback in the stats", func() bool {
+		waitFor(t, 90*time.Second, "a deferred callback in the stats", func() bool {
 			_, stats := dev.call(t, "GET", "/v1/namespaces/shop/stats", admin, "")
 			points, _ := stats["points"].([]any)
 			for _, p := range points {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chime-sched/chime/internal/freeport"
 	"github.com/chime-sched/chime/schema"
 )
 
@@ -28,7 +29,7 @@ func TestOneTenantCannotStallTheScheduler(t *testing.T) {
 	t.Parallel()
 	stateDir := filepath.Join(t.TempDir(), "state")
 	var restarts atomic.Int32
-	dev := startDevAPIWatching(t, stateDir, freePort(t), func(line string) {
+	dev := startDevAPIWatching(t, stateDir, freeport.For(t), func(line string) {
 		if strings.Contains(line, "restarting") || strings.Contains(line, "decision not written") {
 			restarts.Add(1)
 		}
@@ -56,7 +57,7 @@ func TestOneTenantCannotStallTheScheduler(t *testing.T) {
 	require.Equal(t, 201, st, "%v", out)
 	st, out = dev.call(t, "POST", "/v1/namespaces/steady/jobs", key["steady"], `{"id": "tick", "schedule": {"every": "1s"}, "callback": {"url": "`+good.URL+`/tick"}}`)
 	require.Equal(t, 201, st, "%v", out)
-	waitUntil(t, 30*time.Second, "the steady job's first fires", func() bool { return len(good.at("/tick")) >= 2 })
+	waitFor(t, 30*time.Second, "the steady job's first fires", func() bool { return len(good.at("/tick")) >= 2 })
 
 	// The other tenant reads its job all along: every answer is 200.
 	var reads, failedReads atomic.Int32
@@ -92,7 +93,7 @@ func TestOneTenantCannotStallTheScheduler(t *testing.T) {
 	pace.Stop()
 	// The retries of the accepted triggers come an hour later; what is
 	// left to see is that the scheduler took them all in.
-	waitUntil(t, 60*time.Second, "the hostile job's fires all open", func() bool {
+	waitFor(t, 60*time.Second, "the hostile job's fires all open", func() bool {
 		_, job := dev.call(t, "GET", "/v1/namespaces/hostile/jobs/hog", key["hostile"], "")
 		fires, _ := job["current_fires"].([]any)
 		return len(fires) == schema.MaxOpenFires

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/chime-sched/chime/infra/config"
 	"github.com/chime-sched/chime/infra/kafkaauth"
+	"github.com/chime-sched/chime/internal/freeport"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -47,13 +47,6 @@ type devProc struct {
 }
 
 func (p *devProc) stoppedCleanly() bool { return p.stopped != nil && p.stopped.Load() }
-
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // startDev starts `chime dev` and waits until its scheduler is ready.
 func startDev(t *testing.T, stateDir string, port int) *devProc {
@@ -131,7 +124,7 @@ func TestDevSurvivesKill9AndStopsCleanly(t *testing.T) {
 	t.Parallel()
 	stateDir := filepath.Join(t.TempDir(), "state")
 	require.NoError(t, os.Mkdir(stateDir, 0o755)) // as an older chime left it
-	port := freePort(t)
+	port := freeport.For(t)
 	brokers := []string{fmt.Sprintf("127.0.0.1:%d", port)}
 	first := startDevAPI(t, stateDir, port)
 	dev := first.devProc

@@ -44,7 +44,7 @@ func checkMetrics(t *testing.T, dev *devAPI, admin string) {
 	require.Contains(t, []int{200, 202}, st, "%v", out)
 
 	var served map[string][]string
-	waitUntil(t, 30*time.Second, "every documented family on --metrics-addr", func() bool {
+	waitFor(t, 30*time.Second, "every documented family on --metrics-addr", func() bool {
 		served = servedMetrics(t, scrape(t, "http://"+addr+"/metrics", ""))
 		for name := range served {
 			require.Contains(t, documented, name, "%s is served but not in docs/operations.md's table", name)

@@ -47,7 +47,7 @@ func TestKillEachRoleProcessLosesNothing(t *testing.T) {
 	for _, role := range []string{"scheduler", "dispatcher", "breaker", "api"} {
 		killed := rs.kill9(role)
 		if g, ok := rs.groupOf(role); ok {
-			waitUntil(t, 2*time.Minute, role+"'s survivor owns the group", func() bool { return rs.stableMembers(g) == 1 })
+			waitFor(t, 2*time.Minute, role+"'s survivor owns the group", func() bool { return rs.stableMembers(g) == 1 })
 		}
 		t.Logf("kill -9 %s: group settled after %s", role, time.Since(killed).Round(100*time.Millisecond))
 		time.Sleep(2 * time.Second) // load on the survivors before the next kill
@@ -59,7 +59,7 @@ func TestKillEachRoleProcessLosesNothing(t *testing.T) {
 	// The surviving API holds no job rows: it reads them from the
 	// surviving scheduler, which took every partition over.
 	for _, id := range accepted[:min(len(accepted), 20)] {
-		waitUntil(t, time.Minute, "job "+id+" completed, read through the API", func() bool {
+		waitFor(t, time.Minute, "job "+id+" completed, read through the API", func() bool {
 			st, body, err := rs.getJSON(rs.api(0), "/v1/namespaces/roles/jobs/"+id)
 			return err == nil && st == 200 && body["state"] == "completed"
 		})
@@ -99,13 +99,13 @@ func TestBrokerKillLosesNothing(t *testing.T) {
 	require.NoError(t, kc.Kill(victim))
 	killed := time.Now()
 	t.Logf("kill -9 broker %d (the dispatchers' group coordinator); %d jobs called back before", victim+1, before)
-	waitUntil(t, 2*time.Minute, "callbacks continuing on two brokers", func() bool { return rs.called() >= before+200 })
+	waitFor(t, 2*time.Minute, "callbacks continuing on two brokers", func() bool { return rs.called() >= before+200 })
 	time.Sleep(time.Until(killed.Add(down)))
 	t.Logf("%d jobs called back in the %s broker %d was down", rs.called()-before, time.Since(killed).Round(time.Second), victim+1)
 	require.NoError(t, kc.Restart(victim))
 	require.NoError(t, kc.WaitReady(ctx, 3))
 	restarted := rs.called()
-	waitUntil(t, 2*time.Minute, "callbacks continuing after the restart", func() bool { return rs.called() >= restarted+200 })
+	waitFor(t, 2*time.Minute, "callbacks continuing after the restart", func() bool { return rs.called() >= restarted+200 })
 	rs.waitAllCalled(load.stop())
 	rs.requireAllRunning()
 	t.Logf("longest pause between two callbacks: %s", rs.longestPause().Round(10*time.Millisecond))
@@ -217,7 +217,7 @@ func (rs *roles) startEach(n int) {
 		}
 	}
 	for _, g := range rs.groups() {
-		waitUntil(rs.t, 3*time.Minute, fmt.Sprintf("%s stable with %d members", g, n), func() bool { return rs.stableMembers(g) == n })
+		waitFor(rs.t, 3*time.Minute, fmt.Sprintf("%s stable with %d members", g, n), func() bool { return rs.stableMembers(g) == n })
 	}
 }
 
@@ -337,14 +337,14 @@ func (rs *roles) getJSON(base, path string) (int, map[string]any, error) {
 
 // createNamespace creates ns and waits until every API sees it.
 func (rs *roles) createNamespace(ns string) {
-	waitUntil(rs.t, time.Minute, "namespace "+ns+" created", func() bool {
+	waitFor(rs.t, time.Minute, "namespace "+ns+" created", func() bool {
 		st, err := rs.request(rs.api(0), "PUT", "/v1/namespaces/"+ns, "", []byte(`{}`))
 		return err == nil && st < 300
 	})
 	rs.mu.Lock()
 	n := len(rs.apis)
 	rs.mu.Unlock()
-	waitUntil(rs.t, time.Minute, "every API sees namespace "+ns, func() bool {
+	waitFor(rs.t, time.Minute, "every API sees namespace "+ns, func() bool {
 		for i := range n {
 			if st, err := rs.request(rs.api(i), "GET", "/v1/namespaces/"+ns, "", nil); err != nil || st != 200 {
 				return false
@@ -414,7 +414,7 @@ func (rs *roles) startLoad(ns string) *load {
 			}
 		}
 	}()
-	waitUntil(rs.t, time.Minute, "callbacks flowing", func() bool { return rs.called() >= 50 })
+	waitFor(rs.t, time.Minute, "callbacks flowing", func() bool { return rs.called() >= 50 })
 	return l
 }
 
@@ -443,7 +443,7 @@ func (rs *roles) waitAllCalled(ids []string) {
 		}
 		return n
 	}
-	waitUntil(t, 3*time.Minute, "a callback for every accepted job", func() bool { return missing() == 0 })
+	waitFor(t, 3*time.Minute, "a callback for every accepted job", func() bool { return missing() == 0 })
 	rs.mu.Lock()
 	repeated := 0
 	for _, n := range rs.calls {

@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chime-sched/chime/infra/broker"
+	"github.com/chime-sched/chime/internal/freeport"
 )
 
 // The kill -9 test re-executes this test binary; these variables tell the
@@ -311,7 +312,7 @@ func TestPortIsKeptAcrossRestarts(t *testing.T) {
 				logs = append(logs, fmt.Sprintf(f, a...))
 			}}
 			if tt.fixed {
-				opts.Port = freePort(t)
+				opts.Port = freeport.For(t)
 			}
 			b, err := broker.Start(opts)
 			require.NoError(t, err)
@@ -359,15 +360,6 @@ func portOf(t *testing.T, b *broker.Broker) int {
 	n, err := strconv.Atoi(p)
 	require.NoError(t, err)
 	return n
-}
-
-// freePort is a port nothing listened on a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 func TestAutoTopicCreationIsOff(t *testing.T) {

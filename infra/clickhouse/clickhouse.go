@@ -38,6 +38,7 @@ import (
 
 	"github.com/chime-sched/chime/infra/credential"
 	"github.com/chime-sched/chime/infra/dirlock"
+	"github.com/chime-sched/chime/internal/freeport"
 )
 
 // Version is the pinned npm package version of the engine; the Makefile pins
@@ -198,8 +199,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 func (s *Server) start(ctx context.Context) error {
 	var err error
 	if s.opts.HTTPPort == 0 {
-		if s.opts.HTTPPort, err = freePort(); err != nil {
-			return err
+		if s.opts.HTTPPort, err = freeport.Get(); err != nil {
+			return fmt.Errorf("clickhouse: pick a free port: %w", err)
 		}
 	}
 	data := filepath.Join(s.opts.Dir, "data") + "/"
@@ -254,15 +255,6 @@ func (s *Server) start(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("clickhouse: pick a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 var httpClient = &http.Client{Timeout: 30 * time.Second}

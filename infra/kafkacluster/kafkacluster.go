@@ -8,6 +8,8 @@
 package kafkacluster
 
 import (
+	"github.com/chime-sched/chime/internal/freeport"
+
 	"bufio"
 	"context"
 	"crypto/rand"
@@ -99,9 +101,9 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	id := make([]byte, 16)
 	_, _ = rand.Read(id)
 	c := &Cluster{opts: o, clusterID: base64.RawURLEncoding.EncodeToString(id)}
-	ports, err := freePorts(2 * o.Nodes)
+	ports, err := freeport.GetN(2 * o.Nodes)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("kafkacluster: %w", err)
 	}
 	for i := range o.Nodes {
 		n := &node{id: i + 1, dir: filepath.Join(o.Dir, "node"+strconv.Itoa(i+1)), port: ports[2*i], ctrl: ports[2*i+1]}
@@ -362,26 +364,6 @@ func (c *Cluster) Close() {
 			<-done
 		}
 	}
-}
-
-// freePorts returns n distinct ports that were free a moment ago.
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("kafkacluster: free port: %w", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // FindLibs returns the jars folder: $CHIME_KAFKA_LIBS, or DefaultLibs under

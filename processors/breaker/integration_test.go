@@ -48,10 +48,7 @@ func run(t *testing.T, name string, fn func(context.Context) error) {
 	})
 }
 
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	require.Eventually(t, cond, within, 10*time.Millisecond, "waiting for %s", what)
-}
+var waitFor = kafkatest.WaitFor
 
 // transitions consumes the transitions topic from the start.
 type transitions struct {
