@@ -1,11 +1,104 @@
+// Idempotency-Key: a create retried with the same key gets the same
+// answer, on this process from the store below, on any process from the
+// job id the key derives.
+
 package api
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 	"github.com/hashicorp/golang-lru/v2/expirable"
 )
+
+// HeaderIdempotencyKey makes a create safe to retry: the same key in the
+// same namespace returns the same job and never creates a second one.
+const HeaderIdempotencyKey = "Idempotency-Key"
+
+// headerReplayed marks an answer given from the idempotency store.
+const headerReplayed = "Idempotent-Replayed"
+
+const maxIdempotencyKeyLen = 255
+
+// jobIDFor returns the job's id: the one given, else one derived from the
+// idempotency key (so a retry on any API instance names the same job),
+// else a random one.
+func jobIDFor(ns, given, idemKey string, index int) string {
+	switch {
+	case given != "":
+		return given
+	case idemKey != "":
+		h := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", ns, idemKey, index))
+		return "idem-" + hex.EncodeToString(h[:16])
+	}
+	// Random (v4), not time-ordered like a command id: it names a job, and
+	// nothing sorts jobs by it.
+	return uuid.NewString()
+}
+
+func (s *server) idempotencyKey(c *fiber.Ctx) (string, error) {
+	k := c.Get(HeaderIdempotencyKey)
+	if k == "" {
+		return "", nil
+	}
+	if len(k) > maxIdempotencyKeyLen {
+		return "", invalidFields(FieldError{Field: HeaderIdempotencyKey, Reason: fmt.Sprintf("is %d bytes long; the limit is %d", len(k), maxIdempotencyKeyLen)})
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x21 || k[i] > 0x7e {
+			return "", invalidFields(FieldError{Field: HeaderIdempotencyKey, Reason: fmt.Sprintf("has byte %q at %d; use printable ASCII without spaces (a UUID, say)", k[i], i)})
+		}
+	}
+	return k, nil
+}
+
+// idempotent runs create under the Idempotency-Key of the request, if any:
+// a replay of an answered request gets the same answer, a different body
+// under the same key a 422.
+func (s *server) idempotent(c *fiber.Ctx, ns, key string, req any, create func() (int, any, error)) error {
+	if key == "" {
+		status, body, err := create()
+		if err != nil {
+			return err
+		}
+		return c.Status(status).JSON(body)
+	}
+	canon, _ := json.Marshal(req)
+	hash := sha256.Sum256(append([]byte(c.Route().Path+"\x00"), canon...))
+	storeKey := ns + "\x00" + key
+	switch outcome, e := s.idem.begin(storeKey, hash, s.now()); outcome {
+	case idemMismatch:
+		p := problem(fiber.StatusUnprocessableEntity, "idempotency-key-reused", "Idempotency-Key %q was used at %s with a different request; use a new key for a new request", key, e.at.UTC().Format(time.RFC3339))
+		p.Errors = []FieldError{{Field: HeaderIdempotencyKey, Reason: "was used with a different request"}}
+		return p
+	case idemBusy:
+		return problem(fiber.StatusConflict, "idempotency-key-in-use", "a request with Idempotency-Key %q is still being processed; retry in a moment", key)
+	case idemReplay:
+		s.metrics.replays.Inc()
+		c.Set(headerReplayed, "true")
+		c.Status(e.status).Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+		return c.Send(e.response)
+	}
+	status, body, err := create()
+	if err != nil {
+		s.idem.abort(storeKey)
+		return err
+	}
+	raw, err := marshalJSON(body)
+	if err != nil {
+		s.idem.abort(storeKey)
+		return err
+	}
+	s.idem.finish(storeKey, status, raw)
+	c.Status(status).Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Send(raw)
+}
 
 // idempotencyStore remembers, per namespace and Idempotency-Key, the hash
 // of the request and the answer given, so a retry gets the same answer

@@ -7,13 +7,13 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"google.golang.org/protobuf/types/known/durationpb"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -465,4 +465,17 @@ func nonZero[T comparable](v T) *T {
 		return nil
 	}
 	return &v
+}
+
+// namespaceFor is namespace ns's configuration, or the 404 that says it
+// does not exist.
+func (s *server) namespaceFor(ns string) (*chimev1.NamespaceConfig, error) {
+	cfg, err := s.cfg.Namespaces.Get(ns)
+	if err != nil {
+		return nil, err
+	}
+	if cfg == nil {
+		return nil, namespaceNotFound(ns)
+	}
+	return cfg, nil
 }

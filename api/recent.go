@@ -7,7 +7,9 @@ import (
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
@@ -105,3 +107,46 @@ func (r *recentJobs) remove(key string, e *recentJob) {
 }
 
 func (r *recentJobs) len() int { return r.entries.Len() }
+
+// accepted remembers upserts of one namespace for read-your-writes,
+// reading their rows in one call.
+func (s *server) accepted(convs []*converted, now time.Time) {
+	if len(convs) == 0 {
+		return
+	}
+	ids := make([]string, len(convs))
+	for i, conv := range convs {
+		ids[i] = conv.cmd.GetJobId()
+	}
+	// Unread rows only cost memory: each upsert is then remembered.
+	rows, err := s.cfg.JobStates.Rows(convs[0].cmd.GetNamespace(), ids)
+	if err != nil {
+		rows = make([]*chimev1.JobState, len(convs))
+	}
+	for i, conv := range convs {
+		s.remember(conv, rows[i], now)
+	}
+}
+
+// remember keeps an upsert for read-your-writes, given the job's row as
+// the table has it. An upsert that repeats the spec of a live job is not
+// remembered: the scheduler ignores it, so the table will never show its
+// command and already is the truth.
+func (s *server) remember(conv *converted, row *chimev1.JobState, now time.Time) {
+	cmd := conv.cmd
+	if row != nil && !schema.JobEnded(row.GetStatus()) && proto.Equal(row.GetSpec(), cmd.GetUpsert().GetSpec()) {
+		return
+	}
+	st := &chimev1.JobState{
+		Spec:          cmd.GetUpsert().GetSpec(),
+		Status:        chimev1.JobStatus_JOB_STATUS_SCHEDULED,
+		CreatedAt:     timestamppb.New(now),
+		UpdatedAt:     timestamppb.New(now),
+		LastCommandId: cmd.GetCommandId(),
+	}
+	if conv.next != nil {
+		t, _ := time.Parse(time.RFC3339Nano, *conv.next)
+		st.NextScheduledAt = timestamppb.New(t)
+	}
+	s.recent.put(schema.JobKey(cmd.GetNamespace(), cmd.GetJobId()), cmd.GetCommandId(), row.GetLastCommandId(), st, now)
+}
