@@ -41,9 +41,10 @@ var heavy = []string{
 	"github.com/gofiber/fiber",
 }
 
-// TestLightPackagesLinkNoHeavyLibrary: the event contracts, the Go SDK
-// (imported by clients' programs), the dispatcher (franz-go only) and the
-// settings link none of the heavy libraries, whatever they import.
+// TestLightPackagesLinkNoHeavyLibrary: the event contracts and the command
+// builders (which the dispatcher, the API and the breaker share), the Go
+// SDK (imported by clients' programs), the dispatcher (franz-go only) and
+// the settings link none of the heavy libraries, whatever they import.
 func TestLightPackagesLinkNoHeavyLibrary(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -51,6 +52,7 @@ func TestLightPackagesLinkNoHeavyLibrary(t *testing.T) {
 		forbidden []string
 	}{
 		{"schema", heavy},
+		{"schema/command", heavy},
 		{"producer", heavy},
 		{"dispatcher", heavy},
 		{"infra/config", append(slices.Clone(heavy), "github.com/ClickHouse/clickhouse-go")},
