@@ -59,7 +59,9 @@
 //     Retry and Defer name the emission they answer (emit_seq), so the
 //     scheduler ignores a stale repeat; an Ack closes its fire once, and a
 //     repeat finds nothing left to close. Trigger is the exception: each
-//     one is a fire of its own, so a repeat may fire the job twice.
+//     Trigger call is a fire of its own, so calling it again may fire the
+//     job twice (the same trigger record delivered twice fires once: the
+//     scheduler skips a repeated command id).
 //
 // Commands whose outcome is never awaited (PublishAsync, ScheduleAsync) are
 // only as durable as their callbacks say: call [Producer.Flush] before

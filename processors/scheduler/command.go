@@ -230,6 +230,11 @@ func (d *decider) resume(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobSta
 // after it. A paused job may be triggered (Temporal allows it too); the
 // fire's retries then wait for the resume, as a paused job's do.
 func (d *decider) trigger(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobState, now time.Time) decision {
+	if cur.GetLastCommandId() == cmd.GetCommandId() {
+		// The same trigger again (a producer's retry of its publish, a
+		// replay): it fired once already.
+		return decision{}
+	}
 	if schema.JobEnded(cur.GetStatus()) {
 		return d.reject(in, cmd, "trigger", fmt.Sprintf("job %q is %s and cannot be triggered; create it again to fire it", in.key, schema.JobStatusName(cur.GetStatus())), now)
 	}

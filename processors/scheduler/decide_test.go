@@ -768,3 +768,20 @@ func TestTriggerFiresNowAndLeavesTheSchedule(t *testing.T) {
 	require.Len(t, r.rejects, 1, "an ended job is not triggered")
 	require.Contains(t, r.rejects[0].Reason, "completed")
 }
+
+// TestTriggerRepeatedFiresOnce: a trigger published again under the same
+// command id (a producer retrying a publish whose answer it lost) fires
+// once; a new trigger fires again.
+func TestTriggerRepeatedFiresOnce(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.command(upsert(httpSpec(at(t0.Add(time.Hour))), t0), t0)
+	trigger := func(id string) *chimev1.JobCommand {
+		return &chimev1.JobCommand{CommandId: id, Command: &chimev1.JobCommand_Trigger{Trigger: &chimev1.Trigger{}}}
+	}
+	r.command(trigger("t-1"), t0.Add(time.Second))
+	r.command(trigger("t-1"), t0.Add(2*time.Second))
+	require.Len(t, r.dues, 1, "the repeated trigger fired nothing")
+	r.command(trigger("t-2"), t0.Add(3*time.Second))
+	require.Len(t, r.dues, 2, "a new trigger fires")
+}
