@@ -355,7 +355,13 @@ func TestConsoleInChromium(t *testing.T) {
 		screenshot(t, ctx, "05-charts-15m")
 	}
 
-	// State filter.
+	// State filter. The list is read when the filter changes (it does not
+	// poll), so the job must be dead by then: its fire may have waited
+	// out the forced-open breaker above.
+	kafkatest.WaitFor(t, 90*time.Second, "job broken dead", func() bool {
+		_, job := dev.call(t, "GET", "/v1/namespaces/shop/jobs/broken", admin, "")
+		return job["state"] == "dead"
+	})
 	fill(t, ctx, "#job-state", "dead")
 	waitText(t, ctx, "#jobs tbody", "broken")
 	require.NotContains(t, text(t, ctx, "#jobs tbody"), "tick")
