@@ -7,6 +7,7 @@ import (
 	"hash"
 	"hash/fnv"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -226,3 +227,49 @@ func SignalReady(ctx context.Context, p *goka.Processor, ready func()) {
 // ErrRecovering is what a processor's Ready answers while it recovers its
 // partitions (at start, and after each rebalance).
 var ErrRecovering = errors.New("recovering its partitions")
+
+// Runner runs a goka processor under Supervise, building a new one after
+// each failure, and answers for the one running now: the part shared by
+// the breaker and namespace processors (the scheduler adds its own
+// storage around it).
+type Runner struct {
+	mu   sync.Mutex
+	proc *goka.Processor
+}
+
+// Run builds a processor with build and runs it until ctx ends, again
+// (under Supervise, as name) when it fails; ready is called once the
+// first one has recovered its partitions.
+func (r *Runner) Run(ctx context.Context, name string, logger *slog.Logger, ready func(), build func() (*goka.Processor, error)) error {
+	return Supervise(ctx, name, logger, func(ctx context.Context) error {
+		proc, err := build()
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		r.mu.Lock()
+		r.proc = proc
+		r.mu.Unlock()
+		pctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go SignalReady(pctx, proc, ready)
+		return proc.Run(pctx)
+	})
+}
+
+// Recovered answers ErrRecovering unless the processor running now has
+// its partitions recovered.
+func (r *Runner) Recovered() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.proc == nil || !r.proc.Recovered() {
+		return ErrRecovering
+	}
+	return nil
+}
+
+// Processor is the processor running now, nil before the first.
+func (r *Runner) Processor() *goka.Processor {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.proc
+}

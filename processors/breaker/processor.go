@@ -127,8 +127,7 @@ type Processor struct {
 	cfg        Config
 	namespaces schema.NamespaceSource
 
-	mu   sync.Mutex
-	proc *goka.Processor
+	runner processors.Runner
 
 	cacheMu sync.Mutex
 	cache   map[string]cachedConfig
@@ -222,21 +221,11 @@ func (p *Processor) Name() string { return "breaker" }
 func (p *Processor) Start(ctx context.Context) error { return p.Go(ctx, p.run) }
 
 func (p *Processor) run(ctx context.Context, ready func()) error {
-	return processors.Supervise(ctx, "breaker", p.cfg.Logger, func(ctx context.Context) error {
-		proc, err := goka.NewProcessor(p.cfg.Brokers, p.Graph(), p.options()...)
-		if err != nil {
-			return fmt.Errorf("breaker: %w", err)
-		}
+	return p.runner.Run(ctx, "breaker", p.cfg.Logger, ready, func() (*goka.Processor, error) {
 		// A new processor starts from the table: what the last one kept
 		// in memory past its last checkpoint is gone with it.
 		p.forgetLive(nil)
-		p.mu.Lock()
-		p.proc = proc
-		p.mu.Unlock()
-		pctx, stop := context.WithCancel(ctx)
-		defer stop()
-		go processors.SignalReady(pctx, proc, ready)
-		return proc.Run(pctx)
+		return goka.NewProcessor(p.cfg.Brokers, p.Graph(), p.options()...)
 	})
 }
 
@@ -246,20 +235,13 @@ func (p *Processor) Ready() error {
 	if err := p.Base.Ready(); err != nil {
 		return err
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.proc == nil || !p.proc.Recovered() {
-		return processors.ErrRecovering
-	}
-	return nil
+	return p.runner.Recovered()
 }
 
 // Get reads a namespace's status from this instance's local table (nil if
 // the namespace is not in a partition this instance owns).
 func (p *Processor) Get(ns string) (*chimev1.BreakerStatus, error) {
-	p.mu.Lock()
-	proc := p.proc
-	p.mu.Unlock()
+	proc := p.runner.Processor()
 	if proc == nil {
 		return nil, errors.New("breaker: not running")
 	}

@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/lovoo/goka"
@@ -85,8 +84,7 @@ type Processor struct {
 	cfg                Config
 	accepted, rejected prometheus.Counter
 
-	mu   sync.Mutex
-	proc *goka.Processor
+	runner processors.Runner
 }
 
 // New builds the processor. It does not connect until Start.
@@ -124,20 +122,10 @@ func (p *Processor) Name() string { return "namespace-config processor" }
 func (p *Processor) Start(ctx context.Context) error { return p.Go(ctx, p.run) }
 
 func (p *Processor) run(ctx context.Context, ready func()) error {
-	return processors.Supervise(ctx, "namespaces", p.cfg.Logger, func(ctx context.Context) error {
+	return p.runner.Run(ctx, "namespaces", p.cfg.Logger, ready, func() (*goka.Processor, error) {
 		opts := append(processors.ProcessorOptions(p.cfg.ClientID, p.cfg.Replication, p.cfg.Membership, p.cfg.Logger), p.cfg.extraOptions...)
 		opts = append(opts, goka.WithStorageBuilder(p.cfg.Storage), goka.WithNilHandling(goka.NilProcess))
-		proc, err := goka.NewProcessor(p.cfg.Brokers, p.Graph(), opts...)
-		if err != nil {
-			return fmt.Errorf("namespaces: %w", err)
-		}
-		p.mu.Lock()
-		p.proc = proc
-		p.mu.Unlock()
-		pctx, stop := context.WithCancel(ctx)
-		defer stop()
-		go processors.SignalReady(pctx, proc, ready)
-		return proc.Run(pctx)
+		return goka.NewProcessor(p.cfg.Brokers, p.Graph(), opts...)
 	})
 }
 
@@ -147,12 +135,7 @@ func (p *Processor) Ready() error {
 	if err := p.Base.Ready(); err != nil {
 		return err
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.proc == nil || !p.proc.Recovered() {
-		return processors.ErrRecovering
-	}
-	return nil
+	return p.runner.Recovered()
 }
 
 func (p *Processor) onCommand(ctx goka.Context, msg any) {
