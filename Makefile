@@ -125,11 +125,11 @@ schemathesis: build clickhouse $(ST_STAMP) ## schemathesis against chime dev (SC
 
 # ---------------------------------------------------------------------------
 # Apache Kafka for tests on a real broker: its jars from Maven Central (pinned
-# in infra/kafkacluster/pom.xml, the one place the version is written), copied
+# in internal/kafkacluster/pom.xml, the one place the version is written), copied
 # into .tools/kafka-<version>/libs; needs Java 17+ and Maven. chime-kafka
 # starts KRaft nodes from them on 127.0.0.1.
 # ---------------------------------------------------------------------------
-KAFKA_POM     := infra/kafkacluster/pom.xml
+KAFKA_POM     := internal/kafkacluster/pom.xml
 KAFKA_VERSION := $(shell sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' $(KAFKA_POM))
 KAFKA_LIBS    := $(TOOLS_DIR)/kafka-$(KAFKA_VERSION)/libs
 KAFKA_STAMP   := $(STAMP_DIR)/kafka-$(KAFKA_VERSION)

@@ -13,8 +13,8 @@ import (
 	"github.com/chime-sched/chime/analytics"
 	"github.com/chime-sched/chime/api"
 	"github.com/chime-sched/chime/api/quota"
-	"github.com/chime-sched/chime/infra/kafkatest"
 	"github.com/chime-sched/chime/internal/clickhousetest"
+	"github.com/chime-sched/chime/internal/kafkatest"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 

@@ -19,7 +19,7 @@ import (
 	"github.com/chime-sched/chime/api"
 	"github.com/chime-sched/chime/api/quota"
 	"github.com/chime-sched/chime/infra/groups"
-	"github.com/chime-sched/chime/infra/kafkatest"
+	"github.com/chime-sched/chime/internal/kafkatest"
 	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
 	"github.com/chime-sched/chime/processors/breaker"
 	"github.com/chime-sched/chime/processors/namespaces"

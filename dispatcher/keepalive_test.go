@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/chime-sched/chime/infra/kafkatest"
+	"github.com/chime-sched/chime/internal/kafkatest"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/chime-sched/chime/infra/config"
 	"github.com/chime-sched/chime/infra/kafkaauth"
-	"github.com/chime-sched/chime/infra/kafkatest"
+	"github.com/chime-sched/chime/internal/kafkatest"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )

@@ -20,8 +20,8 @@ import (
 
 	"github.com/chime-sched/chime/analytics"
 	"github.com/chime-sched/chime/analytics/sink"
-	"github.com/chime-sched/chime/infra/kafkatest"
 	"github.com/chime-sched/chime/internal/clickhousetest"
+	"github.com/chime-sched/chime/internal/kafkatest"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )

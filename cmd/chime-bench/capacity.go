@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chime-sched/chime/infra/kafkacluster"
+	"github.com/chime-sched/chime/internal/kafkacluster"
 )
 
 // The capacity phase measures what each of chime's roles costs when it

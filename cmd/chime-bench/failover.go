@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chime-sched/chime/infra/groups"
-	"github.com/chime-sched/chime/infra/kafkacluster"
+	"github.com/chime-sched/chime/internal/kafkacluster"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
 )

@@ -21,8 +21,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/chime-sched/chime/infra/kafkacluster"
-	"github.com/chime-sched/chime/infra/kafkatest"
+	"github.com/chime-sched/chime/internal/kafkacluster"
+	"github.com/chime-sched/chime/internal/kafkatest"
 )
 
 func main() {

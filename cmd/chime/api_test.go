@@ -28,8 +28,8 @@ import (
 	"github.com/chime-sched/chime/infra/config"
 	"github.com/chime-sched/chime/infra/credential"
 	"github.com/chime-sched/chime/infra/kafkaauth"
-	"github.com/chime-sched/chime/infra/kafkatest"
 	"github.com/chime-sched/chime/internal/freeport"
+	"github.com/chime-sched/chime/internal/kafkatest"
 )
 
 // devAPI is a `chime dev` child process with its API address.

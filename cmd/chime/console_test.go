@@ -20,8 +20,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chime-sched/chime/infra/clickhouse"
-	"github.com/chime-sched/chime/infra/kafkatest"
 	"github.com/chime-sched/chime/internal/freeport"
+	"github.com/chime-sched/chime/internal/kafkatest"
 )
 
 // chromiumPath is Debian's Chromium, installed by `make chromium`.

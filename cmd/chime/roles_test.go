@@ -22,8 +22,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chime-sched/chime/infra/kafkacluster"
-	"github.com/chime-sched/chime/infra/kafkatest"
+	"github.com/chime-sched/chime/internal/kafkacluster"
+	"github.com/chime-sched/chime/internal/kafkatest"
 	"github.com/chime-sched/chime/schema"
 )
 

@@ -6,7 +6,7 @@
 // Without the local engine a test is skipped with a message saying how to
 // install it, unless CHIME_REQUIRE_CLICKHOUSE is set (CI sets it), in which
 // case it fails. Reading these variables here is the test-side exception to
-// "only cmd/ reads the environment", as in infra/kafkatest.
+// "only cmd/ reads the environment", as in internal/kafkatest.
 package clickhousetest
 
 import (

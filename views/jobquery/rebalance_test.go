@@ -20,7 +20,7 @@ import (
 
 	"github.com/chime-sched/chime/api"
 	"github.com/chime-sched/chime/infra/groups"
-	"github.com/chime-sched/chime/infra/kafkatest"
+	"github.com/chime-sched/chime/internal/kafkatest"
 	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
 	"github.com/chime-sched/chime/processors/scheduler"
