@@ -255,7 +255,7 @@ func (s *server) replayDeadLetter(c *fiber.Ctx) error {
 		return err
 	}
 	pctx, pcancel := s.publishCtx(c)
-	res, err := s.replayOne(pctx, ns, nsCfg, d, s.now(), quota)
+	res, err := s.replayOne(pctx, jobScope{ns: ns, nsCfg: nsCfg, now: s.now()}, d, quota)
 	pcancel()
 	if refusal := (*jobRefusal)(nil); errors.As(err, &refusal) {
 		return refusal.problem(c)
@@ -314,7 +314,8 @@ type replayResult struct {
 //
 // A new job is taken from quota just before it is published, as a
 // create's is; a refusal is a *jobRefusal.
-func (s *server) replayOne(ctx context.Context, ns string, nsCfg *chimev1.NamespaceConfig, d *analytics.DeadLetter, now time.Time, quota *jobQuota) (replayResult, error) {
+func (s *server) replayOne(ctx context.Context, js jobScope, d *analytics.DeadLetter, quota *jobQuota) (replayResult, error) {
+	ns, nsCfg, now := js.ns, js.nsCfg, js.now
 	if r := d.Replay; r != nil {
 		row, pending, err := s.knownJob(ns, r.JobID, now)
 		return replayResult{jobID: r.JobID, row: row, pending: pending, already: true}, err
@@ -548,7 +549,7 @@ func (s *server) replayDeadLetters(c *fiber.Ctx) error {
 		record  []*analytics.DeadLetter
 	)
 	for i := range list {
-		res, err := s.replayOne(pctx, ns, nsCfg, &list[i], now, quota)
+		res, err := s.replayOne(pctx, jobScope{ns: ns, nsCfg: nsCfg, now: now}, &list[i], quota)
 		if res.record {
 			record = append(record, &list[i])
 		}

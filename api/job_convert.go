@@ -26,9 +26,17 @@ type converted struct {
 	next *string
 }
 
+// jobScope is what every job of one request is converted against.
+type jobScope struct {
+	ns    string
+	nsCfg *chimev1.NamespaceConfig // the namespace's config, defaults filled in
+	now   time.Time                // the request's
+}
+
 // toCommand converts and validates one job request. prefix goes in front
 // of every field path ("jobs[3].").
-func (s *server) toCommand(ns string, ns_cfg *chimev1.NamespaceConfig, id string, req *jobRequest, now time.Time, prefix string) (*converted, fieldErrs) {
+func (js jobScope) toCommand(id string, req *jobRequest, prefix string) (*converted, fieldErrs) {
+	ns, nsCfg, now := js.ns, js.nsCfg, js.now
 	var fe fieldErrs
 	add := func(field, format string, args ...any) { fe.add(prefix+field, format, args...) }
 	if req == nil {
@@ -71,7 +79,7 @@ func (s *server) toCommand(ns string, ns_cfg *chimev1.NamespaceConfig, id string
 	// The command check knows only the job's own window; the namespace's
 	// applies too when the job sets none.
 	if at := spec.GetSchedule().GetAt(); at != nil && spec.GetRelevancyWindow() == nil {
-		if w := ns_cfg.GetRelevancyWindow(); w != nil {
+		if w := nsCfg.GetRelevancyWindow(); w != nil {
 			if deadline := at.AsTime().Add(w.AsDuration()); deadline.Before(now) {
 				field := "schedule.at"
 				if usedIn {
@@ -83,9 +91,9 @@ func (s *server) toCommand(ns string, ns_cfg *chimev1.NamespaceConfig, id string
 			}
 		}
 	}
-	if host, ok := hostAllowed(ns_cfg.GetAllowedHosts(), spec.GetTarget().GetHttp().GetUrl()); !ok {
+	if host, ok := hostAllowed(nsCfg.GetAllowedHosts(), spec.GetTarget().GetHttp().GetUrl()); !ok {
 		add("callback.url", "host %q is not in namespace %q's allowed_hosts %q; call an allowed host or add it with PUT /v1/namespaces/%s",
-			host, ns, ns_cfg.GetAllowedHosts(), ns)
+			host, ns, nsCfg.GetAllowedHosts(), ns)
 		return nil, fe
 	}
 	c := &converted{cmd: cmd}

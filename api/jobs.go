@@ -54,7 +54,7 @@ func (s *server) createJob(c *fiber.Ctx) error {
 				return fiber.StatusCreated, created(ns, id, row), nil
 			}
 		}
-		conv, fe := s.toCommand(ns, nsCfg, id, &req, now, "")
+		conv, fe := jobScope{ns: ns, nsCfg: nsCfg, now: now}.toCommand(id, &req, "")
 		if err := fe.problem(); err != nil {
 			return 0, nil, err
 		}
@@ -95,6 +95,7 @@ func (s *server) createJobs(c *fiber.Ctx) error {
 	}
 	return s.idempotent(c, ns, key, &req, func() (int, any, error) {
 		now := s.now()
+		scope := jobScope{ns: ns, nsCfg: nsCfg, now: now}
 		convs := make([]*converted, len(req.Jobs))
 		var all fieldErrs
 		seen := make(map[string]int, len(req.Jobs))
@@ -110,7 +111,7 @@ func (s *server) createJobs(c *fiber.Ctx) error {
 				continue
 			}
 			seen[id] = i
-			conv, fe := s.toCommand(ns, nsCfg, id, jr, now, prefix)
+			conv, fe := scope.toCommand(id, jr, prefix)
 			all = append(all, fe...)
 			convs[i] = conv
 			if len(all) >= 100 {

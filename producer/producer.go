@@ -84,22 +84,24 @@ func (p *Producer) Trigger(ctx context.Context, namespace, id string) (Receipt, 
 	return p.Publish(ctx, command.Trigger(namespace, id))
 }
 
-// Retry re-arms the timer of occurrence fireSeq for a new attempt, not
-// before notBefore, charging an attempt. emitSeq is the Due emission being
-// answered; the scheduler ignores a stale one.
-func (p *Producer) Retry(ctx context.Context, namespace, id string, fireSeq, emitSeq uint64, attempt uint32, notBefore time.Time, reason string) (Receipt, error) {
-	return p.Publish(ctx, command.Retry(command.Emission{Namespace: namespace, JobID: id, FireSeq: fireSeq, EmitSeq: emitSeq}, attempt, notBefore, reason, nil))
+// Retry re-arms the timer of the occurrence e answers for a new attempt,
+// not before notBefore, charging an attempt. e names the Due emission
+// being answered ([command.EmissionOf] of a Due); the scheduler ignores a
+// stale one.
+func (p *Producer) Retry(ctx context.Context, e command.Emission, attempt uint32, notBefore time.Time, reason string) (Receipt, error) {
+	return p.Publish(ctx, command.Retry(e, attempt, notBefore, reason, nil))
 }
 
-// Defer re-arms the timer of occurrence fireSeq, not before notBefore,
-// without charging an attempt (breaker open, rate limit, concurrency cap).
-func (p *Producer) Defer(ctx context.Context, namespace, id string, fireSeq, emitSeq uint64, notBefore time.Time, reason string) (Receipt, error) {
-	return p.Publish(ctx, command.Defer(command.Emission{Namespace: namespace, JobID: id, FireSeq: fireSeq, EmitSeq: emitSeq}, notBefore, reason))
+// Defer re-arms the timer of the occurrence e answers, not before
+// notBefore, without charging an attempt (breaker open, rate limit,
+// concurrency cap).
+func (p *Producer) Defer(ctx context.Context, e command.Emission, notBefore time.Time, reason string) (Receipt, error) {
+	return p.Publish(ctx, command.Defer(e, notBefore, reason))
 }
 
-// Ack closes occurrence fireSeq with its result.
-func (p *Producer) Ack(ctx context.Context, namespace, id string, fireSeq, emitSeq uint64, attempt uint32, result chimev1.AckResult, detail string) (Receipt, error) {
-	return p.Publish(ctx, command.Ack(command.Emission{Namespace: namespace, JobID: id, FireSeq: fireSeq, EmitSeq: emitSeq}, attempt, result, detail))
+// Ack closes the occurrence e answers with its result.
+func (p *Producer) Ack(ctx context.Context, e command.Emission, attempt uint32, result chimev1.AckResult, detail string) (Receipt, error) {
+	return p.Publish(ctx, command.Ack(e, attempt, result, detail))
 }
 
 // Publish validates cmd and waits until Kafka has acknowledged it. It fills in

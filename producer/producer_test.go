@@ -22,6 +22,7 @@ import (
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/schema/command"
 )
 
 // partitions is the job-commands topic's partition count in these tests.
@@ -212,7 +213,7 @@ func TestPublishCommands(t *testing.T) {
 		{
 			name: "retry",
 			publish: func(ctx context.Context, p *producer.Producer, ns, id string) (producer.Receipt, error) {
-				return p.Retry(ctx, ns, id, 3, 4, 2, notBefore, "HTTP 503")
+				return p.Retry(ctx, command.Emission{Namespace: ns, JobID: id, FireSeq: 3, EmitSeq: 4}, 2, notBefore, "HTTP 503")
 			},
 			kind: "retry",
 			check: func(t *testing.T, cmd *chimev1.JobCommand) {
@@ -223,7 +224,7 @@ func TestPublishCommands(t *testing.T) {
 		{
 			name: "defer",
 			publish: func(ctx context.Context, p *producer.Producer, ns, id string) (producer.Receipt, error) {
-				return p.Defer(ctx, ns, id, 3, 4, notBefore, "breaker open")
+				return p.Defer(ctx, command.Emission{Namespace: ns, JobID: id, FireSeq: 3, EmitSeq: 4}, notBefore, "breaker open")
 			},
 			kind: "defer",
 			check: func(t *testing.T, cmd *chimev1.JobCommand) {
@@ -234,7 +235,7 @@ func TestPublishCommands(t *testing.T) {
 		{
 			name: "ack",
 			publish: func(ctx context.Context, p *producer.Producer, ns, id string) (producer.Receipt, error) {
-				return p.Ack(ctx, ns, id, 3, 4, 2, chimev1.AckResult_ACK_RESULT_SUCCEEDED, "HTTP 200")
+				return p.Ack(ctx, command.Emission{Namespace: ns, JobID: id, FireSeq: 3, EmitSeq: 4}, 2, chimev1.AckResult_ACK_RESULT_SUCCEEDED, "HTTP 200")
 			},
 			kind: "ack",
 			check: func(t *testing.T, cmd *chimev1.JobCommand) {

@@ -29,7 +29,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/internal/lifecycle"
@@ -303,17 +302,17 @@ func (p *Processor) onCommand(ctx goka.Context, msg any) {
 		err = circuit.ValidateCommand(ctx.Key(), cmd)
 	}
 	if err != nil {
-		ctx.Emit(goka.Stream(p.cfg.Topics.Rejections()), ctx.Key(), &chimev1.Rejection{
-			EventId:   "breaker-" + strconv.Itoa(int(ctx.Partition())) + "-" + strconv.FormatInt(ctx.Offset(), 10),
-			CommandId: cmd.GetCommandId(),
+		ctx.Emit(goka.Stream(p.cfg.Topics.Rejections()), ctx.Key(), command.Reject(command.Refusal{
+			EventID:   "breaker-" + strconv.Itoa(int(ctx.Partition())) + "-" + strconv.FormatInt(ctx.Offset(), 10),
+			CommandID: cmd.GetCommandId(),
 			Namespace: cmd.GetNamespace(),
 			Reason:    err.Error(),
-			At:        timestamppb.New(now),
+			At:        now,
 			Topic:     string(ctx.Topic()),
 			Partition: ctx.Partition(),
 			Offset:    ctx.Offset(),
-			Command:   raw,
-		})
+			Raw:       raw,
+		}))
 		p.cfg.Logger.Info("breaker command rejected", "namespace", ctx.Key(), "reason", err)
 		return
 	}

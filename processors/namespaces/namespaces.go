@@ -28,6 +28,7 @@ import (
 	"github.com/chime-sched/chime/processors/memstore"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/schema/command"
 )
 
 // Config configures the processor. A field left at its zero value takes
@@ -161,7 +162,7 @@ func (p *Processor) onCommand(ctx goka.Context, msg any) {
 func Apply(key string, cur *chimev1.NamespaceConfig, raw []byte, now time.Time) (*chimev1.NamespaceConfig, *chimev1.Rejection) {
 	cmd := new(chimev1.NamespaceCommand)
 	reject := func(field, reason string) (*chimev1.NamespaceConfig, *chimev1.Rejection) {
-		return nil, &chimev1.Rejection{CommandId: cmd.GetCommandId(), Namespace: cmd.GetNamespace(), Reason: reason, Field: field, At: timestamppb.New(now), Command: raw}
+		return nil, command.Reject(command.Refusal{CommandID: cmd.GetCommandId(), Namespace: cmd.GetNamespace(), Field: field, Reason: reason, At: now, Raw: raw})
 	}
 	if err := proto.Unmarshal(raw, cmd); err != nil {
 		return reject("", fmt.Sprintf("command does not decode as chime.v1.NamespaceCommand: %v", err))

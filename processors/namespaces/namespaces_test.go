@@ -162,6 +162,37 @@ func TestProcessorAndView(t *testing.T) {
 		return commands()["chime_namespaces_commands_total/rejected"] == 1
 	})
 	require.Equal(t, map[string]float64{"chime_namespaces_commands_total/accepted": 1, "chime_namespaces_commands_total/rejected": 1}, commands())
+
+	// A command near the broker's record limit is rejected with a bounded
+	// copy: a rejection carrying all of it would not fit in a record, and
+	// the processor would fail on it at every restart, with every command
+	// behind it waiting.
+	huge := make([]byte, 999_880)
+	huge[0] = 0xff
+	require.NoError(t, cl.ProduceSync(context.Background(), &kgo.Record{Topic: topics.NamespaceCommands(), Key: []byte("acme"), Value: huge}).FirstErr())
+	cmd.CommandId, cmd.GetPut().RateLimit.PerSecond = "c2", 60
+	require.NoError(t, cl.ProduceSync(context.Background(), &kgo.Record{Topic: topics.NamespaceCommands(), Key: []byte("acme"), Value: marshal(t, cmd)}).FirstErr())
+	kafkatest.WaitFor(t, 60*time.Second, "the command after the huge one applied", func() bool {
+		cfg, _ := v.Get("acme")
+		return cfg.GetRateLimit().GetPerSecond() == 60
+	})
+	require.Equal(t, map[string]float64{"chime_namespaces_commands_total/accepted": 2, "chime_namespaces_commands_total/rejected": 2}, commands())
+	rc, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers()...), kgo.ConsumeTopics(topics.Rejections()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	require.NoError(t, err)
+	defer rc.Close()
+	var rejections []*chimev1.Rejection
+	kafkatest.WaitFor(t, 30*time.Second, "both rejections published", func() bool {
+		fctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		rc.PollFetches(fctx).EachRecord(func(r *kgo.Record) {
+			rej := new(chimev1.Rejection)
+			require.NoError(t, proto.Unmarshal(r.Value, rej))
+			rejections = append(rejections, rej)
+		})
+		return len(rejections) >= 2
+	})
+	require.Equal(t, schema.MaxRejectedCommand, len(rejections[1].GetCommand()), "the copy of the command is bounded")
+	require.EqualValues(t, len(huge), rejections[1].GetCommandSize())
 }
 
 func TestEffectiveNamespaceReplacesDurationsWhole(t *testing.T) {

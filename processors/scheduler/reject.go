@@ -8,31 +8,25 @@ import (
 	"slices"
 	"time"
 
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/schema/command"
 )
 
 func (d *decider) reject(in *input, cmd *chimev1.JobCommand, field, reason string, now time.Time) decision {
-	dec := decision{rejection: &chimev1.Rejection{
-		EventId:   in.eventID(),
-		CommandId: cmd.GetCommandId(),
+	return decision{rejection: command.Reject(command.Refusal{
+		EventID:   in.eventID(),
+		CommandID: cmd.GetCommandId(),
 		Namespace: cmd.GetNamespace(),
-		JobId:     cmd.GetJobId(),
-		Reason:    reason,
+		JobID:     cmd.GetJobId(),
 		Field:     field,
-		At:        timestamppb.New(now),
+		Reason:    reason,
+		At:        now,
 		Topic:     in.topic,
 		Partition: in.partition,
 		Offset:    in.offset,
-		Command:   in.raw,
-	}}
-	if len(in.raw) > schema.MaxRejectedCommand {
-		dec.rejection.Command = in.raw[:schema.MaxRejectedCommand]
-		dec.rejection.CommandSize = uint32(len(in.raw))
-	}
-	return dec
+		Raw:       in.raw,
+	})}
 }
 
 // refuse rejects the command being processed after it was decided (its

@@ -3,7 +3,9 @@
 // for each namespace command and each breaker command, and the scheme their
 // command_ids follow. The producer SDK, the API, the dispatcher and the
 // breaker all build their commands here, so a command of one kind looks the
-// same whoever publishes it.
+// same whoever publishes it. [Reject] builds the other side: the rejection
+// event a processor publishes for a command it will not apply, the same
+// from the scheduler, the namespace processor and the breaker.
 //
 // A builder sets the command's target and payload. The command_id and
 // issued_at are left to [Stamp] (the producer stamps what it publishes), or

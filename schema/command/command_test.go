@@ -304,3 +304,33 @@ func TestDerivedIDs(t *testing.T) {
 	require.NotEqual(t, command.ReplayID("acme", "dl-1"), command.ReplayID("acme", "dl-2"))
 	require.NotEqual(t, command.ReplayID("acme", "dl-1"), command.ReplayID("acme2", "dl-1"))
 }
+
+func TestReject(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	small := []byte("not a command")
+	huge := make([]byte, schema.MaxRejectedCommand+1)
+	tests := []struct {
+		name     string
+		raw      []byte
+		wantCopy int
+		wantSize uint32
+	}{
+		{"small command copied whole", small, len(small), 0},
+		{"command at the bound copied whole", huge[:schema.MaxRejectedCommand], schema.MaxRejectedCommand, 0},
+		{"larger command cut, its size kept", huge, schema.MaxRejectedCommand, uint32(len(huge))},
+		{"nothing read", nil, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rej := command.Reject(command.Refusal{EventID: "e", CommandID: "c", Namespace: "acme", JobID: "j", Field: "spec.url",
+				Reason: "why", At: at, Topic: "t", Partition: 3, Offset: 7, Raw: tt.raw})
+			require.Equal(t, tt.wantCopy, len(rej.GetCommand()))
+			require.Equal(t, tt.wantSize, rej.GetCommandSize())
+			rej.Command, rej.CommandSize = nil, 0
+			require.True(t, proto.Equal(&chimev1.Rejection{EventId: "e", CommandId: "c", Namespace: "acme", JobId: "j", Field: "spec.url",
+				Reason: "why", At: timestamppb.New(at), Topic: "t", Partition: 3, Offset: 7}, rej), "%v", rej)
+		})
+	}
+}
