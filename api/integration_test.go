@@ -21,6 +21,7 @@ import (
 	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/internal/kafkatest"
 	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
+	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/breaker"
 	"github.com/chime-sched/chime/processors/namespaces"
 	"github.com/chime-sched/chime/processors/scheduler"
@@ -68,16 +69,22 @@ func startKafka(t *testing.T) *liveKafka {
 	// and advertises where in the group.
 	qln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	nsView, err := views.NewNamespaces(c.Brokers(), topics, "scheduler-namespaces", 1, log)
+	nsView, err := views.NewNamespaces(processors.Client{Brokers: c.Brokers(), ClientID: "scheduler-namespaces", Logger: log}, topics)
 	require.NoError(t, err)
-	sched, err := scheduler.New(scheduler.Config{Brokers: c.Brokers(), Topics: topics, Logger: log,
-		Membership: groups.Membership{Advertise: qln.Addr().String()}, Namespaces: nsView})
+	sched, err := scheduler.New(scheduler.Config{
+		Config: processors.Config{
+			Client:     processors.Client{Brokers: c.Brokers(), Logger: log},
+			Topics:     topics,
+			Membership: groups.Membership{Advertise: qln.Addr().String()},
+		},
+		Namespaces: nsView,
+	})
 	require.NoError(t, err)
 	qs, err := jobquery.NewServer(jobquery.ServerConfig{Source: sched, Partitions: 4, Secret: querySecret, Logger: log})
 	require.NoError(t, err)
-	brk, err := breaker.New(breaker.Config{Brokers: c.Brokers(), Topics: topics, Logger: log, Namespaces: schema.StaticNamespaces{}})
+	brk, err := breaker.New(breaker.Config{Config: processors.Config{Client: processors.Client{Brokers: c.Brokers(), Logger: log}, Topics: topics}, Namespaces: schema.StaticNamespaces{}})
 	require.NoError(t, err)
-	nsp, err := namespaces.New(namespaces.Config{Brokers: c.Brokers(), Topics: topics, Logger: log})
+	nsp, err := namespaces.New(namespaces.Config{Config: processors.Config{Client: processors.Client{Brokers: c.Brokers(), Logger: log}, Topics: topics}})
 	require.NoError(t, err)
 	lifecycletest.Start(t, nsView, jobquery.Listen(qs, qln), sched, nsp, brk)
 	return &liveKafka{cluster: c, topics: topics, log: log}
@@ -86,9 +93,9 @@ func startKafka(t *testing.T) *liveKafka {
 // api starts one API process, with views of its own.
 func (k *liveKafka) api(t *testing.T, mutate ...func(*api.Config)) *liveAPI {
 	t.Helper()
-	nsView, err := views.NewNamespaces(k.cluster.Brokers(), k.topics, "api-namespaces", 1, k.log)
+	nsView, err := views.NewNamespaces(processors.Client{Brokers: k.cluster.Brokers(), ClientID: "api-namespaces", Logger: k.log}, k.topics)
 	require.NoError(t, err)
-	brkView, err := views.NewBreakers(k.cluster.Brokers(), k.topics, "api-breakers", 1, k.log)
+	brkView, err := views.NewBreakers(processors.Client{Brokers: k.cluster.Brokers(), ClientID: "api-breakers", Logger: k.log}, k.topics)
 	require.NoError(t, err)
 	be, err := api.NewBackend(api.BackendConfig{Brokers: k.cluster.Brokers(), Topics: k.topics, Logger: k.log, Partitions: 4, QuerySecret: querySecret,
 		Namespaces: nsView, Breakers: brkView})

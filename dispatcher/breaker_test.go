@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
+	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/breaker"
 	"github.com/chime-sched/chime/processors/breaker/circuit"
 	"github.com/chime-sched/chime/producer"
@@ -169,9 +170,9 @@ func setupBreaker(t *testing.T, nsCfg *chimev1.NamespaceConfig) *breakerBundle {
 	require.NoError(t, b.in.ProduceSync(ctx, &kgo.Record{Topic: b.topics.NamespaceTable(), Key: []byte(nsCfg.Namespace), Value: raw}).FirstErr())
 	b.transitions = collect[*chimev1.BreakerTransition](t, b.cluster.Brokers(), b.topics.BreakerTransitions(), func(m *chimev1.BreakerTransition) string { return m.GetNamespace() })
 	b.startScheduler()
-	nsView, err := views.NewNamespaces(b.cluster.Brokers(), b.topics, "breaker-namespaces", 1, testLogger())
+	nsView, err := views.NewNamespaces(processors.Client{Brokers: b.cluster.Brokers(), ClientID: "breaker-namespaces", Logger: testLogger()}, b.topics)
 	require.NoError(t, err)
-	brk, err := breaker.New(breaker.Config{Brokers: b.cluster.Brokers(), Topics: b.topics, Logger: testLogger(), Namespaces: nsView})
+	brk, err := breaker.New(breaker.Config{Config: processors.Config{Client: processors.Client{Brokers: b.cluster.Brokers(), Logger: testLogger()}, Topics: b.topics}, Namespaces: nsView})
 	require.NoError(t, err)
 	lifecycletest.Start(t, nsView, brk)
 	b.sched = b.producer()
@@ -182,7 +183,7 @@ func setupBreaker(t *testing.T, nsCfg *chimev1.NamespaceConfig) *breakerBundle {
 // dispatcher process has), wrapped to record what it read.
 func (b *breakerBundle) startGated(id string) (*Dispatcher, *watched, *views.Breakers) {
 	b.t.Helper()
-	v, err := views.NewBreakers(b.cluster.Brokers(), b.topics, id+"-breakers", 1, testLogger())
+	v, err := views.NewBreakers(processors.Client{Brokers: b.cluster.Brokers(), ClientID: id + "-breakers", Logger: testLogger()}, b.topics)
 	require.NoError(b.t, err)
 	lifecycletest.Start(b.t, v)
 	w := &watched{src: v, first: map[string]map[uint64]time.Time{}}

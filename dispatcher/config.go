@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chime-sched/chime/infra/groups"
+	"github.com/chime-sched/chime/infra/kafkaauth"
 	"github.com/chime-sched/chime/internal/setting"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -57,6 +58,9 @@ type Config struct {
 	Topics  schema.Topics
 	// ClientID is the Kafka client.id. Default DefaultClientID.
 	ClientID string
+	// SASL is the credential the Kafka clients (the consumer and the
+	// producer of its commands) authenticate with; the zero value is none.
+	SASL kafkaauth.Credential
 	// ID names this dispatcher in outcomes. Default: hostname-pid-random.
 	ID         string
 	Now        func() time.Time // default time.Now
@@ -128,8 +132,8 @@ type Config struct {
 	// Membership is the consumer's part in the dispatcher group (session
 	// timeout, static membership).
 	Membership groups.Membership
-	// KgoOptions are appended to the Kafka clients' options (TLS, SASL,
-	// logging). They cannot undo manual commits or acks=all.
+	// KgoOptions are appended to the Kafka clients' options (TLS, another
+	// SASL mechanism, logging). They cannot undo manual commits or acks=all.
 	KgoOptions []kgo.Opt
 }
 

@@ -13,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/chime-sched/chime/infra/kafkaauth"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
@@ -110,7 +109,7 @@ func (d *Dispatcher) run(ctx context.Context, ready func()) error {
 		kgo.ClientID(d.cfg.ClientID + "-consumer"),
 		kgo.FetchMaxWait(schema.IdleFetchWait),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-	}, append(append(d.cfg.Membership.Kgo(), kafkaauth.Current().Kgo()...), d.cfg.KgoOptions...)...),
+	}, append(append(d.cfg.Membership.Kgo(), d.cfg.SASL.Kgo()...), d.cfg.KgoOptions...)...),
 		kgo.ConsumerGroup(d.cfg.Topics.DispatcherGroup()),
 		kgo.ConsumeTopics(c.topic),
 		kgo.DisableAutoCommit(),

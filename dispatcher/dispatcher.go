@@ -106,6 +106,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		producer.TopicPrefix(cfg.Topics.Prefix),
 		producer.ClientID(cfg.ClientID),
 		producer.Clock(cfg.Now),
+		producer.SASLPlain(cfg.SASL.User, cfg.SASL.Password),
 		producer.KgoOptions(append([]kgo.Opt{kgo.ProducerLinger(2 * time.Millisecond)}, cfg.KgoOptions...)...),
 	)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/chime-sched/chime/internal/kafkatest"
 	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
+	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/scheduler"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
@@ -89,8 +90,12 @@ func (b *bundle) start(mutate ...func(*Config)) *Dispatcher {
 func (b *bundle) startScheduler() {
 	b.t.Helper()
 	s, err := scheduler.New(scheduler.Config{
-		Brokers: b.cluster.Brokers(), Topics: b.topics, Logger: testLogger(),
-		TickResend: 2 * time.Second, PumpIdle: 100 * time.Millisecond,
+		Config: processors.Config{
+			Client: processors.Client{Brokers: b.cluster.Brokers(), Logger: testLogger()},
+			Topics: b.topics,
+		},
+		TickResend: 2 * time.Second,
+		PumpIdle:   100 * time.Millisecond,
 		Namespaces: kafkatest.EveryNamespace{},
 	})
 	require.NoError(b.t, err)

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
+	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/scheduler"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -64,8 +65,12 @@ func TestSpreadNamespaceAcrossDispatchers(t *testing.T) {
 	})
 
 	s, err := scheduler.New(scheduler.Config{
-		Brokers: b.cluster.Brokers(), Topics: b.topics, Logger: testLogger(),
-		TickResend: 2 * time.Second, PumpIdle: 100 * time.Millisecond,
+		Config: processors.Config{
+			Client: processors.Client{Brokers: b.cluster.Brokers(), Logger: testLogger()},
+			Topics: b.topics,
+		},
+		TickResend: 2 * time.Second,
+		PumpIdle:   100 * time.Millisecond,
 		Namespaces: schema.StaticNamespaces{"hot": cfg},
 	})
 	require.NoError(t, err)

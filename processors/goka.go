@@ -20,12 +20,13 @@ import (
 )
 
 // SaramaConfig returns the sarama configuration every chime goka component
-// uses. goka's defaults are wrong for us: streams must start at the oldest
-// offset (a command published before the group first ran is still a
-// command), and every write must be acknowledged by all in-sync replicas.
-func SaramaConfig(clientID string) *sarama.Config {
+// uses, authenticating with c.SASL. goka's defaults are wrong for us:
+// streams must start at the oldest offset (a command published before the
+// group first ran is still a command), and every write must be
+// acknowledged by all in-sync replicas.
+func SaramaConfig(c Client) *sarama.Config {
 	cfg := goka.DefaultConfig()
-	cfg.ClientID = clientID
+	cfg.ClientID = c.ClientID
 	cfg.Version = sarama.V2_8_0_0
 	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
 	// A fetch returns as soon as a record arrives (Fetch.Min is one byte);
@@ -42,7 +43,7 @@ func SaramaConfig(clientID string) *sarama.Config {
 	cfg.Producer.Compression = sarama.CompressionNone
 	cfg.Producer.Idempotent = false
 	cfg.Metadata.RefreshFrequency = 30 * time.Second
-	withSASL(cfg, kafkaauth.Current())
+	withSASL(cfg, c.SASL)
 	return cfg
 }
 
@@ -110,33 +111,34 @@ func PartitionOf(key string, n int32) int32 {
 	return p
 }
 
-// ProcessorOptions are the goka options shared by every chime processor.
-// Each builder gets its own sarama config: goka's builders write the client
-// ID into the config they are given while clients built from it read it.
-// m decides how the processor's consumer group member behaves (session
-// timeout, static membership).
-func ProcessorOptions(clientID string, replication int, m groups.Membership, logger *slog.Logger) []goka.ProcessorOption {
-	groupCfg := SaramaConfig(clientID)
-	withMembership(groupCfg, m)
+// ProcessorOptions are the goka options shared by every chime processor,
+// from its validated Config. Each builder gets its own sarama config:
+// goka's builders write the client ID into the config they are given
+// while clients built from it read it. c.Membership decides how the
+// processor's consumer group member behaves (session timeout, static
+// membership).
+func ProcessorOptions(c Config) []goka.ProcessorOption {
+	groupCfg := SaramaConfig(c.Client)
+	withMembership(groupCfg, c.Membership)
 	// A processor's own sarama consumer reads its table partitions only
 	// while recovering them after an assignment, and closing it waits for
 	// the fetch in flight: with the idle wait, every takeover paid it.
-	recoverCfg := SaramaConfig(clientID)
+	recoverCfg := SaramaConfig(c.Client)
 	recoverCfg.Consumer.MaxWaitTime = RecoveryFetchWait
 	return []goka.ProcessorOption{
-		goka.WithClientID(clientID),
+		goka.WithClientID(c.ClientID),
 		goka.WithConsumerGroupBuilder(rejoining(goka.ConsumerGroupBuilderWithConfig(groupCfg))),
 		goka.WithConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(recoverCfg)),
-		goka.WithProducerBuilder(ProducerBuilder(clientID)),
-		goka.WithTopicManagerBuilder(goka.TopicManagerBuilderWithConfig(SaramaConfig(clientID), TopicManagerConfig(replication))),
+		goka.WithProducerBuilder(ProducerBuilder(c.Client)),
+		goka.WithTopicManagerBuilder(goka.TopicManagerBuilderWithConfig(SaramaConfig(c.Client), TopicManagerConfig(c.Replication))),
 		goka.WithHasher(Hasher),
-		goka.WithLogger(slogLogger{logger}),
+		goka.WithLogger(slogLogger{c.Logger}),
 	}
 }
 
 // ProducerBuilder builds the producer of a chime processor.
-func ProducerBuilder(clientID string) goka.ProducerBuilder {
-	return goka.ProducerBuilderWithConfig(SaramaConfig(clientID))
+func ProducerBuilder(c Client) goka.ProducerBuilder {
+	return goka.ProducerBuilderWithConfig(SaramaConfig(c))
 }
 
 // RecoveryFetchWait bounds the fetch wait of the consumer a processor
@@ -182,14 +184,15 @@ func (g rejoiningGroup) Consume(ctx context.Context, topics []string, h sarama.C
 	}
 }
 
-// ViewOptions are the goka options shared by every chime view.
-func ViewOptions(clientID string, replication int, logger *slog.Logger) []goka.ViewOption {
+// ViewOptions are the goka options shared by every chime view, from its
+// validated Client.
+func ViewOptions(c Client) []goka.ViewOption {
 	return []goka.ViewOption{
-		goka.WithViewClientID(clientID),
-		goka.WithViewConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(SaramaConfig(clientID))),
-		goka.WithViewTopicManagerBuilder(goka.TopicManagerBuilderWithConfig(SaramaConfig(clientID), TopicManagerConfig(replication))),
+		goka.WithViewClientID(c.ClientID),
+		goka.WithViewConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(SaramaConfig(c))),
+		goka.WithViewTopicManagerBuilder(goka.TopicManagerBuilderWithConfig(SaramaConfig(c), TopicManagerConfig(c.Replication))),
 		goka.WithViewHasher(Hasher),
-		goka.WithViewLogger(slogLogger{logger}),
+		goka.WithViewLogger(slogLogger{c.Logger}),
 		goka.WithViewAutoReconnect(),
 	}
 }

@@ -24,7 +24,7 @@ func TestSaramaMembership(t *testing.T) {
 		{m: groups.Membership{SessionTimeout: 12 * time.Second}, session: 12 * time.Second, heartbeat: 2 * time.Second},
 		{m: groups.Membership{Advertise: "10.0.0.5:7070"}, session: groups.DefaultSessionTimeout, heartbeat: groups.DefaultSessionTimeout / 6, addr: "10.0.0.5:7070"},
 	} {
-		cfg := SaramaConfig("test")
+		cfg := SaramaConfig(Client{ClientID: "test"})
 		withMembership(cfg, tc.m)
 		require.Equal(t, tc.session, cfg.Consumer.Group.Session.Timeout)
 		require.Equal(t, tc.heartbeat, cfg.Consumer.Group.Heartbeat.Interval)
@@ -35,14 +35,16 @@ func TestSaramaMembership(t *testing.T) {
 	}
 }
 
+// TestSaramaSASL: a component authenticates with the credential in its
+// Client, and with none when it has none (no process-wide fallback).
 func TestSaramaSASL(t *testing.T) {
 	t.Parallel()
-	cfg := sarama.NewConfig()
-	withSASL(cfg, kafkaauth.Credential{})
+	cfg := SaramaConfig(Client{ClientID: "test"})
 	require.False(t, cfg.Net.SASL.Enable, "no credential, no SASL")
-	withSASL(cfg, kafkaauth.Credential{User: "chime", Password: "secret"})
+	cfg = SaramaConfig(Client{ClientID: "test", SASL: kafkaauth.Credential{User: "chime", Password: "secret"}})
 	require.True(t, cfg.Net.SASL.Enable)
 	require.Equal(t, sarama.SASLMechanism(sarama.SASLTypePlaintext), cfg.Net.SASL.Mechanism)
 	require.Equal(t, "chime", cfg.Net.SASL.User)
 	require.Equal(t, "secret", cfg.Net.SASL.Password)
+	require.NoError(t, cfg.Validate())
 }

@@ -8,8 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
-
-	"github.com/chime-sched/chime/infra/kafkaauth"
 )
 
 // No test here reaches a broker: New does not dial.
@@ -57,7 +55,9 @@ func TestNewClientOptions(t *testing.T) {
 		wantSASL   []string // mechanism names, in the order they are tried
 	}{
 		{
-			name:       "defaults",
+			// No SASL unless SASLPlain (or KgoOptions) says so: the SDK
+			// has no other source of a credential.
+			name:       "defaults, no SASL",
 			opts:       []Option{Brokers(unusedBroker)},
 			wantLinger: defaultLinger,
 			wantID:     defaultClientID,
@@ -123,19 +123,4 @@ func mechanisms(cl *kgo.Client) []string {
 		names = append(names, m.Name())
 	}
 	return names
-}
-
-// TestProcessCredentialIsNotRead: the producer authenticates with what it
-// is given, never with the credential the chime binary sets for its own
-// process (kafkaauth.Use): a library must not change behaviour with a
-// global its caller never saw. Not parallel: it sets that global, and
-// restores it before any parallel test resumes.
-func TestProcessCredentialIsNotRead(t *testing.T) {
-	kafkaauth.Use(kafkaauth.Credential{User: "chime", Password: "process-wide"})
-	defer kafkaauth.Use(kafkaauth.Credential{})
-
-	p, err := New(Brokers(unusedBroker))
-	require.NoError(t, err)
-	defer p.Close()
-	require.Empty(t, mechanisms(p.cl))
 }

@@ -1,8 +1,7 @@
 package views
 
 import (
-	"log/slog"
-
+	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
@@ -13,10 +12,11 @@ type Breakers struct {
 	*table[*chimev1.BreakerStatus]
 }
 
-// NewBreakers builds the view; it answers Get once started
-// (lifecycle.Part) and caught up.
-func NewBreakers(brokers []string, topics schema.Topics, clientID string, replication int, logger *slog.Logger) (*Breakers, error) {
-	t, err := newTable[*chimev1.BreakerStatus]("breakers view", brokers, topics.BreakerGroup(), new(schema.BreakerStatusCodec), clientID, replication, logger)
+// NewBreakers builds the view of topics' breaker table, connected as c
+// says (c.ClientID defaults to "chime-breakers-view"); it answers Get once
+// started (lifecycle.Part) and caught up.
+func NewBreakers(c processors.Client, topics schema.Topics) (*Breakers, error) {
+	t, err := newTable[*chimev1.BreakerStatus]("breakers view", "chime-breakers-view", topics.BreakerGroup(), new(schema.BreakerStatusCodec), c)
 	if err != nil {
 		return nil, err
 	}

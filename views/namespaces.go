@@ -5,8 +5,7 @@
 package views
 
 import (
-	"log/slog"
-
+	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
@@ -19,10 +18,11 @@ type Namespaces struct {
 
 var _ schema.NamespaceSource = (*Namespaces)(nil)
 
-// NewNamespaces builds the view; it answers Get once started
-// (lifecycle.Part) and caught up.
-func NewNamespaces(brokers []string, topics schema.Topics, clientID string, replication int, logger *slog.Logger) (*Namespaces, error) {
-	t, err := newTable[*chimev1.NamespaceConfig]("namespaces view", brokers, topics.NamespaceGroup(), new(schema.NamespaceConfigCodec), clientID, replication, logger)
+// NewNamespaces builds the view of topics' namespace-config table,
+// connected as c says (c.ClientID defaults to "chime-namespaces-view"); it
+// answers Get once started (lifecycle.Part) and caught up.
+func NewNamespaces(c processors.Client, topics schema.Topics) (*Namespaces, error) {
+	t, err := newTable[*chimev1.NamespaceConfig]("namespaces view", "chime-namespaces-view", topics.NamespaceGroup(), new(schema.NamespaceConfigCodec), c)
 	if err != nil {
 		return nil, err
 	}

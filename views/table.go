@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -54,13 +53,14 @@ type decoded[T any] struct {
 }
 
 // newTable builds a view of group's table, kept in memory; name is the
-// part's name.
-func newTable[T any](name string, brokers []string, group string, codec goka.Codec, clientID string, replication int, logger *slog.Logger) (*table[T], error) {
-	if logger == nil {
-		logger = slog.Default()
+// part's name (and names it in a refused setting), defaultClientID the
+// client ID it takes when c has none.
+func newTable[T any](name, defaultClientID, group string, codec goka.Codec, c processors.Client) (*table[T], error) {
+	if err := c.Validate(name, defaultClientID); err != nil {
+		return nil, err
 	}
-	opts := append(processors.ViewOptions(clientID, replication, logger), goka.WithViewStorageBuilder(memstore.Builder()))
-	v, err := goka.NewView(brokers, goka.GroupTable(goka.Group(group)), new(schema.BytesCodec), opts...)
+	opts := append(processors.ViewOptions(c), goka.WithViewStorageBuilder(memstore.Builder()))
+	v, err := goka.NewView(c.Brokers, goka.GroupTable(goka.Group(group)), new(schema.BytesCodec), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("view of %s: %w", goka.GroupTable(goka.Group(group)), err)
 	}

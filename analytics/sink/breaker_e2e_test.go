@@ -15,6 +15,7 @@ import (
 	"github.com/chime-sched/chime/internal/clickhousetest"
 	"github.com/chime-sched/chime/internal/kafkatest"
 	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
+	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/breaker"
 	"github.com/chime-sched/chime/processors/scheduler"
 	"github.com/chime-sched/chime/producer"
@@ -41,11 +42,11 @@ func TestBreakerTripAndRecoveryInHistory(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, cl.ProduceSync(tb.ctx, &kgo.Record{Topic: tb.topics.NamespaceTable(), Key: []byte("acme"), Value: cfg}).FirstErr())
 
-	nsView, err := views.NewNamespaces(tb.kafka.Brokers(), tb.topics, "namespaces", 1, quiet)
+	nsView, err := views.NewNamespaces(processors.Client{Brokers: tb.kafka.Brokers(), ClientID: "namespaces", Logger: quiet}, tb.topics)
 	require.NoError(t, err)
-	sched, err := scheduler.New(scheduler.Config{Brokers: tb.kafka.Brokers(), Topics: tb.topics, Logger: quiet, TickResend: 2 * time.Second, Namespaces: nsView})
+	sched, err := scheduler.New(scheduler.Config{Config: processors.Config{Client: processors.Client{Brokers: tb.kafka.Brokers(), Logger: quiet}, Topics: tb.topics}, TickResend: 2 * time.Second, Namespaces: nsView})
 	require.NoError(t, err)
-	brk, err := breaker.New(breaker.Config{Brokers: tb.kafka.Brokers(), Topics: tb.topics, Logger: quiet, Namespaces: nsView})
+	brk, err := breaker.New(breaker.Config{Config: processors.Config{Client: processors.Client{Brokers: tb.kafka.Brokers(), Logger: quiet}, Topics: tb.topics}, Namespaces: nsView})
 	require.NoError(t, err)
 	lifecycletest.Start(t, nsView, sched, brk)
 	tb.start(t, tb.config())

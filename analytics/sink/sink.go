@@ -87,7 +87,10 @@ type Config struct {
 	Brokers  []string
 	Topics   schema.Topics
 	ClientID string // default DefaultClientID
-	Store    *analytics.Store
+	// SASL is the credential the consumer authenticates with; the zero
+	// value is none.
+	SASL  kafkaauth.Credential
+	Store *analytics.Store
 	// BatchSize is the most rows one insert holds. Default
 	// DefaultBatchSize.
 	BatchSize int
@@ -260,7 +263,7 @@ func (s *Sink) run(ctx context.Context, ready func()) error {
 		kgo.ClientID(s.cfg.ClientID + "-sink"),
 		kgo.FetchMaxWait(schema.IdleFetchWait),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-	}, append(append(s.cfg.Membership.Kgo(), kafkaauth.Current().Kgo()...), s.cfg.KgoOptions...)...),
+	}, append(append(s.cfg.Membership.Kgo(), s.cfg.SASL.Kgo()...), s.cfg.KgoOptions...)...),
 		kgo.ConsumerGroup(s.cfg.Topics.SinkGroup()),
 		kgo.ConsumeTopics(topics...),
 		kgo.DisableAutoCommit(),

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chime-sched/chime/api"
+	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/namespaces"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/views"
@@ -43,11 +44,11 @@ func benchAPI(ctx context.Context, log *slog.Logger, creates int, partitions int
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	nsView, err := views.NewNamespaces(brokers, tp, "bench-api-namespaces", 1, log)
+	nsView, err := views.NewNamespaces(processors.Client{Brokers: brokers, ClientID: "bench-api-namespaces", Logger: log}, tp)
 	if err != nil {
 		fail("%v", err)
 	}
-	brkView, err := views.NewBreakers(brokers, tp, "bench-api-breakers", 1, log)
+	brkView, err := views.NewBreakers(processors.Client{Brokers: brokers, ClientID: "bench-api-breakers", Logger: log}, tp)
 	if err != nil {
 		fail("%v", err)
 	}
@@ -71,7 +72,7 @@ func benchAPI(ctx context.Context, log *slog.Logger, creates int, partitions int
 	if err != nil {
 		fail("%v", err)
 	}
-	nsp, err := namespaces.New(namespaces.Config{Brokers: brokers, Topics: tp, Logger: log})
+	nsp, err := namespaces.New(namespaces.Config{Config: processors.Config{Client: processors.Client{Brokers: brokers, Logger: log}, Topics: tp}})
 	if err != nil {
 		fail("namespaces: %v", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/internal/lifecycle"
+	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/breaker"
 	"github.com/chime-sched/chime/processors/breaker/circuit"
 	"github.com/chime-sched/chime/producer"
@@ -66,11 +67,11 @@ func benchBreaker(ctx context.Context, log *slog.Logger, outcomes int, partition
 		fail("flush: %v", err)
 	}
 
-	p, err := breaker.New(breaker.Config{Brokers: brokers, Topics: tp, Logger: log, Namespaces: schema.StaticNamespaces{}})
+	p, err := breaker.New(breaker.Config{Config: processors.Config{Client: processors.Client{Brokers: brokers, Logger: log}, Topics: tp}, Namespaces: schema.StaticNamespaces{}})
 	if err != nil {
 		fail("%v", err)
 	}
-	v, err := views.NewBreakers(brokers, tp, "bench-view", 1, log)
+	v, err := views.NewBreakers(processors.Client{Brokers: brokers, ClientID: "bench-view", Logger: log}, tp)
 	if err != nil {
 		fail("%v", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chime-sched/chime/dispatcher"
 	"github.com/chime-sched/chime/internal/lifecycle"
+	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/breaker"
 	"github.com/chime-sched/chime/processors/breaker/circuit"
 	"github.com/chime-sched/chime/processors/scheduler"
@@ -55,8 +56,11 @@ func benchBreakerGate(ctx context.Context, log *slog.Logger, run time.Duration, 
 		}
 		provision(ctx, cl, tp, partitions)
 		known := schema.StaticNamespaces{"dead": &chimev1.NamespaceConfig{}}
-		s, err := scheduler.New(scheduler.Config{Brokers: brokers, Topics: tp, Logger: log, PumpIdle: 100 * time.Millisecond,
-			Namespaces: known})
+		s, err := scheduler.New(scheduler.Config{
+			Config:     processors.Config{Client: processors.Client{Brokers: brokers, Logger: log}, Topics: tp},
+			PumpIdle:   100 * time.Millisecond,
+			Namespaces: known,
+		})
 		if err != nil {
 			fail("%v", err)
 		}
@@ -64,7 +68,7 @@ func benchBreakerGate(ctx context.Context, log *slog.Logger, run time.Duration, 
 		var gates []*views.Breakers
 		cfg := dispatcher.Config{Brokers: brokers, Topics: tp, Logger: log, Guard: dispatcher.Guard{AllowLoopback: true}}
 		if withBreaker {
-			p, err := breaker.New(breaker.Config{Brokers: brokers, Topics: tp, Logger: log, Namespaces: known})
+			p, err := breaker.New(breaker.Config{Config: processors.Config{Client: processors.Client{Brokers: brokers, Logger: log}, Topics: tp}, Namespaces: known})
 			if err != nil {
 				fail("%v", err)
 			}
@@ -72,7 +76,7 @@ func benchBreakerGate(ctx context.Context, log *slog.Logger, run time.Duration, 
 			// One view per dispatcher process; the second stands for
 			// another dispatcher in the reaction measurement.
 			for j := range 2 {
-				v, err := views.NewBreakers(brokers, tp, "bench-dispatcher-"+strconv.Itoa(j), 1, log)
+				v, err := views.NewBreakers(processors.Client{Brokers: brokers, ClientID: "bench-dispatcher-" + strconv.Itoa(j), Logger: log}, tp)
 				if err != nil {
 					fail("%v", err)
 				}

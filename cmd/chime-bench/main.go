@@ -29,6 +29,7 @@ import (
 	"github.com/chime-sched/chime/infra/broker"
 	"github.com/chime-sched/chime/infra/topics"
 	"github.com/chime-sched/chime/internal/timerindex"
+	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/scheduler"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
@@ -194,7 +195,7 @@ func benchScheduler(ctx context.Context, log *slog.Logger, jobs int, partitions 
 	for i := range 50 {
 		known[fmt.Sprintf("ns-%02d", i)] = &chimev1.NamespaceConfig{}
 	}
-	s, err := scheduler.New(scheduler.Config{Brokers: brokers, Topics: tp, Logger: log, Namespaces: known})
+	s, err := scheduler.New(scheduler.Config{Config: processors.Config{Client: processors.Client{Brokers: brokers, Logger: log}, Topics: tp}, Namespaces: known})
 	if err != nil {
 		fail("%v", err)
 	}

@@ -28,13 +28,7 @@ func roleBreaker(ctx context.Context, e *env) error {
 // newBreaker builds the breaker processor, reading thresholds from rm.
 func newBreaker(e *env, rm *readModels) (*breaker.Processor, error) {
 	return breaker.New(breaker.Config{
-		Brokers:     e.brokers,
-		Topics:      e.cfg.Topics(),
-		ClientID:    e.cfg.ClientID + "-breaker",
-		Replication: e.replicationOf(e.cfg.Topics().BreakerTable()),
-		Membership:  e.membership,
-		Logger:      e.log.With("component", "breaker"),
-		Registerer:  e.registry,
-		Namespaces:  rm.namespaces,
+		Config:     e.processorConfig("breaker", e.replicationOf(e.cfg.Topics().BreakerTable())),
+		Namespaces: rm.namespaces,
 	})
 }

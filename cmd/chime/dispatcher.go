@@ -60,10 +60,8 @@ func newDispatcher(e *env, dev bool, rm *readModels) (*dispatcher.Dispatcher, er
 			}
 			return cfg
 		}),
-		Breakers: rm.breakers,
-		// The producer of its Retry/Defer/Ack commands (the Go SDK)
-		// authenticates with what it is given only.
-		KgoOptions: e.sasl.Kgo(),
+		Breakers:   rm.breakers,
+		SASL:       e.sasl,
 		Registerer: e.registry,
 	})
 	if err != nil {

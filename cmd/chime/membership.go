@@ -12,7 +12,6 @@ import (
 	"github.com/chime-sched/chime/infra/config"
 	"github.com/chime-sched/chime/infra/dirlock"
 	"github.com/chime-sched/chime/infra/groups"
-	"github.com/chime-sched/chime/infra/kafkaauth"
 )
 
 // identityLockName is the lock file in the state dir that makes a derived
@@ -61,7 +60,7 @@ func (e *env) leaveGroups() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(append(kafkaauth.Current().Kgo(), kgo.SeedBrokers(e.brokers...), kgo.ClientID(e.cfg.ClientID+"-admin"))...)
+	cl, err := kgo.NewClient(append(e.sasl.Kgo(), kgo.SeedBrokers(e.brokers...), kgo.ClientID(e.cfg.ClientID+"-admin"))...)
 	if err != nil {
 		e.log.Warn("leaving consumer groups", "err", err)
 		return

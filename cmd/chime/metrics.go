@@ -72,13 +72,15 @@ func serveHTTP(ctx context.Context, srv *http.Server, ln net.Listener) error {
 // the brokers when scraped.
 type lagCollector struct {
 	brokers []string
+	sasl    kafkaauth.Credential
 	groups  []string
 	desc    *prometheus.Desc
 }
 
-func newLagCollector(brokers []string, groups ...string) *lagCollector {
+func newLagCollector(brokers []string, sasl kafkaauth.Credential, groups ...string) *lagCollector {
 	return &lagCollector{
 		brokers: brokers,
+		sasl:    sasl,
 		groups:  groups,
 		desc: prometheus.NewDesc("chime_consumer_lag_records",
 			"Records not yet consumed (and committed) by a consumer group, per topic partition.",
@@ -89,7 +91,7 @@ func newLagCollector(brokers []string, groups ...string) *lagCollector {
 func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
-	cl, err := kgo.NewClient(append(kafkaauth.Current().Kgo(), kgo.SeedBrokers(c.brokers...))...)
+	cl, err := kgo.NewClient(append(c.sasl.Kgo(), kgo.SeedBrokers(c.brokers...))...)
 	if err != nil {
 		return
 	}

@@ -20,13 +20,13 @@ type readModels struct {
 func newReadModels(e *env, breakers bool) (*readModels, error) {
 	t := e.cfg.Topics()
 	log := e.log.With("component", "views")
-	ns, err := views.NewNamespaces(e.brokers, t, e.cfg.ClientID+"-namespaces", e.replicationOf(t.NamespaceTable()), log)
+	ns, err := views.NewNamespaces(e.kafkaClient("-namespaces", e.replicationOf(t.NamespaceTable()), log), t)
 	if err != nil {
 		return nil, err
 	}
 	rm := &readModels{namespaces: ns}
 	if breakers {
-		if rm.breakers, err = views.NewBreakers(e.brokers, t, e.cfg.ClientID+"-breakers", e.replicationOf(t.BreakerTable()), log); err != nil {
+		if rm.breakers, err = views.NewBreakers(e.kafkaClient("-breakers", e.replicationOf(t.BreakerTable()), log), t); err != nil {
 			return nil, err
 		}
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/chime-sched/chime/infra/kafkaauth"
 	"github.com/chime-sched/chime/infra/topics"
 	"github.com/chime-sched/chime/internal/lifecycle"
+	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/namespaces"
 	"github.com/chime-sched/chime/processors/scheduler"
 	"github.com/chime-sched/chime/views/jobquery"
@@ -41,8 +42,8 @@ type env struct {
 	replicas    map[string]int // per table topic
 	embedded    *broker.Broker
 	// sasl is what every Kafka client of the process authenticates with
-	// (none against a cluster without SASL): components that take it as
-	// an argument get it from here, the rest from kafkaauth.Current.
+	// (none against a cluster without SASL): each component's Config
+	// gets it from here.
 	sasl kafkaauth.Credential
 	// membership is the process's part in chime's consumer groups.
 	membership groups.Membership
@@ -89,7 +90,7 @@ func runRole(ctx context.Context, name string, args []string, getenv func(string
 			log.Info("stopped cleanly")
 		}
 	}()
-	e.registry.MustRegister(newLagCollector(e.brokers, chimeGroups(cfg)...))
+	e.registry.MustRegister(newLagCollector(e.brokers, e.sasl, chimeGroups(cfg)...))
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return serveMetrics(gctx, e) })
 	g.Go(func() error {
@@ -163,8 +164,7 @@ func (e *env) connect(ctx context.Context) error {
 	}
 	// Before any client is made: every one of them authenticates with it.
 	e.sasl = cred
-	kafkaauth.Use(cred)
-	cl, err := kgo.NewClient(append(kafkaauth.Current().Kgo(), kgo.SeedBrokers(e.brokers...), kgo.ClientID(e.cfg.ClientID+"-admin"))...)
+	cl, err := kgo.NewClient(append(e.sasl.Kgo(), kgo.SeedBrokers(e.brokers...), kgo.ClientID(e.cfg.ClientID+"-admin"))...)
 	if err != nil {
 		return fmt.Errorf("kafka client: %w", err)
 	}
@@ -239,15 +239,32 @@ func (e *env) close() {
 	}
 }
 
+// kafkaClient is how a goka component of this process connects: its
+// client ID is the process's with suffix.
+func (e *env) kafkaClient(suffix string, replication int, log *slog.Logger) processors.Client {
+	return processors.Client{
+		Brokers:     e.brokers,
+		ClientID:    e.cfg.ClientID + suffix,
+		Replication: replication,
+		SASL:        e.sasl,
+		Logger:      log,
+	}
+}
+
+// processorConfig is what the goka processor named component shares with
+// the others; replication is its table topic's.
+func (e *env) processorConfig(component string, replication int) processors.Config {
+	return processors.Config{
+		Client:     e.kafkaClient("-"+component, replication, e.log.With("component", component)),
+		Topics:     e.cfg.Topics(),
+		Membership: e.membership,
+		Registerer: e.registry,
+	}
+}
+
 func (e *env) schedulerConfig() scheduler.Config {
 	return scheduler.Config{
-		Brokers:           e.brokers,
-		Topics:            e.cfg.Topics(),
-		ClientID:          e.cfg.ClientID + "-scheduler",
-		Replication:       int(e.replication),
-		Membership:        e.membership,
-		Logger:            e.log.With("component", "scheduler"),
-		Registerer:        e.registry,
+		Config:            e.processorConfig("scheduler", int(e.replication)),
 		KafkaTargetTopics: e.cfg.KafkaTargetTopics,
 		TerminalRetention: e.cfg.JobRetention,
 	}
@@ -395,13 +412,7 @@ func roleDev(ctx context.Context, e *env) error {
 // newNamespaces builds the namespace-config processor.
 func newNamespaces(e *env) (*namespaces.Processor, error) {
 	return namespaces.New(namespaces.Config{
-		Brokers:     e.brokers,
-		Topics:      e.cfg.Topics(),
-		ClientID:    e.cfg.ClientID + "-namespaces",
-		Replication: e.replicationOf(e.cfg.Topics().NamespaceTable()),
-		Membership:  e.membership,
-		Logger:      e.log.With("component", "namespaces"),
-		Registerer:  e.registry,
+		Config: e.processorConfig("namespaces", e.replicationOf(e.cfg.Topics().NamespaceTable())),
 	})
 }
 

@@ -59,6 +59,7 @@ func newSinkPart(e *env, dev bool, opened func(dsn string, err error)) lifecycle
 			Brokers:    e.brokers,
 			Topics:     e.cfg.Topics(),
 			ClientID:   e.cfg.ClientID,
+			SASL:       e.sasl,
 			Membership: e.membership,
 			Store:      store,
 			Logger:     log,

@@ -9,19 +9,16 @@
 // (add a namespace key, say). Against a real cluster the credential comes
 // from CHIME_KAFKA_SASL_USER and CHIME_KAFKA_SASL_PASSWORD.
 //
-// The process's credential is set once, by the chime binary at start and
-// before it makes any client (Use), and read by the places that build a
-// Kafka client and do not take it as an argument yet (Current). The
-// producer package (the Go SDK, also used by programs that are not chime)
-// and the API's backend take it as an argument and never read Current:
-// a library must not authenticate with a global its caller never set.
-// Programs that never call Use (tests, the benchmark harness) connect
-// without SASL.
+// Every component that makes a Kafka client takes its credential as an
+// argument (a SASL field in its Config; producer.SASLPlain in the Go SDK),
+// and the chime binary passes the one it loaded to each. There is no
+// process-wide credential, so no component, and no program embedding the
+// SDK, authenticates with one its caller did not pass. A zero Credential
+// connects without SASL.
 package kafkaauth
 
 import (
 	"fmt"
-	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -43,19 +40,6 @@ func (c Credential) Kgo() []kgo.Opt {
 		return nil
 	}
 	return []kgo.Opt{kgo.SASL(plain.Auth{User: c.User, Pass: c.Password}.AsMechanism())}
-}
-
-var current atomic.Pointer[Credential]
-
-// Use sets the process's credential; call it before making clients.
-func Use(c Credential) { current.Store(&c) }
-
-// Current is the process's credential (none until Use).
-func Current() Credential {
-	if c := current.Load(); c != nil {
-		return *c
-	}
-	return Credential{}
 }
 
 // EmbeddedUser is the embedded broker's superuser.

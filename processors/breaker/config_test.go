@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chime-sched/chime/infra/groups"
+	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/schema"
 )
 
@@ -32,9 +33,9 @@ func TestConfigValidate(t *testing.T) {
 		{name: "EveryChange stays", cfg: Config{CheckpointInterval: EveryChange}, check: func(t *testing.T, c Config) {
 			require.EqualValues(t, EveryChange, c.CheckpointInterval)
 		}},
-		{name: "Replication", cfg: Config{Replication: -1}, err: "breaker: Replication is -1: must be positive, or 0 for the default 1"},
+		{name: "Replication", cfg: Config{Config: processors.Config{Client: processors.Client{Replication: -1}}}, err: "breaker: Replication is -1: must be positive, or 0 for the default 1"},
 		{name: "CheckpointInterval", cfg: Config{CheckpointInterval: -time.Second}, err: "breaker: CheckpointInterval is -1s: must be positive, 0 for the default 1s, or breaker.EveryChange to write every change"},
-		{name: "Membership", cfg: Config{Membership: groups.Membership{Advertise: "host"}}, err: `breaker: Membership: advertised address "host" is not host:port`},
+		{name: "Membership", cfg: Config{Config: processors.Config{Membership: groups.Membership{Advertise: "host"}}}, err: `breaker: Membership: advertised address "host" is not host:port`},
 		{name: "Namespaces", noNamespaces: true, err: "breaker: Config.Namespaces is required: start a views.Namespaces before the processor, or pass schema.StaticNamespaces"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/chime-sched/chime/internal/kafkatest"
 	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
+	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/breaker"
 	"github.com/chime-sched/chime/processors/breaker/circuit"
 	"github.com/chime-sched/chime/processors/scheduler"
@@ -104,16 +105,16 @@ func TestBreakerOpensAndTheSchedulerEndsTheCoolOff(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Topic: topics.NamespaceTable(), Key: []byte("acme"), Value: cfg}).FirstErr())
 
-	nsView, err := views.NewNamespaces(c.Brokers(), topics, "namespaces", 1, quiet())
+	nsView, err := views.NewNamespaces(processors.Client{Brokers: c.Brokers(), ClientID: "namespaces", Logger: quiet()}, topics)
 	require.NoError(t, err)
-	sched, err := scheduler.New(scheduler.Config{Brokers: c.Brokers(), Topics: topics, Logger: quiet(), TickResend: 2 * time.Second, Namespaces: nsView})
+	sched, err := scheduler.New(scheduler.Config{Config: processors.Config{Client: processors.Client{Brokers: c.Brokers(), Logger: quiet()}, Topics: topics}, TickResend: 2 * time.Second, Namespaces: nsView})
 	require.NoError(t, err)
-	brk, err := breaker.New(breaker.Config{Brokers: c.Brokers(), Topics: topics, Logger: quiet(), Namespaces: nsView})
+	brk, err := breaker.New(breaker.Config{Config: processors.Config{Client: processors.Client{Brokers: c.Brokers(), Logger: quiet()}, Topics: topics}, Namespaces: nsView})
 	require.NoError(t, err)
 	parts := []lifecycle.Part{nsView, sched, brk}
 	var dispatcherViews []*views.Breakers
 	for _, id := range []string{"dispatcher-1", "dispatcher-2"} {
-		v, err := views.NewBreakers(c.Brokers(), topics, id, 1, quiet())
+		v, err := views.NewBreakers(processors.Client{Brokers: c.Brokers(), ClientID: id, Logger: quiet()}, topics)
 		require.NoError(t, err)
 		parts = append(parts, v)
 		dispatcherViews = append(dispatcherViews, v)

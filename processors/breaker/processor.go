@@ -18,7 +18,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -30,7 +29,6 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/internal/setting"
 	"github.com/chime-sched/chime/processors"
@@ -45,23 +43,14 @@ import (
 // timer: one per namespace, re-armed (upserted) at every trip.
 const CoolOffJobID = schema.ReservedJobIDPrefix + "breaker-cooloff"
 
-// Config configures the processor.
+// Config configures the processor. processors.Config holds what every
+// processor shares (Client.ClientID defaults to DefaultClientID); its
+// Registerer, if set, gets the breaker's metrics: the state of every
+// namespace's breaker this instance decided, transitions, and the
+// outcomes read.
 type Config struct {
-	Brokers     []string
-	Topics      schema.Topics
-	ClientID    string // default DefaultClientID
-	Replication int    // default 1
-	// Membership is the processor's part in its consumer group
-	// (session timeout, static membership).
-	Membership groups.Membership
-	Storage    storage.Builder  // nil = in memory
-	Now        func() time.Time // default time.Now
-	Logger     *slog.Logger     // default slog.Default()
-
-	// Registerer, if set, gets the breaker's metrics: the state of every
-	// namespace's breaker this instance decided, transitions, and the
-	// outcomes read.
-	Registerer prometheus.Registerer
+	processors.Config
+	Storage storage.Builder // nil = in memory
 
 	// Namespaces reads the namespace configs (the thresholds). Required:
 	// a views.Namespaces the caller starts before the processor and stops
@@ -94,28 +83,11 @@ const EveryChange = -1
 // validate applies the defaults to the fields left unset and refuses the
 // values the processor cannot work with, naming each.
 func (c *Config) validate() error {
-	if c.Topics.Prefix == "" {
-		c.Topics = schema.NewTopics("")
-	}
-	if c.ClientID == "" {
-		c.ClientID = DefaultClientID
-	}
 	if c.Storage == nil {
 		c.Storage = memstore.Builder()
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	var membership error
-	if err := c.Membership.Validate(); err != nil {
-		membership = fmt.Errorf("breaker: Membership: %w", err)
-	}
 	return errors.Join(
-		setting.Positive("breaker", "Replication", &c.Replication, 1),
-		membership,
+		c.Config.Validate("breaker", DefaultClientID),
 		setting.PositiveOr("breaker", "CheckpointInterval", &c.CheckpointInterval, DefaultCheckpointInterval, EveryChange, "breaker.EveryChange", "to write every change"),
 	)
 }
@@ -204,7 +176,7 @@ func (p *Processor) Graph() *goka.GroupGraph {
 }
 
 func (p *Processor) options() []goka.ProcessorOption {
-	opts := processors.ProcessorOptions(p.cfg.ClientID, p.cfg.Replication, p.cfg.Membership, p.cfg.Logger)
+	opts := processors.ProcessorOptions(p.cfg.Config)
 	opts = append(opts, goka.WithStorageBuilder(p.cfg.Storage), goka.WithNilHandling(goka.NilProcess),
 		goka.WithRebalanceCallback(p.rebalanced))
 	// After the storage: goka's tester replaces it.

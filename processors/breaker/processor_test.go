@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/chime-sched/chime/internal/clocktest"
+	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 	"github.com/chime-sched/chime/schema/command"
@@ -41,6 +42,7 @@ func setupCheckpoint(t *testing.T, checkpoint time.Duration) *testBundle {
 	tt := tester.New(t)
 	b := &testBundle{tt: tt, clock: clocktest.New(t0), topics: schema.NewTopics("")}
 	p, err := New(Config{
+		Config: processors.Config{Client: processors.Client{Logger: slog.New(slog.DiscardHandler)}, Now: b.clock.Now},
 		Namespaces: schema.StaticNamespaces{"acme": &chimev1.NamespaceConfig{
 			Namespace: "acme",
 			Version:   1,
@@ -51,8 +53,6 @@ func setupCheckpoint(t *testing.T, checkpoint time.Duration) *testBundle {
 				HalfOpenProbes: 2,
 			},
 		}},
-		Now:                b.clock.Now,
-		Logger:             slog.New(slog.DiscardHandler),
 		CheckpointInterval: checkpoint,
 		extraOptions:       []goka.ProcessorOption{goka.WithTester(tt)},
 	})

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chime-sched/chime/infra/groups"
+	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/schema"
 )
 
@@ -18,8 +19,8 @@ func TestConfigValidate(t *testing.T) {
 		err  string
 	}{
 		{name: "zero takes the defaults"},
-		{name: "Replication", cfg: Config{Replication: -2}, err: "namespaces: Replication is -2: must be positive, or 0 for the default 1"},
-		{name: "Membership", cfg: Config{Membership: groups.Membership{SessionTimeout: -time.Second}}, err: "namespaces: Membership: session timeout -1s is below 2s (0 takes the default 6s)"},
+		{name: "Replication", cfg: Config{Config: processors.Config{Client: processors.Client{Replication: -2}}}, err: "namespaces: Replication is -2: must be positive, or 0 for the default 1"},
+		{name: "Membership", cfg: Config{Config: processors.Config{Membership: groups.Membership{SessionTimeout: -time.Second}}}, err: "namespaces: Membership: session timeout -1s is below 2s (0 takes the default 6s)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -8,9 +8,7 @@ package namespaces
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strconv"
 	"time"
@@ -21,9 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/internal/lifecycle"
-	"github.com/chime-sched/chime/internal/setting"
 	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/memstore"
 	"github.com/chime-sched/chime/schema"
@@ -31,22 +27,14 @@ import (
 	"github.com/chime-sched/chime/schema/command"
 )
 
-// Config configures the processor. A field left at its zero value takes
-// the default named on it; a negative one is refused by New.
+// Config configures the processor: what every processor shares
+// (processors.Config; Client.ClientID defaults to DefaultClientID, and the
+// Registerer, if set, gets the commands by result) and its storage. A
+// field left at its zero value takes the default named on it; a negative
+// one is refused by New.
 type Config struct {
-	Brokers     []string
-	Topics      schema.Topics
-	ClientID    string // default DefaultClientID
-	Replication int    // default 1
-	// Membership is the processor's part in its consumer group
-	// (session timeout, static membership).
-	Membership groups.Membership
-	Storage    storage.Builder  // nil = in memory
-	Now        func() time.Time // default time.Now
-	Logger     *slog.Logger     // default slog.Default()
-	// Registerer, if set, gets the processor's metrics: commands by
-	// result.
-	Registerer prometheus.Registerer
+	processors.Config
+	Storage storage.Builder // nil = in memory
 
 	extraOptions []goka.ProcessorOption
 }
@@ -57,26 +45,10 @@ const DefaultClientID = "chime-namespaces"
 // validate applies the defaults to the fields left unset and refuses the
 // values the processor cannot work with, naming each.
 func (c *Config) validate() error {
-	if c.Topics.Prefix == "" {
-		c.Topics = schema.NewTopics("")
-	}
-	if c.ClientID == "" {
-		c.ClientID = DefaultClientID
-	}
 	if c.Storage == nil {
 		c.Storage = memstore.Builder()
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	var membership error
-	if err := c.Membership.Validate(); err != nil {
-		membership = fmt.Errorf("namespaces: Membership: %w", err)
-	}
-	return errors.Join(setting.Positive("namespaces", "Replication", &c.Replication, 1), membership)
+	return c.Config.Validate("namespaces", DefaultClientID)
 }
 
 // Processor is the namespace-config processor.
@@ -124,7 +96,7 @@ func (p *Processor) Start(ctx context.Context) error { return p.Go(ctx, p.run) }
 
 func (p *Processor) run(ctx context.Context, ready func()) error {
 	return p.runner.Run(ctx, "namespaces", p.cfg.Logger, ready, func() (*goka.Processor, error) {
-		opts := append(processors.ProcessorOptions(p.cfg.ClientID, p.cfg.Replication, p.cfg.Membership, p.cfg.Logger), p.cfg.extraOptions...)
+		opts := append(processors.ProcessorOptions(p.cfg.Config), p.cfg.extraOptions...)
 		opts = append(opts, goka.WithStorageBuilder(p.cfg.Storage), goka.WithNilHandling(goka.NilProcess))
 		return goka.NewProcessor(p.cfg.Brokers, p.Graph(), opts...)
 	})

@@ -13,8 +13,10 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/chime-sched/chime/infra/kafkaauth"
 	"github.com/chime-sched/chime/internal/kafkatest"
 	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
+	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/namespaces"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
@@ -121,9 +123,9 @@ func TestProcessorAndView(t *testing.T) {
 	topics := schema.NewTopics(kafkatest.UniquePrefix(t))
 	c.Provision(t, topics, 4)
 	reg := prometheus.NewRegistry()
-	p, err := namespaces.New(namespaces.Config{Brokers: c.Brokers(), Topics: topics, Registerer: reg})
+	p, err := namespaces.New(namespaces.Config{Config: processors.Config{Client: processors.Client{Brokers: c.Brokers()}, Topics: topics, Registerer: reg}})
 	require.NoError(t, err)
-	v, err := views.NewNamespaces(c.Brokers(), topics, "test-view", 1, nil)
+	v, err := views.NewNamespaces(processors.Client{Brokers: c.Brokers(), ClientID: "test-view"}, topics)
 	require.NoError(t, err)
 	lifecycletest.Start(t, p, v)
 
@@ -193,6 +195,31 @@ func TestProcessorAndView(t *testing.T) {
 	})
 	require.Equal(t, schema.MaxRejectedCommand, len(rejections[1].GetCommand()), "the copy of the command is bounded")
 	require.EqualValues(t, len(huge), rejections[1].GetCommandSize())
+}
+
+// TestProcessorAndViewAuthenticate: against a broker that requires
+// SASL/PLAIN, as chime dev's does, the processor and the view connect with
+// the credential their Client carries (nothing else gives them one).
+func TestProcessorAndViewAuthenticate(t *testing.T) {
+	t.Parallel()
+	cred := kafkaauth.Credential{User: "chime", Password: "test-secret"}
+	c := kafkatest.New(t, kafkatest.WithSASL(cred))
+	topics := c.Topics()
+	c.Provision(t, topics, 2)
+	client := processors.Client{Brokers: c.Brokers(), SASL: cred}
+	p, err := namespaces.New(namespaces.Config{Config: processors.Config{Client: client, Topics: topics}})
+	require.NoError(t, err)
+	v, err := views.NewNamespaces(client, topics)
+	require.NoError(t, err)
+	lifecycletest.Start(t, p, v)
+
+	cmd := &chimev1.NamespaceCommand{CommandId: "c1", Namespace: "acme", Command: &chimev1.NamespaceCommand_Put{Put: &chimev1.NamespaceConfig{MaxConcurrency: 7}}}
+	cl := c.Client(t, kgo.RecordPartitioner(producer.GokaPartitioner()))
+	require.NoError(t, cl.ProduceSync(context.Background(), &kgo.Record{Topic: topics.NamespaceCommands(), Key: []byte("acme"), Value: marshal(t, cmd)}).FirstErr())
+	kafkatest.WaitFor(t, 30*time.Second, "the view serves the row the processor wrote", func() bool {
+		cfg, _ := v.Get("acme")
+		return cfg.GetMaxConcurrency() == 7
+	})
 }
 
 func TestEffectiveNamespaceReplacesDurationsWhole(t *testing.T) {

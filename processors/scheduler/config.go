@@ -3,28 +3,23 @@ package scheduler
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/lovoo/goka"
-	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/internal/setting"
+	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/schema"
 )
 
-// Config configures a scheduler instance. A field left at its zero value
-// takes the default named on it; a negative one is refused by New, except
-// the value Off (or Keep) where a field says it takes it.
+// Config configures a scheduler instance: what every processor shares
+// (processors.Config; Client.ClientID defaults to DefaultClientID, and the
+// Registerer, if set, gets the scheduler's metrics: fire lag, fires,
+// pending timers) and the scheduler's own settings. A field left at its
+// zero value takes the default named on it; a negative one is refused by
+// New, except the value Off (or Keep) where a field says it takes it.
 type Config struct {
-	Brokers     []string
-	Topics      schema.Topics
-	ClientID    string // default DefaultClientID
-	Replication int    // default 1
-	// Membership is the processor's part in its consumer group
-	// (session timeout, static membership).
-	Membership groups.Membership
+	processors.Config
 	// LocalState is the table's store on disk (see LocalState); the
 	// caller opens and closes it. nil keeps the table in memory, recovered
 	// from Kafka at every start.
@@ -40,8 +35,6 @@ type Config struct {
 	// before a fire may not stop it. Default DefaultFireLead; Off emits at
 	// the time.
 	FireLead time.Duration
-	Now      func() time.Time // default time.Now
-	Logger   *slog.Logger     // default slog.Default()
 
 	// Namespaces reads the namespace configs (a job without its own
 	// relevancy window takes its namespace's). Required: a views.Namespaces
@@ -108,10 +101,6 @@ type Config struct {
 	// Default DefaultMaxUnwritten; Off writes every fire.
 	MaxUnwritten int
 
-	// Registerer, if set, gets the scheduler's metrics: fire lag, fires,
-	// pending timers.
-	Registerer prometheus.Registerer
-
 	// tickSender replaces the franz-go tick producer in unit tests.
 	tickSender tickSender
 	// autoConfirm: no Kafka producer confirms the table's writes (goka's
@@ -151,26 +140,9 @@ const (
 // validate applies the defaults to the fields left unset and refuses the
 // values the scheduler cannot work with, naming each.
 func (c *Config) validate() error {
-	if c.Topics.Prefix == "" {
-		c.Topics = schema.NewTopics("")
-	}
-	if c.ClientID == "" {
-		c.ClientID = DefaultClientID
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
 	const o = "scheduler"
-	var membership error
-	if err := c.Membership.Validate(); err != nil {
-		membership = fmt.Errorf("scheduler: Membership: %w", err)
-	}
 	err := errors.Join(
-		setting.Positive(o, "Replication", &c.Replication, 1),
-		membership,
+		c.Config.Validate(o, DefaultClientID),
 		setting.Positive(o, "TimerWindow", &c.TimerWindow, DefaultTimerWindow),
 		setting.PositiveOr(o, "FireLead", &c.FireLead, DefaultFireLead, Off, "scheduler.Off", "to emit due events at their time"),
 		setting.PositiveOr(o, "TerminalRetention", &c.TerminalRetention, schema.DefaultJobRetention, Keep, "scheduler.Keep", "to keep ended jobs"),

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chime-sched/chime/infra/groups"
+	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/schema"
 )
 
@@ -59,7 +60,7 @@ func TestConfigValidate(t *testing.T) {
 		}},
 		{name: "TickBatch", cfg: Config{TickBatch: -1}, err: "scheduler: TickBatch is -1: must be positive, or 0 for the default 4096"},
 		{name: "AckTimeout within FireLead", cfg: Config{AckTimeout: time.Second}, err: "scheduler: AckTimeout is 1s: must be longer than FireLead (2s), or scheduler.Off"},
-		{name: "Replication", cfg: Config{Replication: -3}, err: "scheduler: Replication is -3: must be positive, or 0 for the default 1"},
+		{name: "Replication", cfg: Config{Config: processors.Config{Client: processors.Client{Replication: -3}}}, err: "scheduler: Replication is -3: must be positive, or 0 for the default 1"},
 		{name: "TimerWindow", cfg: Config{TimerWindow: -time.Second}, err: "scheduler: TimerWindow is -1s: must be positive, or 0 for the default 1m0s"},
 		{name: "TickResend", cfg: Config{TickResend: -time.Second}, err: "scheduler: TickResend is -1s: must be positive, or 0 for the default 10s"},
 		{name: "PumpIdle", cfg: Config{PumpIdle: -time.Second}, err: "scheduler: PumpIdle is -1s: must be positive, or 0 for the default 5s"},
@@ -74,7 +75,7 @@ func TestConfigValidate(t *testing.T) {
 		{name: "SweepInterval", cfg: Config{SweepInterval: -time.Minute}, err: "scheduler: SweepInterval is -1m0s: must be positive, 0 for the default 5m0s, or scheduler.Off to turn the sweep off"},
 		{name: "AckTimeout", cfg: Config{AckTimeout: -time.Minute}, err: "scheduler: AckTimeout is -1m0s: must be positive, 0 for the default 2m0s, or scheduler.Off to turn redelivery off"},
 		{name: "MaxUnwritten", cfg: Config{MaxUnwritten: -2}, err: "scheduler: MaxUnwritten is -2: must be positive, 0 for the default 65536, or scheduler.Off to write every fire"},
-		{name: "Membership", cfg: Config{Membership: groups.Membership{SessionTimeout: time.Second}}, err: "scheduler: Membership: session timeout 1s is below 2s (0 takes the default 6s)"},
+		{name: "Membership", cfg: Config{Config: processors.Config{Membership: groups.Membership{SessionTimeout: time.Second}}}, err: "scheduler: Membership: session timeout 1s is below 2s (0 takes the default 6s)"},
 		{name: "every refusal at once", cfg: Config{TickBatch: -1, PumpIdle: -1}, err: "scheduler: TickBatch is -1: must be positive, or 0 for the default 4096\nscheduler: PumpIdle is -1ns: must be positive, or 0 for the default 5s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

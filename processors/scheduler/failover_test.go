@@ -18,6 +18,7 @@ import (
 
 	"github.com/chime-sched/chime/internal/kafkatest"
 	"github.com/chime-sched/chime/internal/lifecycle"
+	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/scheduler"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -47,10 +48,11 @@ func TestSchedulerProcessHelper(t *testing.T) {
 	local, err := scheduler.OpenLocalState(os.Getenv("CHIME_STORAGE_DIR"), testLogger(t))
 	require.NoError(t, err)
 	s, err := scheduler.New(scheduler.Config{
-		Brokers:           strings.Split(os.Getenv("CHIME_BROKERS"), ","),
-		Topics:            schema.NewTopics(os.Getenv("CHIME_TOPIC_PREFIX")),
+		Config: processors.Config{
+			Client: processors.Client{Brokers: strings.Split(os.Getenv("CHIME_BROKERS"), ","), Logger: testLogger(t)},
+			Topics: schema.NewTopics(os.Getenv("CHIME_TOPIC_PREFIX")),
+		},
 		LocalState:        local,
-		Logger:            testLogger(t),
 		TickResend:        2 * time.Second,
 		KafkaTargetTopics: []string{os.Getenv("CHIME_TARGET_TOPIC")},
 		Namespaces:        kafkatest.EveryNamespace{},

@@ -17,6 +17,7 @@ import (
 	"github.com/chime-sched/chime/infra/topics"
 	"github.com/chime-sched/chime/internal/kafkatest"
 	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
+	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/scheduler"
 	"github.com/chime-sched/chime/processors/scheduler/jobindex"
 	"github.com/chime-sched/chime/producer"
@@ -70,9 +71,10 @@ func (nopWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (b *bundle) startScheduler(mutate ...func(*scheduler.Config)) (s *scheduler.Scheduler, stop func()) {
 	b.t.Helper()
 	cfg := scheduler.Config{
-		Brokers:    b.cluster.Brokers(),
-		Topics:     b.topics,
-		Logger:     testLogger(b.t),
+		Config: processors.Config{
+			Client: processors.Client{Brokers: b.cluster.Brokers(), Logger: testLogger(b.t)},
+			Topics: b.topics,
+		},
 		TickResend: 2 * time.Second,
 		Namespaces: kafkatest.EveryNamespace{},
 	}

@@ -26,7 +26,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/chime-sched/chime/infra/kafkaauth"
 	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/jobstore"
@@ -91,7 +90,7 @@ func New(cfg Config) (*Scheduler, error) {
 	s.decider = &decider{cfg: cfg, allowed: allowed}
 	sender := cfg.tickSender
 	if sender == nil {
-		cl, err := kgo.NewClient(append(kafkaauth.Current().Kgo(),
+		cl, err := kgo.NewClient(append(cfg.SASL.Kgo(),
 			kgo.SeedBrokers(cfg.Brokers...),
 			kgo.ClientID(cfg.ClientID+"-ticks"),
 			kgo.RecordPartitioner(kgo.ManualPartitioner()),
@@ -184,7 +183,7 @@ func (s *Scheduler) Graph() *goka.GroupGraph {
 }
 
 func (s *Scheduler) options() []goka.ProcessorOption {
-	opts := processors.ProcessorOptions(s.cfg.ClientID, s.cfg.Replication, s.cfg.Membership, s.cfg.Logger)
+	opts := processors.ProcessorOptions(s.cfg.Config)
 	opts = append(opts, s.cfg.extraOptions...)
 	// After extraOptions: goka's tester replaces the storage builder, and
 	// ours must wrap whatever is in force.
@@ -251,7 +250,7 @@ func (s *Scheduler) newProcessor() (*goka.Processor, error) {
 	opts := append(s.options(), goka.WithStorageBuilder(s.timers.builder(s.db)))
 	if !s.cfg.autoConfirm {
 		// The table's writes reach the store once Kafka stored them.
-		opts = append(opts, goka.WithProducerBuilder(confirming(processors.ProducerBuilder(s.cfg.ClientID), s.cfg.Topics.SchedulerTable(), s.db.Confirm)))
+		opts = append(opts, goka.WithProducerBuilder(confirming(processors.ProducerBuilder(s.cfg.Client), s.cfg.Topics.SchedulerTable(), s.db.Confirm)))
 	}
 	p, err := goka.NewProcessor(s.cfg.Brokers, s.Graph(), opts...)
 	if err != nil {

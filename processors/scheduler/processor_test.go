@@ -14,6 +14,7 @@ import (
 
 	"github.com/chime-sched/chime/internal/clocktest"
 	"github.com/chime-sched/chime/internal/timerindex"
+	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
@@ -48,9 +49,9 @@ func TestProcessorWithGokaTester(t *testing.T) {
 	clock := clocktest.New(t0)
 	sender := &captureSender{}
 	s, err := New(Config{
+		Config: processors.Config{Now: clock.Now},
 		// ns2 sets a relevancy window its job does not (see the end).
 		Namespaces:   schema.StaticNamespaces{"ns1": {Namespace: "ns1"}, "ns2": {Namespace: "ns2", RelevancyWindow: durationpb.New(30 * time.Second)}},
-		Now:          clock.Now,
 		PumpIdle:     10 * time.Millisecond,
 		tickSender:   sender,
 		extraOptions: []goka.ProcessorOption{goka.WithTester(tt)},

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/jobstore"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -20,7 +21,7 @@ import (
 // a write, its application and a refill interleave.
 func TestWindowMissesNoTimer(t *testing.T) {
 	t.Parallel()
-	cfg := Config{TimerWindow: time.Minute, Now: func() time.Time { return t0 }}
+	cfg := Config{Config: processors.Config{Now: func() time.Time { return t0 }}, TimerWindow: time.Minute}
 	require.NoError(t, cfg.validate())
 	db, err := jobstore.Open(jobstore.Options{AutoConfirm: true, FlushInterval: time.Millisecond, FlushAfter: 7})
 	require.NoError(t, err)

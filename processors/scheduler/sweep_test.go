@@ -13,6 +13,7 @@ import (
 	"github.com/chime-sched/chime/internal/kafkatest"
 	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
 	"github.com/chime-sched/chime/internal/timerindex"
+	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -31,8 +32,7 @@ func TestSweepFiresWhatThePumpMissed(t *testing.T) {
 	topics := schema.NewTopics(kafkatest.UniquePrefix(t))
 	c.Provision(t, topics, 2)
 	s, err := New(Config{
-		Brokers:       c.Brokers(),
-		Topics:        topics,
+		Config:        processors.Config{Client: processors.Client{Brokers: c.Brokers()}, Topics: topics},
 		tickSender:    dropSender{},
 		Namespaces:    kafkatest.EveryNamespace{},
 		SweepInterval: 200 * time.Millisecond,

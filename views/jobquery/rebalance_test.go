@@ -23,6 +23,7 @@ import (
 	"github.com/chime-sched/chime/internal/kafkatest"
 	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
+	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/scheduler"
 	"github.com/chime-sched/chime/processors/scheduler/jobindex"
 	"github.com/chime-sched/chime/schema"
@@ -49,9 +50,9 @@ type apiProcess struct {
 func (b *bundle) startAPI() *apiProcess {
 	t := b.t
 	t.Helper()
-	nsView, err := views.NewNamespaces(b.cluster.Brokers(), b.topics, "api-namespaces", 1, testLogger(t))
+	nsView, err := views.NewNamespaces(processors.Client{Brokers: b.cluster.Brokers(), ClientID: "api-namespaces", Logger: testLogger(t)}, b.topics)
 	require.NoError(t, err)
-	brkView, err := views.NewBreakers(b.cluster.Brokers(), b.topics, "api-breakers", 1, testLogger(t))
+	brkView, err := views.NewBreakers(processors.Client{Brokers: b.cluster.Brokers(), ClientID: "api-breakers", Logger: testLogger(t)}, b.topics)
 	require.NoError(t, err)
 	be, err := api.NewBackend(api.BackendConfig{Brokers: b.cluster.Brokers(), Topics: b.topics, Logger: testLogger(t),
 		Partitions: testPartitions, QuerySecret: testSecret, Namespaces: nsView, Breakers: brkView})
@@ -324,11 +325,12 @@ func TestQueryInstanceHelper(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	s, err := scheduler.New(scheduler.Config{
-		Brokers:    strings.Split(os.Getenv("CHIME_BROKERS"), ","),
-		Topics:     schema.NewTopics(os.Getenv("CHIME_TOPIC_PREFIX")),
-		Logger:     testLogger(t),
+		Config: processors.Config{
+			Client:     processors.Client{Brokers: strings.Split(os.Getenv("CHIME_BROKERS"), ","), Logger: testLogger(t)},
+			Topics:     schema.NewTopics(os.Getenv("CHIME_TOPIC_PREFIX")),
+			Membership: groups.Membership{Advertise: ln.Addr().String()},
+		},
 		Namespaces: kafkatest.EveryNamespace{},
-		Membership: groups.Membership{Advertise: ln.Addr().String()},
 	})
 	require.NoError(t, err)
 	srv, err := jobquery.NewServer(jobquery.ServerConfig{Source: s, Partitions: testPartitions, Secret: testSecret, Logger: testLogger(t)})

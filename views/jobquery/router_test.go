@@ -17,6 +17,7 @@ import (
 	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/internal/kafkatest"
 	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
+	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/scheduler"
 	"github.com/chime-sched/chime/processors/scheduler/jobindex"
 	"github.com/chime-sched/chime/producer"
@@ -82,11 +83,12 @@ func (b *bundle) startInstance() *instance {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	s, err := scheduler.New(scheduler.Config{
-		Brokers:    b.cluster.Brokers(),
-		Topics:     b.topics,
-		Logger:     testLogger(t),
+		Config: processors.Config{
+			Client:     processors.Client{Brokers: b.cluster.Brokers(), Logger: testLogger(t)},
+			Topics:     b.topics,
+			Membership: groups.Membership{Advertise: ln.Addr().String()},
+		},
 		Namespaces: kafkatest.EveryNamespace{},
-		Membership: groups.Membership{Advertise: ln.Addr().String()},
 	})
 	require.NoError(t, err)
 	srv, err := jobquery.NewServer(jobquery.ServerConfig{Source: s, Partitions: testPartitions, Secret: testSecret, Logger: testLogger(t)})
