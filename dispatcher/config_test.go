@@ -10,19 +10,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chime-sched/chime/infra/groups"
+	"github.com/chime-sched/chime/internal/setting/settingtest"
 	"github.com/chime-sched/chime/schema"
 )
 
 func TestConfigValidate(t *testing.T) {
 	t.Parallel()
 	brokers := []string{"127.0.0.1:9092"}
-	for _, tc := range []struct {
-		name  string
-		cfg   Config
-		err   string
-		check func(t *testing.T, c Config)
-	}{
-		{name: "zero takes the defaults", cfg: Config{Brokers: brokers}, check: func(t *testing.T, c Config) {
+	build := func(c Config) error { _, err := New(c); return err }
+	settingtest.Validate(t, (*Config).validate, build, []settingtest.Case[Config]{
+		{Name: "zero takes the defaults", Cfg: Config{Brokers: brokers}, Check: func(t *testing.T, c Config) {
 			require.Equal(t, DefaultClientID, c.ClientID)
 			require.NotEmpty(t, c.ID)
 			require.Equal(t, DefaultBreakerRamp, c.BreakerRamp)
@@ -42,47 +39,33 @@ func TestConfigValidate(t *testing.T) {
 			require.NotNil(t, c.Now)
 			require.NotNil(t, c.Logger)
 		}},
-		{name: "buffers follow MaxInFlight", cfg: Config{Brokers: brokers, MaxInFlight: 10}, check: func(t *testing.T, c Config) {
+		{Name: "buffers follow MaxInFlight", Cfg: Config{Brokers: brokers, MaxInFlight: 10}, Check: func(t *testing.T, c Config) {
 			require.Equal(t, 40, c.MaxBuffered)
 			require.Equal(t, 20, c.MaxQueued)
 		}},
-		{name: "a set MaxBuffered sets MaxQueued's default", cfg: Config{Brokers: brokers, MaxBuffered: 1}, check: func(t *testing.T, c Config) {
+		{Name: "a set MaxBuffered sets MaxQueued's default", Cfg: Config{Brokers: brokers, MaxBuffered: 1}, Check: func(t *testing.T, c Config) {
 			require.Equal(t, 1, c.MaxBuffered)
 			require.Equal(t, 1, c.MaxQueued, "at least one")
 		}},
-		{name: "Off stays", cfg: Config{Brokers: brokers, DedupSize: Off}, check: func(t *testing.T, c Config) {
+		{Name: "Off stays", Cfg: Config{Brokers: brokers, DedupSize: Off}, Check: func(t *testing.T, c Config) {
 			require.Equal(t, Off, c.DedupSize)
 		}},
-		{name: "no brokers", err: "dispatcher: no brokers: set Config.Brokers"},
-		{name: "BreakerRamp", cfg: Config{Brokers: brokers, BreakerRamp: -time.Second}, err: "dispatcher: BreakerRamp is -1s: must be positive, or 0 for the default 5s"},
-		{name: "DefaultTimeout", cfg: Config{Brokers: brokers, DefaultTimeout: -time.Second}, err: "dispatcher: DefaultTimeout is -1s: must be positive, or 0 for the default 10s"},
-		{name: "MaxTimeout", cfg: Config{Brokers: brokers, MaxTimeout: -time.Second}, err: "dispatcher: MaxTimeout is -1s: must be positive, or 0 for the default 1m0s"},
-		{name: "IdleConnTimeout", cfg: Config{Brokers: brokers, IdleConnTimeout: -time.Second}, err: "dispatcher: IdleConnTimeout is -1s: must be positive, or 0 for the default 4s"},
-		{name: "MaxInFlight", cfg: Config{Brokers: brokers, MaxInFlight: -1}, err: "dispatcher: MaxInFlight is -1: must be positive, or 0 for the default 1024"},
-		{name: "AdmissionWait", cfg: Config{Brokers: brokers, AdmissionWait: -time.Second}, err: "dispatcher: AdmissionWait is -1s: must be positive, or 0 for the default 2s"},
-		{name: "DeferDelay", cfg: Config{Brokers: brokers, DeferDelay: -time.Second}, err: "dispatcher: DeferDelay is -1s: must be positive, or 0 for the default 1s"},
-		{name: "MaxBuffered", cfg: Config{Brokers: brokers, MaxBuffered: -1}, err: "dispatcher: MaxBuffered is -1: must be positive, or 0 for the default 4096"},
-		{name: "MaxQueued", cfg: Config{Brokers: brokers, MaxQueued: -1}, err: "dispatcher: MaxQueued is -1: must be positive, or 0 for the default 2048"},
-		{name: "CommitInterval", cfg: Config{Brokers: brokers, CommitInterval: -time.Second}, err: "dispatcher: CommitInterval is -1s: must be positive, or 0 for the default 500ms"},
-		{name: "RevokeWait", cfg: Config{Brokers: brokers, RevokeWait: -time.Second}, err: "dispatcher: RevokeWait is -1s: must be positive, or 0 for the default 5s"},
-		{name: "DedupSize", cfg: Config{Brokers: brokers, DedupSize: -5}, err: "dispatcher: DedupSize is -5: must be positive, 0 for the default 100000, or dispatcher.Off to remember none"},
-		{name: "BodySnippet", cfg: Config{Brokers: brokers, BodySnippet: -1}, err: "dispatcher: BodySnippet is -1: must be positive, or 0 for the default 1024"},
-		{name: "Membership", cfg: Config{Brokers: brokers, Membership: groups.Membership{InstanceID: "a b"}}, err: `dispatcher: Membership: instance ID "a b": ' ' is not allowed (letters, digits, '.', '_' and '-')`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			c := tc.cfg
-			err := c.validate()
-			if tc.err != "" {
-				require.EqualError(t, err, tc.err)
-				_, err = New(tc.cfg)
-				require.EqualError(t, err, tc.err, "New refuses it too")
-				return
-			}
-			require.NoError(t, err)
-			tc.check(t, c)
-		})
-	}
+		{Name: "no brokers", Err: "dispatcher: no brokers: set Config.Brokers"},
+		{Name: "BreakerRamp", Cfg: Config{Brokers: brokers, BreakerRamp: -time.Second}, Err: "dispatcher: BreakerRamp is -1s: must be positive, or 0 for the default 5s"},
+		{Name: "DefaultTimeout", Cfg: Config{Brokers: brokers, DefaultTimeout: -time.Second}, Err: "dispatcher: DefaultTimeout is -1s: must be positive, or 0 for the default 10s"},
+		{Name: "MaxTimeout", Cfg: Config{Brokers: brokers, MaxTimeout: -time.Second}, Err: "dispatcher: MaxTimeout is -1s: must be positive, or 0 for the default 1m0s"},
+		{Name: "IdleConnTimeout", Cfg: Config{Brokers: brokers, IdleConnTimeout: -time.Second}, Err: "dispatcher: IdleConnTimeout is -1s: must be positive, or 0 for the default 4s"},
+		{Name: "MaxInFlight", Cfg: Config{Brokers: brokers, MaxInFlight: -1}, Err: "dispatcher: MaxInFlight is -1: must be positive, or 0 for the default 1024"},
+		{Name: "AdmissionWait", Cfg: Config{Brokers: brokers, AdmissionWait: -time.Second}, Err: "dispatcher: AdmissionWait is -1s: must be positive, or 0 for the default 2s"},
+		{Name: "DeferDelay", Cfg: Config{Brokers: brokers, DeferDelay: -time.Second}, Err: "dispatcher: DeferDelay is -1s: must be positive, or 0 for the default 1s"},
+		{Name: "MaxBuffered", Cfg: Config{Brokers: brokers, MaxBuffered: -1}, Err: "dispatcher: MaxBuffered is -1: must be positive, or 0 for the default 4096"},
+		{Name: "MaxQueued", Cfg: Config{Brokers: brokers, MaxQueued: -1}, Err: "dispatcher: MaxQueued is -1: must be positive, or 0 for the default 2048"},
+		{Name: "CommitInterval", Cfg: Config{Brokers: brokers, CommitInterval: -time.Second}, Err: "dispatcher: CommitInterval is -1s: must be positive, or 0 for the default 500ms"},
+		{Name: "RevokeWait", Cfg: Config{Brokers: brokers, RevokeWait: -time.Second}, Err: "dispatcher: RevokeWait is -1s: must be positive, or 0 for the default 5s"},
+		{Name: "DedupSize", Cfg: Config{Brokers: brokers, DedupSize: -5}, Err: "dispatcher: DedupSize is -5: must be positive, 0 for the default 100000, or dispatcher.Off to remember none"},
+		{Name: "BodySnippet", Cfg: Config{Brokers: brokers, BodySnippet: -1}, Err: "dispatcher: BodySnippet is -1: must be positive, or 0 for the default 1024"},
+		{Name: "Membership", Cfg: Config{Brokers: brokers, Membership: groups.Membership{InstanceID: "a b"}}, Err: `dispatcher: Membership: instance ID "a b": ' ' is not allowed (letters, digits, '.', '_' and '-')`},
+	})
 }
 
 // TestDocsListDefaults holds docs/dispatcher.md's list of Config defaults

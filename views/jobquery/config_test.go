@@ -6,8 +6,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/chime-sched/chime/internal/setting/settingtest"
 	"github.com/chime-sched/chime/views/jobquery/signature"
 )
 
@@ -21,32 +23,17 @@ func TestRouterConfigValidate(t *testing.T) {
 		}
 		return c
 	}
-	for _, tc := range []struct {
-		name   string
-		mutate func(*RouterConfig)
-		err    string
-	}{
-		{name: "zero takes the defaults"},
-		{name: "no partitions", mutate: func(c *RouterConfig) { c.Partitions = 0 }, err: "jobquery: RouterConfig needs Admin, Group, Topic and Partitions"},
-		{name: "short secret", mutate: func(c *RouterConfig) { c.Secret = "x" }, err: "jobquery: the query secret has 1 characters; it needs at least 16"},
-		{name: "CallTimeout", mutate: func(c *RouterConfig) { c.CallTimeout = -time.Second }, err: "jobquery: CallTimeout is -1s: must be positive, or 0 for the default 3s"},
-		{name: "MaxAge", mutate: func(c *RouterConfig) { c.MaxAge = -time.Second }, err: "jobquery: MaxAge is -1s: must be positive, or 0 for the default 10s"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			c := full(tc.mutate)
-			err := c.validate()
-			if tc.err != "" {
-				require.EqualError(t, err, tc.err)
-				_, err = NewRouter(full(tc.mutate))
-				require.EqualError(t, err, tc.err, "NewRouter refuses it too")
-				return
-			}
-			require.NoError(t, err)
+	build := func(c RouterConfig) error { _, err := NewRouter(c); return err }
+	settingtest.Validate(t, (*RouterConfig).validate, build, []settingtest.Case[RouterConfig]{
+		{Name: "zero takes the defaults", Cfg: full(nil), Check: func(t *testing.T, c RouterConfig) {
 			require.Equal(t, DefaultCallTimeout, c.CallTimeout)
 			require.Equal(t, DefaultMaxAge, c.MaxAge)
 			require.NotNil(t, c.Now)
 			require.NotNil(t, c.Logger)
-		})
-	}
+		}},
+		{Name: "no partitions", Cfg: full(func(c *RouterConfig) { c.Partitions = 0 }), Err: "jobquery: RouterConfig needs Admin, Group, Topic and Partitions"},
+		{Name: "short secret", Cfg: full(func(c *RouterConfig) { c.Secret = "x" }), Err: "jobquery: the query secret has 1 characters; it needs at least 16"},
+		{Name: "CallTimeout", Cfg: full(func(c *RouterConfig) { c.CallTimeout = -time.Second }), Err: "jobquery: CallTimeout is -1s: must be positive, or 0 for the default 3s"},
+		{Name: "MaxAge", Cfg: full(func(c *RouterConfig) { c.MaxAge = -time.Second }), Err: "jobquery: MaxAge is -1s: must be positive, or 0 for the default 10s"},
+	})
 }
