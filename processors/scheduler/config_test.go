@@ -11,20 +11,20 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chime-sched/chime/infra/groups"
+	"github.com/chime-sched/chime/internal/setting/settingtest"
 	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/schema"
 )
 
 func TestConfigValidate(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name string
-		cfg  Config
-		err  string
-		// check looks at the validated config (no error).
-		check func(t *testing.T, c Config)
-	}{
-		{name: "zero takes the defaults", check: func(t *testing.T, c Config) {
+	build := func(c Config) error {
+		c.Namespaces = schema.StaticNamespaces{} // required by New, not by validate
+		_, err := New(c)
+		return err
+	}
+	settingtest.Validate(t, (*Config).validate, build, []settingtest.Case[Config]{
+		{Name: "zero takes the defaults", Check: func(t *testing.T, c Config) {
 			require.Equal(t, DefaultClientID, c.ClientID)
 			require.Equal(t, 1, c.Replication)
 			require.Equal(t, DefaultTimerWindow, c.TimerWindow)
@@ -46,50 +46,38 @@ func TestConfigValidate(t *testing.T) {
 			require.NotNil(t, c.Logger)
 			require.Equal(t, schema.NewTopics(""), c.Topics)
 		}},
-		{name: "set values stay", cfg: Config{TickBatch: 7, AckTimeout: 5 * time.Second, TerminalRetention: time.Hour}, check: func(t *testing.T, c Config) {
+		{Name: "set values stay", Cfg: Config{TickBatch: 7, AckTimeout: 5 * time.Second, TerminalRetention: time.Hour}, Check: func(t *testing.T, c Config) {
 			require.Equal(t, 7, c.TickBatch)
 			require.Equal(t, 5*time.Second, c.AckTimeout)
 			require.Equal(t, time.Hour, c.TerminalRetention)
 		}},
-		{name: "Off and Keep stay", cfg: Config{FireLead: Off, SweepInterval: Off, AckTimeout: Off, MaxUnwritten: Off, TerminalRetention: Keep}, check: func(t *testing.T, c Config) {
+		{Name: "Off and Keep stay", Cfg: Config{FireLead: Off, SweepInterval: Off, AckTimeout: Off, MaxUnwritten: Off, TerminalRetention: Keep}, Check: func(t *testing.T, c Config) {
 			require.EqualValues(t, Off, c.FireLead)
 			require.EqualValues(t, Off, c.SweepInterval)
 			require.EqualValues(t, Off, c.AckTimeout)
 			require.EqualValues(t, Off, c.MaxUnwritten)
 			require.EqualValues(t, Keep, c.TerminalRetention)
 		}},
-		{name: "TickBatch", cfg: Config{TickBatch: -1}, err: "scheduler: TickBatch is -1: must be positive, or 0 for the default 4096"},
-		{name: "AckTimeout within FireLead", cfg: Config{AckTimeout: time.Second}, err: "scheduler: AckTimeout is 1s: must be longer than FireLead (2s), or scheduler.Off"},
-		{name: "Replication", cfg: Config{Config: processors.Config{Client: processors.Client{Replication: -3}}}, err: "scheduler: Replication is -3: must be positive, or 0 for the default 1"},
-		{name: "TimerWindow", cfg: Config{TimerWindow: -time.Second}, err: "scheduler: TimerWindow is -1s: must be positive, or 0 for the default 1m0s"},
-		{name: "TickResend", cfg: Config{TickResend: -time.Second}, err: "scheduler: TickResend is -1s: must be positive, or 0 for the default 10s"},
-		{name: "PumpIdle", cfg: Config{PumpIdle: -time.Second}, err: "scheduler: PumpIdle is -1s: must be positive, or 0 for the default 5s"},
-		{name: "MaxOpenFires", cfg: Config{MaxOpenFires: -1}, err: "scheduler: MaxOpenFires is -1: must be positive, or 0 for the default 256"},
-		{name: "MaxRowBytes", cfg: Config{MaxRowBytes: -1}, err: "scheduler: MaxRowBytes is -1: must be positive, or 0 for the default 786432"},
-		{name: "NamespaceWait", cfg: Config{NamespaceWait: -time.Second}, err: "scheduler: NamespaceWait is -1s: must be positive, or 0 for the default 1m0s"},
-		{name: "CatchupScanLimit", cfg: Config{CatchupScanLimit: -1}, err: "scheduler: CatchupScanLimit is -1: must be positive, or 0 for the default 10000"},
-		{name: "SweepOverdue", cfg: Config{SweepOverdue: -time.Second}, err: "scheduler: SweepOverdue is -1s: must be positive, or 0 for the default 1m0s"},
-		{name: "ConfirmAfter", cfg: Config{ConfirmAfter: -time.Second}, err: "scheduler: ConfirmAfter is -1s: must be positive, or 0 for the default 3m0s"},
-		{name: "FireLead", cfg: Config{FireLead: -time.Second}, err: "scheduler: FireLead is -1s: must be positive, 0 for the default 2s, or scheduler.Off to emit due events at their time"},
-		{name: "TerminalRetention", cfg: Config{TerminalRetention: -time.Hour}, err: "scheduler: TerminalRetention is -1h0m0s: must be positive, 0 for the default 168h0m0s, or scheduler.Keep to keep ended jobs"},
-		{name: "SweepInterval", cfg: Config{SweepInterval: -time.Minute}, err: "scheduler: SweepInterval is -1m0s: must be positive, 0 for the default 5m0s, or scheduler.Off to turn the sweep off"},
-		{name: "AckTimeout", cfg: Config{AckTimeout: -time.Minute}, err: "scheduler: AckTimeout is -1m0s: must be positive, 0 for the default 2m0s, or scheduler.Off to turn redelivery off"},
-		{name: "MaxUnwritten", cfg: Config{MaxUnwritten: -2}, err: "scheduler: MaxUnwritten is -2: must be positive, 0 for the default 65536, or scheduler.Off to write every fire"},
-		{name: "Membership", cfg: Config{Config: processors.Config{Membership: groups.Membership{SessionTimeout: time.Second}}}, err: "scheduler: Membership: session timeout 1s is below 2s (0 takes the default 6s)"},
-		{name: "every refusal at once", cfg: Config{TickBatch: -1, PumpIdle: -1}, err: "scheduler: TickBatch is -1: must be positive, or 0 for the default 4096\nscheduler: PumpIdle is -1ns: must be positive, or 0 for the default 5s"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			c := tc.cfg
-			err := c.validate()
-			if tc.err != "" {
-				require.EqualError(t, err, tc.err)
-				return
-			}
-			require.NoError(t, err)
-			tc.check(t, c)
-		})
-	}
+		{Name: "TickBatch", Cfg: Config{TickBatch: -1}, Err: "scheduler: TickBatch is -1: must be positive, or 0 for the default 4096"},
+		{Name: "AckTimeout within FireLead", Cfg: Config{AckTimeout: time.Second}, Err: "scheduler: AckTimeout is 1s: must be longer than FireLead (2s), or scheduler.Off"},
+		{Name: "Replication", Cfg: Config{Config: processors.Config{Client: processors.Client{Replication: -3}}}, Err: "scheduler: Replication is -3: must be positive, or 0 for the default 1"},
+		{Name: "TimerWindow", Cfg: Config{TimerWindow: -time.Second}, Err: "scheduler: TimerWindow is -1s: must be positive, or 0 for the default 1m0s"},
+		{Name: "TickResend", Cfg: Config{TickResend: -time.Second}, Err: "scheduler: TickResend is -1s: must be positive, or 0 for the default 10s"},
+		{Name: "PumpIdle", Cfg: Config{PumpIdle: -time.Second}, Err: "scheduler: PumpIdle is -1s: must be positive, or 0 for the default 5s"},
+		{Name: "MaxOpenFires", Cfg: Config{MaxOpenFires: -1}, Err: "scheduler: MaxOpenFires is -1: must be positive, or 0 for the default 256"},
+		{Name: "MaxRowBytes", Cfg: Config{MaxRowBytes: -1}, Err: "scheduler: MaxRowBytes is -1: must be positive, or 0 for the default 786432"},
+		{Name: "NamespaceWait", Cfg: Config{NamespaceWait: -time.Second}, Err: "scheduler: NamespaceWait is -1s: must be positive, or 0 for the default 1m0s"},
+		{Name: "CatchupScanLimit", Cfg: Config{CatchupScanLimit: -1}, Err: "scheduler: CatchupScanLimit is -1: must be positive, or 0 for the default 10000"},
+		{Name: "SweepOverdue", Cfg: Config{SweepOverdue: -time.Second}, Err: "scheduler: SweepOverdue is -1s: must be positive, or 0 for the default 1m0s"},
+		{Name: "ConfirmAfter", Cfg: Config{ConfirmAfter: -time.Second}, Err: "scheduler: ConfirmAfter is -1s: must be positive, or 0 for the default 3m0s"},
+		{Name: "FireLead", Cfg: Config{FireLead: -time.Second}, Err: "scheduler: FireLead is -1s: must be positive, 0 for the default 2s, or scheduler.Off to emit due events at their time"},
+		{Name: "TerminalRetention", Cfg: Config{TerminalRetention: -time.Hour}, Err: "scheduler: TerminalRetention is -1h0m0s: must be positive, 0 for the default 168h0m0s, or scheduler.Keep to keep ended jobs"},
+		{Name: "SweepInterval", Cfg: Config{SweepInterval: -time.Minute}, Err: "scheduler: SweepInterval is -1m0s: must be positive, 0 for the default 5m0s, or scheduler.Off to turn the sweep off"},
+		{Name: "AckTimeout", Cfg: Config{AckTimeout: -time.Minute}, Err: "scheduler: AckTimeout is -1m0s: must be positive, 0 for the default 2m0s, or scheduler.Off to turn redelivery off"},
+		{Name: "MaxUnwritten", Cfg: Config{MaxUnwritten: -2}, Err: "scheduler: MaxUnwritten is -2: must be positive, 0 for the default 65536, or scheduler.Off to write every fire"},
+		{Name: "Membership", Cfg: Config{Config: processors.Config{Membership: groups.Membership{SessionTimeout: time.Second}}}, Err: "scheduler: Membership: session timeout 1s is below 2s (0 takes the default 6s)"},
+		{Name: "every refusal at once", Cfg: Config{TickBatch: -1, PumpIdle: -1}, Err: "scheduler: TickBatch is -1: must be positive, or 0 for the default 4096\nscheduler: PumpIdle is -1ns: must be positive, or 0 for the default 5s"},
+	})
 }
 
 // TestNewRefusesBadConfig: New reports validate's refusal before it
