@@ -240,10 +240,9 @@ func (p *Processor) onOutcome(ctx goka.Context, msg any) {
 		return
 	}
 	now := p.cfg.Now()
-	st := p.status(ctx)
-	before := gateViewOf(st)
-	cfg := p.config(ctx)
-	p.apply(ctx, st, before, circuit.OnOutcome(st, cfg, o, now), now, false)
+	p.decide(ctx, now, func(st *chimev1.BreakerStatus, cfg circuit.Thresholds) (circuit.Result, bool) {
+		return circuit.OnOutcome(st, cfg, o, now), false
+	})
 }
 
 func (p *Processor) onTimer(ctx goka.Context, msg any) {
@@ -258,9 +257,9 @@ func (p *Processor) onTimer(ctx goka.Context, msg any) {
 		return
 	}
 	now := p.cfg.Now()
-	st := p.status(ctx)
-	before := gateViewOf(st)
-	p.apply(ctx, st, before, circuit.OnTimer(st, p.config(ctx), tm, now), now, false)
+	p.decide(ctx, now, func(st *chimev1.BreakerStatus, cfg circuit.Thresholds) (circuit.Result, bool) {
+		return circuit.OnTimer(st, cfg, tm, now), false
+	})
 }
 
 func (p *Processor) onCommand(ctx goka.Context, msg any) {
@@ -288,14 +287,14 @@ func (p *Processor) onCommand(ctx goka.Context, msg any) {
 		p.cfg.Logger.Info("breaker command rejected", "namespace", ctx.Key(), "reason", err)
 		return
 	}
-	st := p.status(ctx)
-	before := gateViewOf(st)
-	res := circuit.OnCommand(st, p.config(ctx), cmd, now)
-	// Written at once even when it changes nothing: the API waits for
-	// the command id to answer with the resulting state.
-	st.LastCommandId = cmd.GetCommandId()
-	res.Changed = true
-	p.apply(ctx, st, before, res, now, true)
+	p.decide(ctx, now, func(st *chimev1.BreakerStatus, cfg circuit.Thresholds) (circuit.Result, bool) {
+		res := circuit.OnCommand(st, cfg, cmd, now)
+		// Written at once even when it changes nothing: the API waits
+		// for the command id to answer with the resulting state.
+		st.LastCommandId = cmd.GetCommandId()
+		res.Changed = true
+		return res, true
+	})
 }
 
 func (p *Processor) skip(ctx goka.Context, what string, err error) {
@@ -374,12 +373,17 @@ func (p *Processor) config(ctx goka.Context) circuit.Thresholds {
 	return cfg
 }
 
-// apply writes a result through the goka context: goka commits the input
-// only after the table write and every emit are acknowledged, so a crash
-// in between replays the input and decides again. A change of the window
-// counts alone is kept in memory until CheckpointInterval has passed since
-// the namespace's last write (before is the gate view before the input).
-func (p *Processor) apply(ctx goka.Context, st *chimev1.BreakerStatus, before gateView, res circuit.Result, now time.Time, force bool) {
+// decide has decision decide one input on the namespace's status (which
+// it changes in place) and writes the result through the goka context:
+// goka commits the input only after the table write and every emit are
+// acknowledged, so a crash in between replays the input and decides
+// again. A change of the window counts alone is kept in memory until
+// CheckpointInterval has passed since the namespace's last write, unless
+// decision says to write it at once (force).
+func (p *Processor) decide(ctx goka.Context, now time.Time, decision func(st *chimev1.BreakerStatus, cfg circuit.Thresholds) (res circuit.Result, force bool)) {
+	st := p.status(ctx)
+	before := gateViewOf(st)
+	res, force := decision(st, p.config(ctx))
 	t := p.cfg.Topics
 	for _, tr := range res.Transitions {
 		ctx.Emit(goka.Stream(t.BreakerTransitions()), ctx.Key(), tr)

@@ -41,10 +41,19 @@ func IndexOf(value []byte) *RowIndex {
 	return x
 }
 
+// rowEdit is one row's change as it is written: into batch b, for the
+// row of key, collecting the change of each namespace's live count in
+// delta.
+type rowEdit struct {
+	b     *pebble.Batch
+	key   string
+	delta map[string]int64
+}
+
 // apply writes a row (nil: deletes it) over one whose index entries were
-// old (nil: no row) into b, with its index changes; delta collects the
-// change of each namespace's live count.
-func (part *Partition) apply(b *pebble.Batch, key string, old *RowIndex, value []byte, delta map[string]int64) error {
+// old (nil: no row), with its index changes.
+func (part *Partition) apply(e rowEdit, old *RowIndex, value []byte) error {
+	b, key := e.b, e.key
 	rk := rowKey(part.p, key)
 	var next *RowIndex
 	if value != nil {
@@ -54,7 +63,7 @@ func (part *Partition) apply(b *pebble.Batch, key string, old *RowIndex, value [
 	// move its timer and leave its listing as it was, and every key
 	// written is a key the store compacts.
 	if old != nil {
-		if err := part.index(b, key, old, next, delta, -1); err != nil {
+		if err := part.index(e, old, next, -1); err != nil {
 			return err
 		}
 	}
@@ -64,12 +73,13 @@ func (part *Partition) apply(b *pebble.Batch, key string, old *RowIndex, value [
 	if err := b.Set(rk, value, nil); err != nil {
 		return err
 	}
-	return part.index(b, key, next, old, delta, +1)
+	return part.index(e, next, old, +1)
 }
 
 // index adds (sign +1) or removes (-1) the index entries of a row, but
 // those it shares with other (the row's other version; nil: none).
-func (part *Partition) index(b *pebble.Batch, key string, x, other *RowIndex, delta map[string]int64, sign int64) error {
+func (part *Partition) index(e rowEdit, x, other *RowIndex, sign int64) error {
+	b, key, delta := e.b, e.key, e.delta
 	if other == nil {
 		other = &RowIndex{}
 	}

@@ -208,7 +208,7 @@ func (part *Partition) write(key string, value []byte) error {
 		if err != nil {
 			return err
 		}
-		if err := part.apply(part.rb, key, IndexOf(old), value, delta); err != nil {
+		if err := part.apply(rowEdit{b: part.rb, key: key, delta: delta}, IndexOf(old), value); err != nil {
 			return err
 		}
 		for ns, d := range delta {
@@ -373,7 +373,7 @@ func (part *Partition) flush() error {
 	last := int64(-1)
 	delta := map[string]int64{}
 	for _, w := range ws {
-		if err := part.apply(b, w.key, w.old, w.value, delta); err != nil {
+		if err := part.apply(rowEdit{b: b, key: w.key, delta: delta}, w.old, w.value); err != nil {
 			return err
 		}
 		last = max(last, w.offset)

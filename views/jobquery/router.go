@@ -626,7 +626,7 @@ func (r *Router) call(addr, method, uri string, body []byte, out any) error {
 	if err != nil {
 		return &ownerError{addr: addr, kind: ownerBroken, detail: err.Error()}
 	}
-	req.Header.Set(signature.Header, signature.Sign(r.secret, r.cfg.Now(), method, req.URL.RequestURI(), body))
+	req.Header.Set(signature.Header, signature.Sign(r.secret, r.cfg.Now(), signature.Request{Method: method, URI: req.URL.RequestURI(), Body: body}))
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

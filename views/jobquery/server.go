@@ -146,7 +146,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusBadRequest, problemInvalid, "the body could not be read (at most %d bytes): %v", maxBody, err)
 		return
 	}
-	if err := signature.Verify(s.secret, s.now(), r.Header.Get(signature.Header), r.Method, r.RequestURI, body); err != nil {
+	if err := signature.Verify(s.secret, s.now(), r.Header.Get(signature.Header), signature.Request{Method: r.Method, URI: r.RequestURI, Body: body}); err != nil {
 		writeProblem(w, http.StatusUnauthorized, problemUnauthorized, "%v", err)
 		return
 	}
@@ -227,7 +227,7 @@ func (s *Server) failed(w http.ResponseWriter, err error) {
 	var no *notOwnerError
 	switch {
 	case errors.As(err, &no):
-		writeProblemPartitions(w, http.StatusMisdirectedRequest, problemNotOwner, no.owned, "%v", err)
+		writeAnswer(w, problemAnswer{Type: problemNotOwner, Status: http.StatusMisdirectedRequest, Detail: err.Error(), Partitions: no.owned})
 	case errors.Is(err, errRecovering):
 		w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter.Seconds())))
 		writeProblem(w, http.StatusServiceUnavailable, problemRecovering, "%v; retry shortly", err)
@@ -309,13 +309,15 @@ func writeJSON(w http.ResponseWriter, v any) {
 }
 
 func writeProblem(w http.ResponseWriter, status int, typ, format string, args ...any) {
-	writeProblemPartitions(w, status, typ, nil, format, args...)
+	writeAnswer(w, problemAnswer{Type: typ, Status: status, Detail: fmt.Sprintf(format, args...)})
 }
 
-func writeProblemPartitions(w http.ResponseWriter, status int, typ string, owned []int32, format string, args ...any) {
+// writeAnswer writes p as problem+json, titled after its status.
+func writeAnswer(w http.ResponseWriter, p problemAnswer) {
+	p.Title = http.StatusText(p.Status)
 	w.Header().Set("Content-Type", "application/problem+json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(problemAnswer{Type: typ, Title: http.StatusText(status), Status: status, Detail: fmt.Sprintf(format, args...), Partitions: owned})
+	w.WriteHeader(p.Status)
+	_ = json.NewEncoder(w).Encode(p)
 }
 
 // Listen is the part (lifecycle.Part) that answers h's requests on ln,

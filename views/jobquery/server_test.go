@@ -151,7 +151,7 @@ func (ts *testServer) do(t *testing.T, method, uri string, body []byte, secret s
 		if signBody == nil {
 			signBody = body
 		}
-		req.Header.Set(signature.Header, signature.Sign([]byte(secret), signedAt, method, req.URL.RequestURI(), signBody))
+		req.Header.Set(signature.Header, signature.Sign([]byte(secret), signedAt, signature.Request{Method: method, URI: req.URL.RequestURI(), Body: signBody}))
 	}
 	res, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
@@ -204,7 +204,7 @@ func TestServerRefusesUnsignedRequests(t *testing.T) {
 	// listing is not the signed one.
 	req, err := http.NewRequest(http.MethodGet, ts.url+pathLive+"?ns=b", nil)
 	require.NoError(t, err)
-	req.Header.Set(signature.Header, signature.Sign([]byte(testSecret), ts.now, http.MethodGet, pathLive+"?ns=a", nil))
+	req.Header.Set(signature.Header, signature.Sign([]byte(testSecret), ts.now, signature.Request{Method: http.MethodGet, URI: pathLive + "?ns=a"}))
 	res, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	res.Body.Close()

@@ -35,18 +35,25 @@ const MaxSkew = 5 * time.Minute
 // MinSecretLen keeps the shared secret out of guessing range.
 const MinSecretLen = 16
 
+// Request is what a signature covers of a request: its method, its path
+// with query (the request URI), and its body.
+type Request struct {
+	Method, URI string
+	Body        []byte
+}
+
 // mac is the signature of one request.
-func mac(secret []byte, unix int64, method, uri string, body []byte) []byte {
-	sum := sha256.Sum256(body)
+func mac(secret []byte, unix int64, r Request) []byte {
+	sum := sha256.Sum256(r.Body)
 	m := hmac.New(sha256.New, secret)
-	fmt.Fprintf(m, "%d\n%s\n%s\n%x", unix, method, uri, sum)
+	fmt.Fprintf(m, "%d\n%s\n%s\n%x", unix, r.Method, r.URI, sum)
 	return m.Sum(nil)
 }
 
 // Sign is the Header value of a request made at now.
-func Sign(secret []byte, now time.Time, method, uri string, body []byte) string {
+func Sign(secret []byte, now time.Time, r Request) string {
 	t := now.Unix()
-	return "t=" + strconv.FormatInt(t, 10) + ",v1=" + hex.EncodeToString(mac(secret, t, method, uri, body))
+	return "t=" + strconv.FormatInt(t, 10) + ",v1=" + hex.EncodeToString(mac(secret, t, r))
 }
 
 // errSignature is what every refused signature wraps.
@@ -54,7 +61,7 @@ var errSignature = errors.New("query request not signed with this scheduler's qu
 
 // Verify checks a request's Header value. Its errors say what is wrong
 // without repeating anything secret.
-func Verify(secret []byte, now time.Time, header, method, uri string, body []byte) error {
+func Verify(secret []byte, now time.Time, header string, r Request) error {
 	if header == "" {
 		return fmt.Errorf("%w: no %s header; the API signs each request with CHIME_QUERY_SECRET", errSignature, Header)
 	}
@@ -76,7 +83,7 @@ func Verify(secret []byte, now time.Time, header, method, uri string, body []byt
 		return fmt.Errorf("%w: signed at %s, and this scheduler's clock says %s, more than %s apart; synchronise the clocks of the API and scheduler hosts",
 			errSignature, time.Unix(unix, 0).UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339), MaxSkew)
 	}
-	if !hmac.Equal(sig, mac(secret, unix, method, uri, body)) {
+	if !hmac.Equal(sig, mac(secret, unix, r)) {
 		return fmt.Errorf("%w: the signature does not match; every chime api and chime scheduler must have the same CHIME_QUERY_SECRET (or share the state dir's query-credential)", errSignature)
 	}
 	return nil

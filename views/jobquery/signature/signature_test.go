@@ -15,7 +15,7 @@ func TestSignVerify(t *testing.T) {
 	t.Parallel()
 	secret := []byte("0123456789abcdef")
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	good := signature.Sign(secret, now, "GET", "/v1/jobs?ns=a", nil)
+	good := signature.Sign(secret, now, signature.Request{Method: "GET", URI: "/v1/jobs?ns=a"})
 	for _, tc := range []struct {
 		name, header, method, uri string
 		at                        time.Time
@@ -33,7 +33,7 @@ func TestSignVerify(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			err := signature.Verify(tc.secret, tc.at, tc.header, tc.method, tc.uri, nil)
+			err := signature.Verify(tc.secret, tc.at, tc.header, signature.Request{Method: tc.method, URI: tc.uri})
 			if tc.want == "" {
 				require.NoError(t, err)
 				return
