@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/chime-sched/chime/infra/dirlock"
 	"github.com/chime-sched/chime/infra/kafkaauth"
+	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/internal/setting"
 )
 
@@ -44,7 +44,7 @@ const (
 	DefaultMinDirtyBytes = 64 << 20
 )
 
-// Options configures Start.
+// Options configures New and Start.
 type Options struct {
 	// DataDir holds the topics, records and group offsets. Required: a
 	// broker that forgets everything on restart would break chime's
@@ -101,54 +101,101 @@ func (o *Options) validate() error {
 	)
 }
 
-// Broker is a running embedded broker.
+// Broker is the embedded broker, a lifecycle.Part: Start takes the data
+// directory and listens, in the background; the broker is ready once it
+// listens, and runs until Stop (or its context ends), then saves its state
+// and releases the directory. A process runs it first and stops it last,
+// after every part that writes to it has flushed.
 type Broker struct {
+	lifecycle.Base
+	opts Options
+
+	// Set by run before the broker is ready, read once it is.
 	cluster *kfake.Cluster
 	lock    *dirlock.Lock
-	dir     string
 	addrs   []string
-
-	log         func(format string, args ...any)
-	stopCompact chan struct{}
-	compactDone chan struct{}
-	trim        *trimmer
-	moved       int
+	trim    *trimmer
+	moved   int
 
 	// trimmed and compactions count what the cleaner did, for metrics.
 	trimmed, compactions atomic.Int64
-
-	closeOnce sync.Once
-	closeErr  error
 }
 
-// Start takes the data directory's lock and starts a broker on it, loading
-// whatever an earlier broker persisted there.
-func Start(opts Options) (*Broker, error) {
+var _ lifecycle.Part = (*Broker)(nil)
+
+// New returns the broker on opts, not started yet. It refuses options the
+// broker cannot work with.
+func New(opts Options) (*Broker, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	// Sub-millisecond would round to 0 ms, which kfake's ticker rejects.
-	backoff := max(opts.CleanerBackoff, time.Millisecond)
+	return &Broker{opts: opts}, nil
+}
 
+// Start is New, then b.Start, then a wait until the broker listens: for
+// tests and tools that want a running broker at once. Close stops it.
+func Start(opts Options) (*Broker, error) {
+	b, err := New(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Start(context.Background()); err != nil {
+		return nil, err
+	}
+	if lifecycle.Wait(context.Background(), b) != nil {
+		return nil, b.Err() // why it did not start, as open said it
+	}
+	return b, nil
+}
+
+// Name implements lifecycle.Part.
+func (b *Broker) Name() string { return "embedded broker" }
+
+// Start implements lifecycle.Part: it takes the data directory's lock and
+// starts a broker on it, loading whatever an earlier broker persisted
+// there. The broker is ready once it listens (Addrs); one that cannot
+// (the directory is another broker's, a fixed port is taken) stops with
+// the reason (Err).
+func (b *Broker) Start(ctx context.Context) error { return b.Go(ctx, b.run) }
+
+func (b *Broker) run(ctx context.Context, ready func()) error {
+	if err := b.open(); err != nil {
+		return err
+	}
+	ready()
+	b.compactLoop(ctx)
+	if b.trim != nil {
+		b.trim.close()
+	}
+	// kfake's Close saves its state synchronously; the lock must outlive
+	// that write.
+	b.cluster.Close()
+	return b.lock.Release()
+}
+
+// open takes the lock and starts the cluster; on an error it leaves
+// nothing held.
+func (b *Broker) open() error {
+	opts := b.opts
 	// The lock comes first: opening the cluster already reads and rewrites
 	// files in the directory.
 	lock, err := lockDir(opts.DataDir)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	restored, err := recoverCompaction(opts.DataDir)
 	if err != nil {
 		_ = lock.Release()
-		return nil, fmt.Errorf("broker: restoring the files of an interrupted compaction in %q: %w", opts.DataDir, err)
+		return fmt.Errorf("broker: restoring the files of an interrupted compaction in %q: %w", opts.DataDir, err)
 	}
-	if restored > 0 && opts.Logf != nil {
-		opts.Logf("broker: a compaction was interrupted; %d table partitions restored as they were before it", restored)
+	if restored > 0 {
+		b.logf("broker: a compaction was interrupted; %d table partitions restored as they were before it", restored)
 	}
 
 	port, remembered := opts.Port, 0
 	if port == 0 {
-		if remembered, err = rememberedPort(opts.DataDir); err != nil && opts.Logf != nil {
-			opts.Logf("broker: a free port instead of the one used before: %v", err)
+		if remembered, err = rememberedPort(opts.DataDir); err != nil {
+			b.logf("broker: a free port instead of the one used before: %v", err)
 		}
 		port = remembered
 	}
@@ -190,19 +237,9 @@ func Start(opts Options) (*Broker, error) {
 	}
 	if err != nil {
 		_ = lock.Release()
-		return nil, fmt.Errorf("broker: start on data dir %q: %w", opts.DataDir, err)
+		return fmt.Errorf("broker: start on data dir %q: %w", opts.DataDir, err)
 	}
-
-	b := &Broker{
-		cluster:     cluster,
-		lock:        lock,
-		dir:         opts.DataDir,
-		addrs:       cluster.ListenAddrs(),
-		log:         opts.Logf,
-		moved:       moved,
-		stopCompact: make(chan struct{}),
-		compactDone: make(chan struct{}),
-	}
+	b.cluster, b.lock, b.addrs, b.moved = cluster, lock, cluster.ListenAddrs(), moved
 	if err := rememberPort(opts.DataDir, portOf(b.addrs)); err != nil {
 		b.logf("broker: the next start may listen on another port: remembering this one: %v", err)
 	}
@@ -210,7 +247,7 @@ func Start(opts Options) (*Broker, error) {
 		if b.trim, err = newTrimmer(b.addrs, opts.SASL, opts.Streams); err != nil {
 			cluster.Close()
 			_ = lock.Release()
-			return nil, err
+			return err
 		}
 	}
 	if err := b.registerMetrics(opts.Registerer); err != nil {
@@ -219,10 +256,9 @@ func Start(opts Options) (*Broker, error) {
 		}
 		cluster.Close()
 		_ = lock.Release()
-		return nil, err
+		return err
 	}
-	go b.compactLoop(backoff, opts.Tables, opts.MinDirtyBytes)
-	return b, nil
+	return nil
 }
 
 // kfakeCleanerOff keeps kfake's own compaction ticker from doing anything
@@ -231,28 +267,20 @@ const kfakeCleanerOff = 365 * 24 * time.Hour
 
 // compactLoop compacts and applies retention on our own schedule (kfake's
 // ticker also starts only when a topic is created, not when compacted
-// topics are loaded from disk). With tables given, compaction waits for
-// them to grow (DirtyRatio); retention (cheap: it reads batch metadata
-// only) is applied every pass.
-func (b *Broker) compactLoop(every time.Duration, tables []string, minDirty int64) {
-	defer close(b.compactDone)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-b.stopCompact:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	t := time.NewTicker(every)
+// topics are loaded from disk), until ctx ends. With Options.Tables given,
+// compaction waits for them to grow (DirtyRatio); retention (cheap: it
+// reads batch metadata only) is applied every pass.
+func (b *Broker) compactLoop(ctx context.Context) {
+	tables := b.opts.Tables
+	// Sub-millisecond would round to 0 ms, which kfake's ticker rejects.
+	t := time.NewTicker(max(b.opts.CleanerBackoff, time.Millisecond))
 	defer t.Stop()
 	// The tables as loaded count as compacted: a restart does not rewrite
 	// them all at once.
 	clean := b.tableBytes(tables)
 	for {
 		select {
-		case <-b.stopCompact:
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
@@ -263,7 +291,7 @@ func (b *Broker) compactLoop(every time.Duration, tables []string, minDirty int6
 			continue
 		}
 		size := b.tableBytes(tables)
-		if dirty := size - clean; dirty >= minDirty && float64(dirty) >= DirtyRatio*float64(size) {
+		if dirty := size - clean; dirty >= b.opts.MinDirtyBytes && float64(dirty) >= DirtyRatio*float64(size) {
 			if err := b.compactProtected(tables); err != nil {
 				b.logf("broker: compaction skipped: %v", err)
 				continue
@@ -300,8 +328,8 @@ func (b *Broker) compactProtected(tables []string) error {
 }
 
 func (b *Broker) logf(format string, args ...any) {
-	if b.log != nil {
-		b.log(format, args...)
+	if b.opts.Logf != nil {
+		b.opts.Logf(format, args...)
 	}
 }
 
@@ -316,8 +344,9 @@ func (b *Broker) tableBytes(topics []string) int64 {
 	return n
 }
 
-// Addrs returns the host:port the broker listens on (127.0.0.1 only). It
-// stays valid after Close (kfake's own ListenAddrs would block forever then).
+// Addrs returns the host:port the broker listens on (127.0.0.1 only), once
+// it is ready. It stays valid after it stopped (kfake's own ListenAddrs
+// would block forever then).
 func (b *Broker) Addrs() []string {
 	return append([]string(nil), b.addrs...)
 }
@@ -343,23 +372,14 @@ func portOf(addrs []string) int {
 }
 
 // DataDir returns the directory the broker persists to.
-func (b *Broker) DataDir() string { return b.dir }
+func (b *Broker) DataDir() string { return b.opts.DataDir }
 
-// Close stops the broker, flushes its state to disk and releases the data
-// directory. It is safe to call more than once.
+// Close stops the broker (Stop), which flushes its state to disk and
+// releases the data directory, and says whether releasing failed. It is
+// safe to call more than once.
 func (b *Broker) Close() error {
-	b.closeOnce.Do(func() {
-		close(b.stopCompact)
-		<-b.compactDone
-		if b.trim != nil {
-			b.trim.close()
-		}
-		// kfake's Close saves its state synchronously; the lock must
-		// outlive that write.
-		b.cluster.Close()
-		b.closeErr = b.lock.Release()
-	})
-	return b.closeErr
+	b.Stop()
+	return b.Err()
 }
 
 type logger struct {

@@ -24,6 +24,8 @@ import (
 
 	"github.com/chime-sched/chime/infra/broker"
 	"github.com/chime-sched/chime/internal/freeport"
+	"github.com/chime-sched/chime/internal/lifecycle"
+	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
 )
 
 // The kill -9 test re-executes this test binary; these variables tell the
@@ -258,6 +260,35 @@ func TestSecondStartOnSameDirFails(t *testing.T) {
 	b2, err := broker.Start(broker.Options{DataDir: tb.dir})
 	require.NoError(t, err)
 	require.NoError(t, b2.Close())
+}
+
+// TestBrokerIsAPart: as a lifecycle part the broker is ready once it
+// listens and releases its directory when stopped; one that cannot start
+// (its directory is another broker's) stops before it is ready and says
+// why, leaving nothing held.
+func TestBrokerIsAPart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	b, err := broker.New(broker.Options{DataDir: dir})
+	require.NoError(t, err)
+	require.Equal(t, "embedded broker", b.Name())
+	require.ErrorIs(t, b.Ready(), lifecycle.ErrStarting)
+	lifecycletest.Start(t, b)
+	require.NoError(t, b.Ready())
+	cl := newClient(t, b.Addrs())
+	require.NoError(t, cl.Ping(ctxT(t)), "ready means listening")
+
+	second, err := broker.New(broker.Options{DataDir: dir})
+	require.NoError(t, err)
+	require.NoError(t, second.Start(t.Context()))
+	require.ErrorContains(t, lifecycle.Wait(ctxT(t), second), "embedded broker stopped before it was ready")
+	require.ErrorContains(t, second.Err(), dir)
+
+	b.Stop()
+	require.NoError(t, b.Err())
+	require.ErrorIs(t, b.Ready(), lifecycle.ErrStopped)
+	again := setup(t, broker.Options{DataDir: dir})
+	require.NotEmpty(t, again.b.Addrs(), "the stopped broker released its directory")
 }
 
 // TestPortIsKeptAcrossRestarts: a broker started without a fixed port

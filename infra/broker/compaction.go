@@ -49,13 +49,13 @@ func segmentFile(name string) bool {
 // protect links the tables' segment files into compactionDir and writes the
 // marker. partitions lists each table's partition count.
 func (b *Broker) protect(tables []string) error {
-	root := filepath.Join(b.dir, compactionDir)
+	root := filepath.Join(b.opts.DataDir, compactionDir)
 	if err := os.RemoveAll(root); err != nil {
 		return err
 	}
 	for _, t := range tables {
 		for _, p := range b.cluster.PartitionInfos(t) {
-			src := partitionDir(b.dir, t, p.Partition)
+			src := partitionDir(b.opts.DataDir, t, p.Partition)
 			ents, err := os.ReadDir(src)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
@@ -82,7 +82,7 @@ func (b *Broker) protect(tables []string) error {
 
 // unprotect removes the marker, then the links.
 func (b *Broker) unprotect() error {
-	root := filepath.Join(b.dir, compactionDir)
+	root := filepath.Join(b.opts.DataDir, compactionDir)
 	if err := os.Remove(filepath.Join(root, pendingMarker)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}

@@ -12,12 +12,29 @@ import (
 // part of the stages before it is ready (a processor reads views that
 // have caught up); until the context ends or a part fails; then stops them
 // in the reverse order (the views outlive the processors reading them).
+//
+// Run does all of that. A process whose later parts are built from what
+// its first ones give (chime's roles, from the embedded broker's address)
+// calls Start for the first stages, adds the rest, and Runs: one group
+// then holds every part, and stops the first ones last. A Group is used
+// from one goroutine.
 type Group struct {
 	// Logger gets a line for each part that fails; nil: slog.Default().
 	Logger *slog.Logger
 
 	stages  [][]Part
 	onReady []onReady
+
+	// What Start began: the stages and OnReady callbacks it reached, and
+	// the watchers that tell a part's failure (the first one closes
+	// failed) or call the callbacks.
+	begun, watched int
+	watch          context.Context
+	stopWatching   context.CancelFunc
+	watchers       sync.WaitGroup
+	failOnce       sync.Once
+	failed         chan struct{}
+	failedPart     Part
 }
 
 type onReady struct {
@@ -32,7 +49,7 @@ func (g *Group) Add(parts ...Part) *Group {
 	return g
 }
 
-// OnReady has Run call fn once every one of parts is ready (a role's
+// OnReady has the group call fn once every one of parts is ready (a role's
 // "ready" log line); not if one stops before.
 func (g *Group) OnReady(fn func(), parts ...Part) *Group {
 	g.onReady = append(g.onReady, onReady{fn: fn, parts: parts})
@@ -42,80 +59,115 @@ func (g *Group) OnReady(fn func(), parts ...Part) *Group {
 // Parts lists the group's parts, stage by stage.
 func (g *Group) Parts() []Part { return slices.Concat(g.stages...) }
 
-// Run starts the parts and returns once ctx ends (nil) or a part stopped
-// by itself (its error), after stopping every part. A part that fails to
-// start or stops before it was ready ends Run the same way. A group runs
-// once.
-func (g *Group) Run(ctx context.Context) error {
-	log := g.Logger
-	if log == nil {
-		log = slog.Default()
+// init readies the watchers' state on first use.
+func (g *Group) init() {
+	if g.failed == nil {
+		g.failed = make(chan struct{})
+		g.watch, g.stopWatching = context.WithCancel(context.Background())
 	}
-	// The parts stop when Run stops them, in order, not all at once when
+}
+
+// Start starts the stages added since the last Start, stage by stage, and
+// returns once they are ready; or, without waiting for the rest, when ctx
+// ends (its error) or a part of the group fails to start or stops (what
+// it stopped with). The parts run until Stop, not until ctx ends: they
+// stop in order. After an error the caller stops the group.
+func (g *Group) Start(ctx context.Context) error {
+	g.init()
+	// The parts stop when Stop stops them, in order, not all at once when
 	// ctx ends.
 	pctx := context.WithoutCancel(ctx)
-	// Parts of the stages not reached are stopped too: they never start.
-	defer func() {
-		for _, stage := range slices.Backward(g.stages) {
-			var wg sync.WaitGroup
-			for _, p := range stage {
-				wg.Go(p.Stop)
-			}
-			wg.Wait()
-		}
-	}()
-	failed := make(chan Part, len(g.Parts()))
-	// The watchers end before the parts are stopped: a stop Run makes is
-	// not a failure.
-	watch, stopWatching := context.WithCancel(context.Background())
-	var watchers sync.WaitGroup
-	defer watchers.Wait()
-	defer stopWatching()
-	for _, o := range g.onReady {
-		watchers.Go(func() {
-			if Wait(watch, o.parts...) == nil {
+	for _, o := range g.onReady[g.watched:] {
+		g.watchers.Go(func() {
+			if Wait(g.watch, o.parts...) == nil {
 				o.fn()
 			}
 		})
 	}
-	for _, stage := range g.stages {
+	g.watched = len(g.onReady)
+	for ; g.begun < len(g.stages); g.begun++ {
+		stage := g.stages[g.begun]
 		for _, p := range stage {
 			if err := p.Start(pctx); err != nil {
 				return fmt.Errorf("%s: %w", p.Name(), err)
 			}
-			watchers.Go(func() {
+			g.watchers.Go(func() {
 				select {
 				case <-p.Stopped():
-					failed <- p
-				case <-watch.Done():
+					g.failOnce.Do(func() {
+						g.failedPart = p
+						close(g.failed)
+					})
+				case <-g.watch.Done():
 				}
 			})
 		}
-		if err := waitStage(ctx, failed, stage); err != nil {
-			if ctx.Err() != nil {
-				return nil // stopping before the process was ready
-			}
+		if err := g.waitStage(ctx, stage); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// Run starts the parts (those a Start did not) and returns once ctx ends
+// (nil) or a part stopped by itself (its error), after stopping every
+// part. A part that fails to start or stops before it was ready ends Run
+// the same way. A group runs once.
+func (g *Group) Run(ctx context.Context) error {
+	defer g.Stop()
+	if err := g.Start(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopping before the process was ready
+		}
+		return err
 	}
 	select {
 	case <-ctx.Done():
 		return nil
-	case p := <-failed:
-		log.Error("part stopped; stopping the others", "part", p.Name(), "err", errOf(p))
+	case <-g.failed:
+		p := g.failedPart
+		g.logger().Error("part stopped; stopping the others", "part", p.Name(), "err", errOf(p))
 		return fmt.Errorf("%s: %w", p.Name(), errOf(p))
 	}
 }
 
+// Stop stops every part of the group, stage by stage in reverse (the parts
+// of one stage together), and returns once they have stopped. Parts of the
+// stages not reached are stopped too: they never start. Run stops the
+// group before it returns; a caller that started it without Run stops it.
+// A second Stop does nothing more.
+func (g *Group) Stop() {
+	g.init()
+	// The watchers end before the parts are stopped: a stop the group
+	// makes is not a failure.
+	g.stopWatching()
+	g.watchers.Wait()
+	for _, stage := range slices.Backward(g.stages) {
+		var wg sync.WaitGroup
+		for _, p := range stage {
+			wg.Go(p.Stop)
+		}
+		wg.Wait()
+	}
+}
+
+func (g *Group) logger() *slog.Logger {
+	if g.Logger == nil {
+		return slog.Default()
+	}
+	return g.Logger
+}
+
 // waitStage waits until every part of stage is ready, or one of the group
 // fails.
-func waitStage(ctx context.Context, failed <-chan Part, stage []Part) error {
+func (g *Group) waitStage(ctx context.Context, stage []Part) error {
 	for _, p := range stage {
 		select {
 		case <-p.Started():
 		case <-ctx.Done():
 			return ctx.Err()
-		case f := <-failed:
+		case <-g.failed:
+			f := g.failedPart
 			return fmt.Errorf("%s: %w", f.Name(), errOf(f))
 		}
 		select {

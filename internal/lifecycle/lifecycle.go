@@ -1,8 +1,9 @@
 // Package lifecycle owns how chime's long-running parts (the processors,
-// the views, the dispatcher, the sink, the API and query servers, the
-// embedded broker) start, say they are ready, and stop: one shape, Part,
-// that each implements by embedding Base, and one way to run a list of
-// them, Group, which chime dev and every role command use.
+// the views, the dispatcher, the sink, the API, query and metrics servers,
+// the embedded broker, the local ClickHouse) start, say they are ready,
+// and stop: one shape, Part, that each implements by embedding Base, and
+// one way to run a list of them, Group: each chime process (chime dev and
+// every role command) runs all its parts in one.
 //
 // Readiness is a signal, not a poll: a part closes its Started channel the
 // first time it is ready (a goka processor or view once it has recovered
@@ -205,6 +206,41 @@ type funcPart struct {
 
 func (f *funcPart) Name() string                    { return f.name }
 func (f *funcPart) Start(ctx context.Context) error { return f.Go(ctx, f.run) }
+
+// Closer is a part for what is opened before a group runs and used by the
+// parts of later stages (a Kafka producer, a local store): ready at once,
+// it calls close once it stops, so after the parts that use it. It calls
+// close also when it is stopped without having started (a process that
+// failed before running its group), so what it holds is closed whatever
+// happens: add it to the group as soon as what it closes is open.
+func Closer(name string, close func()) Part {
+	c := &closer{name: name}
+	c.close = func() { c.once.Do(close) }
+	return c
+}
+
+type closer struct {
+	Base
+	name  string
+	close func()
+	once  sync.Once
+}
+
+func (c *closer) Name() string { return c.name }
+
+func (c *closer) Start(ctx context.Context) error {
+	return c.Go(ctx, func(ctx context.Context, ready func()) error {
+		ready()
+		<-ctx.Done()
+		c.close()
+		return nil
+	})
+}
+
+func (c *closer) Stop() {
+	c.Base.Stop()
+	c.close()
+}
 
 // Wait blocks until every part is ready. It fails when ctx ends first or
 // a part stopped before it was ready.

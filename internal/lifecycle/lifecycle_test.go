@@ -288,3 +288,102 @@ func TestNoGoroutineLeft(t *testing.T) {
 		runtime.Gosched()
 	}
 }
+
+// TestGroupStartThenRun: a process starts its first stage (the embedded
+// broker), builds the rest from it, adds and runs them; the first stage
+// stops last, after the ones Run started.
+func TestGroupStartThenRun(t *testing.T) {
+	t.Parallel()
+	o := &order{events: make(chan string, 16)}
+	g := (&lifecycle.Group{}).Add(o.part("broker"))
+	require.NoError(t, g.Start(context.Background()))
+	require.Equal(t, "start broker", o.next(t))
+	readyCalled := make(chan struct{})
+	proc := o.part("processor")
+	g.Add(o.part("views")).Add(proc).OnReady(func() { close(readyCalled) }, proc)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	require.Equal(t, "start views", o.next(t))
+	require.Equal(t, "start processor", o.next(t))
+	require.True(t, closed(readyCalled), "OnReady added after Start is called too")
+	cancel()
+	require.NoError(t, <-done)
+	for _, want := range []string{"stop processor", "stop views", "stop broker"} {
+		require.Equal(t, want, o.next(t))
+	}
+	g.Stop() // a second Stop does nothing more
+}
+
+// TestGroupStartedWithoutRun: a process that fails while building the parts
+// after its first stage stops the group itself; a part of the first stage
+// that failed meanwhile ends Run.
+func TestGroupStartedWithoutRun(t *testing.T) {
+	t.Parallel()
+	t.Run("stopped", func(t *testing.T) {
+		t.Parallel()
+		first, later := newPart("first"), newPart("later")
+		close(first.ready)
+		g := (&lifecycle.Group{}).Add(first)
+		require.NoError(t, g.Start(context.Background()))
+		g.Add(later)
+		g.Stop()
+		require.True(t, isClosed(first.Stopped()))
+		require.NoError(t, first.Err(), "a stop the group makes is not a failure")
+		require.True(t, isClosed(later.Stopped()))
+		require.Zero(t, later.ran.Load(), "a part not started never starts")
+	})
+	t.Run("failed before Run", func(t *testing.T) {
+		t.Parallel()
+		first, later := newPart("first"), newPart("later")
+		close(first.ready)
+		close(later.ready)
+		g := (&lifecycle.Group{Logger: slog.New(slog.DiscardHandler)}).Add(first)
+		require.NoError(t, g.Start(context.Background()))
+		first.fail <- errors.New("boom")
+		require.True(t, closed(first.Stopped()))
+		err := g.Add(later).Run(context.Background())
+		require.ErrorContains(t, err, "first: boom")
+		require.True(t, isClosed(later.Stopped()))
+	})
+}
+
+func TestCloser(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		run  bool // the group runs; else it is stopped without starting
+	}{
+		{"after the parts of later stages", true},
+		{"never started", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			o := &order{events: make(chan string, 16)}
+			c := lifecycle.Closer("store", func() { o.events <- "close store" })
+			require.Equal(t, "store", c.Name())
+			g := (&lifecycle.Group{}).Add(c).Add(o.part("processor"))
+			if !tt.run {
+				g.Stop()
+				require.Equal(t, "close store", o.next(t))
+				return
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- g.Run(ctx) }()
+			require.Equal(t, "start processor", o.next(t))
+			require.NoError(t, c.Ready())
+			cancel()
+			require.NoError(t, <-done)
+			require.Equal(t, "stop processor", o.next(t))
+			require.Equal(t, "close store", o.next(t))
+			c.Stop()
+			select {
+			case e := <-o.events:
+				t.Fatalf("closed twice: %s", e)
+			default:
+			}
+		})
+	}
+}
