@@ -24,7 +24,7 @@ import (
 
 // roleAPI runs the HTTP API against the configured brokers, reading
 // analytics from CHIME_CLICKHOUSE_DSN when it is set.
-func roleAPI(ctx context.Context, e *env) error {
+func roleAPI(e *env, g *lifecycle.Group) error {
 	var src *analyticsSource
 	if e.cfg.ClickHouseDSN != "" {
 		src = newAnalyticsSource()
@@ -38,10 +38,9 @@ func roleAPI(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	defer a.close()
-	g := e.group().Add(append(rm.parts(), a.parts...)...)
+	g.Add(a.clients).Add(append(rm.parts(), a.parts...)...)
 	a.logReady(g)
-	return g.Run(ctx)
+	return nil
 }
 
 // apiRole is the HTTP API's parts, and what its readiness waits for.
@@ -55,7 +54,10 @@ type apiRole struct {
 	reads  []lifecycle.Part
 	listen lifecycle.Part
 	addr   string
-	close  func()
+	// clients closes the backend's Kafka clients, flushing what the API
+	// published (a Closer, which the role adds to its group before the
+	// API).
+	clients lifecycle.Part
 }
 
 // newAPI builds the API on --addr, reading the views of rm (and in chime
@@ -135,7 +137,7 @@ func newAPI(e *env, dev bool, src *analyticsSource, rm *readModels, sr *schedule
 	log.Info("api listening", "addr", a.addr)
 	a.listen = api.Listen(app, ln)
 	a.parts = append([]lifecycle.Part{a.listen}, a.parts...)
-	a.close = be.Close
+	a.clients = lifecycle.Closer("api kafka clients", be.Close)
 	return a, nil
 }
 
@@ -180,9 +182,10 @@ func devAdminToken(e *env) (string, error) {
 	return tok, nil
 }
 
-// analyticsSource says which ClickHouse the API reads: the configured DSN,
-// or in `chime dev` the one the sink opened (the local server it started),
-// once it has, or why there is none.
+// analyticsSource says where a ClickHouse is, once that is known, or why
+// there is none. The sink reads the configured DSN or the local server's
+// (its part sets it); the API, the configured DSN, or in `chime dev` the
+// one the sink opened, once it has (and migrated it).
 type analyticsSource struct {
 	once sync.Once
 	done chan struct{}

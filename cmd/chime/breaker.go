@@ -1,15 +1,14 @@
 package main
 
 import (
-	"context"
-
+	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/processors/breaker"
 )
 
 // roleBreaker runs the breaker processor and, beside it, the small
 // namespace-config processor whose table the breaker reads its thresholds
 // from (through a view, started first).
-func roleBreaker(ctx context.Context, e *env) error {
+func roleBreaker(e *env, g *lifecycle.Group) error {
 	rm, err := newReadModels(e, false)
 	if err != nil {
 		return err
@@ -22,7 +21,8 @@ func roleBreaker(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	return e.group().Add(rm.parts()...).Add(nsp, brk).Run(ctx)
+	g.Add(rm.parts()...).Add(nsp, brk)
+	return nil
 }
 
 // newBreaker builds the breaker processor, reading thresholds from rm.

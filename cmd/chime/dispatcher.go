@@ -1,11 +1,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/chime-sched/chime/dispatcher"
 	"github.com/chime-sched/chime/infra/config"
+	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
@@ -20,7 +20,7 @@ func dispatcherGuard(cfg config.Config, dev bool) dispatcher.Guard {
 	return g
 }
 
-func roleDispatcher(ctx context.Context, e *env) error {
+func roleDispatcher(e *env, g *lifecycle.Group) error {
 	rm, err := newReadModels(e, true)
 	if err != nil {
 		return err
@@ -29,7 +29,8 @@ func roleDispatcher(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	return e.group().Add(rm.parts()...).Add(d).Run(ctx)
+	g.Add(rm.parts()...).Add(d)
+	return nil
 }
 
 // newDispatcher builds the dispatcher; dev allows loopback callbacks

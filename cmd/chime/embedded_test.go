@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,6 +15,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chime-sched/chime/infra/broker"
+	"github.com/chime-sched/chime/internal/lifecycle"
 )
 
 // logAttr is one key=value of a text slog line.
@@ -133,4 +140,80 @@ func requireOperationsDocShows(t *testing.T, line, stateDir, addr string) {
 	line = strings.ReplaceAll(line, stateDir, ".chime")
 	line = strings.ReplaceAll(line, addr, docAddr)
 	require.Equal(t, line, documented, "docs/operations.md's line, as chime dev logs it now")
+}
+
+// TestEmbeddedBrokerStopsLast: every process runs its parts in one group
+// whose first part is the embedded broker, so the broker stops after every
+// part of the role: a part that writes to it as it stops (a processor's
+// last commits, the API's producer flushing) still reaches it. A role that
+// fails while building its parts stops the broker too, releasing its data
+// dir for the next start.
+func TestEmbeddedBrokerStopsLast(t *testing.T) {
+	t.Parallel()
+	// GOGC set: runRole leaves the test process's memory settings alone.
+	getenv := func(k string) string {
+		if k == "GOGC" {
+			return "100"
+		}
+		return ""
+	}
+	tests := []struct {
+		name    string
+		failing bool // the role fails after adding its part
+	}{
+		{name: "stopped on a signal"},
+		{name: "the role fails", failing: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			stateDir := filepath.Join(t.TempDir(), "state")
+			signal, stop := context.WithCancel(context.Background())
+			defer stop()
+			wrote := make(chan error, 1)
+			r := func(e *env, g *lifecycle.Group) error {
+				p := lifecycle.Func("writer", func(ctx context.Context, ready func()) error {
+					ready()
+					<-ctx.Done()
+					wrote <- produceOne(e)
+					return nil
+				})
+				g.Add(p).OnReady(stop, p) // the signal, once the role runs
+				if tt.failing {
+					return errors.New("boom")
+				}
+				return nil
+			}
+			var stderr syncBuffer
+			err := runRole(signal, "test", []string{"--state-dir", stateDir, "--partitions", "1"}, getenv, io.Discard, &stderr, r)
+			if tt.failing {
+				require.EqualError(t, err, "boom")
+				select {
+				case err := <-wrote:
+					t.Fatalf("a part of a role that failed to build started: %v", err)
+				default:
+				}
+			} else {
+				require.NoError(t, err, stderr.String())
+				require.NoError(t, <-wrote, "the broker took the write of a part stopping")
+				require.Contains(t, stderr.String(), `msg="stopped cleanly"`)
+			}
+			b, err := broker.Start(broker.Options{DataDir: filepath.Join(stateDir, "broker")})
+			require.NoError(t, err, "the process released the broker's data dir")
+			require.NoError(t, b.Close())
+		})
+	}
+}
+
+// produceOne writes a record to the broker of e, as a part flushing on
+// its stop does.
+func produceOne(e *env) error {
+	cl, err := kgo.NewClient(append(e.sasl.Kgo(), kgo.SeedBrokers(e.brokers...))...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return cl.ProduceSync(ctx, &kgo.Record{Topic: e.cfg.Topics().All()[0].Name, Value: []byte("last")}).FirstErr()
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/chime-sched/chime/infra/config"
 	"github.com/chime-sched/chime/infra/dirlock"
 	"github.com/chime-sched/chime/infra/groups"
+	"github.com/chime-sched/chime/internal/lifecycle"
 )
 
 // identityLockName is the lock file in the state dir that makes a derived
@@ -69,4 +70,20 @@ func (e *env) leaveGroups() {
 	if err := groups.Leave(ctx, cl, e.membership.InstanceID, chimeGroups(e.cfg)...); err != nil {
 		e.log.Warn("leaving consumer groups; the partitions move after the session timeout", "err", fmt.Sprint(err), "session_timeout", e.membership.SessionTimeout)
 	}
+}
+
+// leaveOnSignal is the part that hands this process's partitions over at
+// once (leaveGroups) when the process stops on a signal (signal, runRole's
+// context, ended). Added to the group before the role's parts, it stops
+// after every consumer of the process has closed, and before the embedded
+// broker goes.
+func (e *env) leaveOnSignal(signal context.Context) lifecycle.Part {
+	return lifecycle.Func("group membership", func(ctx context.Context, ready func()) error {
+		ready()
+		<-ctx.Done()
+		if signal.Err() != nil {
+			e.leaveGroups()
+		}
+		return nil
+	})
 }

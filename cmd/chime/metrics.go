@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -16,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chime-sched/chime/infra/kafkaauth"
+	"github.com/chime-sched/chime/internal/lifecycle"
 )
 
 // newRegistry is the process's metrics registry: every role of the process
@@ -29,15 +31,16 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-// serveMetrics serves /metrics on addr until ctx is done (roles without
-// the API).
-func serveMetrics(ctx context.Context, e *env) error {
+// newMetricsServer listens on --metrics-addr (roles without the API) and
+// returns the part that serves /metrics there; nil when no address is
+// set.
+func newMetricsServer(e *env) (lifecycle.Part, error) {
 	if e.cfg.MetricsAddr == "" {
-		return nil
+		return nil, nil
 	}
 	ln, err := net.Listen("tcp", e.cfg.MetricsAddr)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("metrics: listen on %s (--metrics-addr, CHIME_METRICS_ADDR): %w", e.cfg.MetricsAddr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(e.registry, promhttp.HandlerOpts{}))
@@ -50,7 +53,10 @@ func serveMetrics(ctx context.Context, e *env) error {
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	e.log.Info("metrics listening", "addr", ln.Addr().String())
-	return serveHTTP(ctx, srv, ln)
+	return lifecycle.Func("metrics server", func(ctx context.Context, ready func()) error {
+		ready() // ln is open: requests wait in its backlog until Serve takes them
+		return serveHTTP(ctx, srv, ln)
+	}), nil
 }
 
 // serveHTTP serves srv on ln until ctx is done, then shuts it down,

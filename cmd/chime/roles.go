@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/chime-sched/chime/infra/broker"
 	"github.com/chime-sched/chime/infra/config"
@@ -40,7 +38,6 @@ type env struct {
 	registry    *prometheus.Registry
 	replication int16          // of the scheduler table
 	replicas    map[string]int // per table topic
-	embedded    *broker.Broker
 	// sasl is what every Kafka client of the process authenticates with
 	// (none against a cluster without SASL): each component's Config
 	// gets it from here.
@@ -49,7 +46,19 @@ type env struct {
 	membership groups.Membership
 }
 
-type role func(ctx context.Context, e *env) error
+// role adds a role's parts to g, the process's group, in stages after the
+// process's own parts; runRole runs the group. A role that adds no part
+// (chime topics) did its work while building, and the process ends.
+//
+// Every process builds its group the same way (runRole): the embedded
+// broker when there is one, then the metrics server and the group
+// membership, then the role's stages; Run stops them in reverse. The role
+// adds to the group runRole made, rather than running one of its own, so
+// that one group orders every stop: the role's parts flush to the broker
+// and leave their consumer groups before it goes. What a role opens before
+// the group runs (a store, Kafka clients) it adds as a lifecycle.Closer at
+// once, so the group closes it in order, or on any failure after.
+type role func(e *env, g *lifecycle.Group) error
 
 func runRole(ctx context.Context, name string, args []string, getenv func(string) string, stdout, stderr io.Writer, r role) (err error) {
 	fs := flag.NewFlagSet("chime "+name, flag.ContinueOnError)
@@ -76,34 +85,50 @@ func runRole(ctx context.Context, name string, args []string, getenv func(string
 	e := &env{cfg: cfg, log: log, out: stdout, registry: newRegistry()}
 	releaseIdentity := e.joinIdentity()
 	defer releaseIdentity()
-	if err := e.connect(ctx); err != nil {
-		return err
-	}
+	g := &lifecycle.Group{Logger: log}
 	defer func() {
-		if ctx.Err() != nil {
-			e.leaveGroups()
-		}
-		e.close()
+		g.Stop() // when Run did not: the role failed, or had no parts
 		if err == nil && ctx.Err() != nil {
 			// Operators (and scripts) see that a stop on a signal was
 			// clean, not a crash.
 			log.Info("stopped cleanly")
 		}
 	}()
-	e.registry.MustRegister(newLagCollector(e.brokers, e.sasl, chimeGroups(cfg)...))
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return serveMetrics(gctx, e) })
-	g.Go(func() error {
-		err := r(gctx, e)
-		if err == nil {
-			err = errRoleDone // stop serving metrics too
-		}
-		return err
-	})
-	if err := g.Wait(); err != nil && !errors.Is(err, errRoleDone) {
+	if err := e.connect(ctx, g); err != nil {
 		return err
 	}
-	return nil
+	e.registry.MustRegister(newLagCollector(e.brokers, e.sasl, chimeGroups(cfg)...))
+	own, err := e.processParts(ctx)
+	if err != nil {
+		return err
+	}
+	// Started before the role builds its parts: /metrics answers from the
+	// start, and a signal meanwhile still hands the partitions over.
+	if err := g.Add(own...).Start(ctx); err != nil && ctx.Err() == nil {
+		return err
+	}
+	n := len(g.Parts())
+	if err := r(e, g); err != nil {
+		return err
+	}
+	if len(g.Parts()) == n {
+		return nil
+	}
+	return g.Run(ctx)
+}
+
+// processParts are the parts of the process beside its role's: the
+// metrics server (with --metrics-addr) and the group membership.
+func (e *env) processParts(ctx context.Context) ([]lifecycle.Part, error) {
+	parts := []lifecycle.Part{e.leaveOnSignal(ctx)}
+	metrics, err := newMetricsServer(e)
+	if err != nil {
+		return nil, err
+	}
+	if metrics != nil {
+		parts = append(parts, metrics)
+	}
+	return parts, nil
 }
 
 // startCPUProfile profiles the role's whole run into path; the returned
@@ -123,12 +148,9 @@ func startCPUProfile(path string) (func(), error) {
 	}, nil
 }
 
-// errRoleDone ends a role's errgroup when the role itself returned.
-var errRoleDone = errors.New("role done")
-
-// connect starts the embedded broker when no brokers are configured, and
-// makes sure every topic exists as chime needs it.
-func (e *env) connect(ctx context.Context) error {
+// connect starts the embedded broker when no brokers are configured, as
+// the first part of g, and makes sure every topic exists as chime needs it.
+func (e *env) connect(ctx context.Context, g *lifecycle.Group) error {
 	e.brokers = e.cfg.Brokers
 	cred := kafkaauth.Credential{User: e.cfg.KafkaSASLUser, Password: e.cfg.KafkaSASLPassword}
 	if e.cfg.Embedded() {
@@ -146,7 +168,7 @@ func (e *env) connect(ctx context.Context) error {
 				streams = append(streams, broker.Stream{Topic: sp.Name, Readers: sp.Readers})
 			}
 		}
-		b, err := broker.Start(broker.Options{
+		b, err := broker.New(broker.Options{
 			DataDir:    e.cfg.BrokerDataDir(),
 			Port:       e.cfg.EmbeddedBrokerPort,
 			Tables:     []string{t.SchedulerTable(), t.BreakerTable(), t.NamespaceTable()},
@@ -158,9 +180,15 @@ func (e *env) connect(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("embedded broker: %w", err)
 		}
-		e.embedded = b
+		// Started at once, before anything else: every other part is
+		// built with its address, and the topics are provisioned on it
+		// first. Being the group's first part, it stops last, once every
+		// part writing to it has flushed.
+		if err := g.Add(b).Start(ctx); err != nil {
+			return err
+		}
 		e.brokers = b.Addrs()
-		e.logEmbeddedBroker(cred, fromEnv)
+		e.logEmbeddedBroker(b, cred, fromEnv)
 	}
 	// Before any client is made: every one of them authenticates with it.
 	e.sasl = cred
@@ -204,9 +232,9 @@ func (e *env) connect(ctx context.Context) error {
 // it, or a service with the Go SDK (producer.Brokers, producer.SASLPlain).
 // docs/operations.md shows the line; TestEmbeddedBrokerKeepsItsPort holds
 // it to this.
-func (e *env) logEmbeddedBroker(cred kafkaauth.Credential, fromEnv bool) {
+func (e *env) logEmbeddedBroker(b *broker.Broker, cred kafkaauth.Credential, fromEnv bool) {
 	addr := strings.Join(e.brokers, ",")
-	if was := e.embedded.Moved(); was != 0 {
+	if was := b.Moved(); was != 0 {
 		e.log.Warn("embedded broker moved to another port: the one it had is taken by another process",
 			"was", fmt.Sprintf("127.0.0.1:%d", was), "addr", addr,
 			"hint", "give its clients the new address; --embedded-broker-port pins one")
@@ -216,7 +244,7 @@ func (e *env) logEmbeddedBroker(cred kafkaauth.Credential, fromEnv bool) {
 	if fromEnv {
 		credential, password = "CHIME_KAFKA_SASL_USER, CHIME_KAFKA_SASL_PASSWORD", "<this process's>"
 	}
-	e.log.Info("embedded broker started", "addr", addr, "data_dir", e.embedded.DataDir(),
+	e.log.Info("embedded broker started", "addr", addr, "data_dir", b.DataDir(),
 		"sasl_user", cred.User, "credential", credential,
 		"hint", "other chime processes share it with CHIME_BROKERS="+addr+" CHIME_KAFKA_SASL_USER="+cred.User+
 			" CHIME_KAFKA_SASL_PASSWORD="+password+"; Go services with producer.SASLPlain (SASL/PLAIN)")
@@ -229,14 +257,6 @@ func (e *env) replicationOf(topic string) int {
 		return r
 	}
 	return max(1, int(e.replication))
-}
-
-func (e *env) close() {
-	if e.embedded != nil {
-		if err := e.embedded.Close(); err != nil {
-			e.log.Error("closing embedded broker", "err", err)
-		}
-	}
 }
 
 // kafkaClient is how a goka component of this process connects: its
@@ -270,18 +290,14 @@ func (e *env) schedulerConfig() scheduler.Config {
 	}
 }
 
-func roleTopics(_ context.Context, e *env) error {
+func roleTopics(e *env, _ *lifecycle.Group) error {
 	for _, t := range e.cfg.Topics().All() {
 		fmt.Fprintf(e.out, "%s\t%s\n", t.Name, t.Cleanup)
 	}
 	return nil
 }
 
-// group is the role's lifecycle.Group: the parts it adds, started stage
-// by stage and stopped in reverse.
-func (e *env) group() *lifecycle.Group { return &lifecycle.Group{Logger: e.log} }
-
-func roleScheduler(ctx context.Context, e *env) error {
+func roleScheduler(e *env, g *lifecycle.Group) error {
 	rm, err := newReadModels(e, false)
 	if err != nil {
 		return err
@@ -290,10 +306,9 @@ func roleScheduler(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	defer sr.release() // after the group stopped the scheduler
-	g := e.group().Add(rm.parts()...).Add(sr.parts()...)
+	g.Add(sr.store).Add(rm.parts()...).Add(sr.parts()...)
 	sr.logReady(e, g)
-	return g.Run(ctx)
+	return nil
 }
 
 // schedulerRole is a scheduler with its query server (views/jobquery),
@@ -304,9 +319,9 @@ type schedulerRole struct {
 	// scheduler's group membership) as queryAddr.
 	query     lifecycle.Part
 	queryAddr string
-	// release marks the local state clean; call it after the scheduler
-	// stopped.
-	release func()
+	// store closes the scheduler's table store on disk, marking it clean
+	// (a Closer, which the role adds to its group before the scheduler).
+	store lifecycle.Part
 }
 
 // newScheduler builds the scheduler role: its table on disk under the state
@@ -321,7 +336,8 @@ func newScheduler(e *env, rm *readModels) (*schedulerRole, error) {
 	if err != nil {
 		return nil, err
 	}
-	sr := &schedulerRole{queryAddr: addr, release: func() {}}
+	sr := &schedulerRole{queryAddr: addr}
+	release := func() {}
 	cfg := e.schedulerConfig()
 	cfg.Membership.Advertise = addr
 	cfg.Namespaces = rm.namespaces
@@ -331,7 +347,7 @@ func newScheduler(e *env, rm *readModels) (*schedulerRole, error) {
 			ln.Close()
 			return nil, err
 		}
-		sr.release = func() {
+		release = func() {
 			if err := local.Close(); err != nil {
 				e.log.Error("closing the scheduler's table store", "err", err)
 			}
@@ -345,10 +361,11 @@ func newScheduler(e *env, rm *readModels) (*schedulerRole, error) {
 	}
 	if err != nil {
 		ln.Close()
-		sr.release()
+		release()
 		return nil, err
 	}
 	sr.query = jobquery.Listen(server, ln)
+	sr.store = lifecycle.Closer("scheduler table store", release)
 	return sr, nil
 }
 
@@ -367,10 +384,10 @@ func (sr *schedulerRole) logReady(e *env, g *lifecycle.Group) {
 // roleDev runs every role in this process, in one group: first the read
 // models (the namespace and breaker views, shared by every role) and the
 // API, which listens at once; once the views have caught up, the
-// processors, the dispatcher and the sink. The API reads jobs from the
-// scheduler's own table (partitions another scheduler process owns, from
-// that one's query server).
-func roleDev(ctx context.Context, e *env) error {
+// processors and the dispatcher (and the local ClickHouse); then the
+// sink. The API reads jobs from the scheduler's own table (partitions
+// another scheduler process owns, from that one's query server).
+func roleDev(e *env, g *lifecycle.Group) error {
 	e.log.Info("chime dev: all roles in one process", "brokers", strings.Join(e.brokers, ","), "state_dir", e.cfg.StateDir)
 	rm, err := newReadModels(e, true)
 	if err != nil {
@@ -380,7 +397,7 @@ func roleDev(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	defer sr.release() // after the group stopped the scheduler
+	g.Add(sr.store) // closed after the scheduler, or if the rest fails
 	// The API reads analytics from the ClickHouse the sink opens (the
 	// local one when no DSN is configured).
 	ch := newAnalyticsSource()
@@ -388,7 +405,7 @@ func roleDev(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	defer a.close()
+	g.Add(a.clients) // closed after the API
 	brk, err := newBreaker(e, rm)
 	if err != nil {
 		return err
@@ -401,12 +418,20 @@ func roleDev(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	g := e.group().
-		Add(append(rm.parts(), a.parts...)...).
-		Add(append(sr.parts(), nsp, brk, d, newSinkPart(e, true, ch.set))...)
+	// The local ClickHouse starts beside the processors, as it did
+	// inside the sink: its start (a second or more) does not hold up the
+	// scheduler. The sink, which needs it, comes after.
+	server, local := analyticsServer(e, true)
+	procs := append(sr.parts(), nsp, brk, d)
+	if local != nil {
+		procs = append(procs, local)
+	}
+	g.Add(append(rm.parts(), a.parts...)...).
+		Add(procs...).
+		Add(newSinkPart(e, true, server, ch.set))
 	sr.logReady(e, g)
 	a.logReady(g)
-	return g.Run(ctx)
+	return nil
 }
 
 // newNamespaces builds the namespace-config processor.
