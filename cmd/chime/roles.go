@@ -104,7 +104,10 @@ func runRole(ctx context.Context, name string, args []string, getenv func(string
 	}
 	// Started before the role builds its parts: /metrics answers from the
 	// start, and a signal meanwhile still hands the partitions over.
-	if err := g.Add(own...).Start(ctx); err != nil && ctx.Err() == nil {
+	if err := g.Add(own...).Start(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // a signal while starting: a clean stop, as Run's
+		}
 		return err
 	}
 	n := len(g.Parts())

@@ -4,7 +4,10 @@
 // refuses to share its directory with another running broker.
 //
 // It is what `chime dev` and the integration tests run instead of a real
-// Kafka cluster; goka and franz-go talk to it unchanged.
+// Kafka cluster; goka and franz-go talk to it unchanged. A Broker is a
+// lifecycle.Part (New, then Start and Stop), which a chime process runs as
+// the first part of its group; Start(opts) and Close are for tests and
+// tools that want one at once.
 package broker
 
 import (

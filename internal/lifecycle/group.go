@@ -85,8 +85,9 @@ func (g *Group) Start(ctx context.Context) error {
 		})
 	}
 	g.watched = len(g.onReady)
-	for ; g.begun < len(g.stages); g.begun++ {
+	for g.begun < len(g.stages) {
 		stage := g.stages[g.begun]
+		g.begun++ // started, ready or not: never started twice
 		for _, p := range stage {
 			if err := p.Start(pctx); err != nil {
 				return fmt.Errorf("%s: %w", p.Name(), err)
