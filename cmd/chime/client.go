@@ -429,7 +429,8 @@ func origin(u *url.URL) string {
 }
 
 // runClient is `chime client`.
-func runClient(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdin io.Reader, stdout, stderr io.Writer) int {
+func runClient(ctx context.Context, p proc) int {
+	args, lookupEnv, stdin, stdout, stderr := p.args, p.lookupEnv, p.stdin, p.stdout, p.stderr
 	fs := flag.NewFlagSet("chime client", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	envURL, _ := lookupEnv("CHIME_API_URL")

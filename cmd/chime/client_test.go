@@ -114,7 +114,7 @@ func setupClient(t *testing.T, h http.HandlerFunc) *clientBundle {
 				return "", false
 			}
 			var out, errOut strings.Builder
-			code := runClient(context.Background(), args, lookup, strings.NewReader(""), &out, &errOut)
+			code := runClient(context.Background(), proc{args: args, lookupEnv: lookup, stdin: strings.NewReader(""), stdout: &out, stderr: &errOut})
 			return code, out.String(), errOut.String()
 		},
 		tokens: func() []string {

@@ -151,11 +151,11 @@ func requireOperationsDocShows(t *testing.T, line, stateDir, addr string) {
 func TestEmbeddedBrokerStopsLast(t *testing.T) {
 	t.Parallel()
 	// GOGC set: runRole leaves the test process's memory settings alone.
-	getenv := func(k string) string {
+	lookupEnv := func(k string) (string, bool) {
 		if k == "GOGC" {
-			return "100"
+			return "100", true
 		}
-		return ""
+		return "", false
 	}
 	tests := []struct {
 		name    string
@@ -185,7 +185,7 @@ func TestEmbeddedBrokerStopsLast(t *testing.T) {
 				return nil
 			}
 			var stderr syncBuffer
-			err := runRole(signal, "test", []string{"--state-dir", stateDir, "--partitions", "1"}, getenv, io.Discard, &stderr, r)
+			err := runRole(signal, proc{args: []string{"--state-dir", stateDir, "--partitions", "1"}, lookupEnv: lookupEnv, stdout: io.Discard, stderr: &stderr}, "test", r)
 			if tt.failing {
 				require.EqualError(t, err, "boom")
 				select {

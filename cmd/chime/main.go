@@ -38,10 +38,22 @@ func main() {
 	os.Exit(run(os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr))
 }
 
-// run takes the environment as os.LookupEnv does: the client tells a
-// variable set empty from one not set.
+// proc is what a command gets of its process: its arguments (after the
+// command's name), the environment and the standard streams.
+type proc struct {
+	args []string
+	// lookupEnv is os.LookupEnv's: the client tells a variable set empty
+	// from one not set.
+	lookupEnv      func(string) (string, bool)
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// getenv is os.Getenv's answer.
+func (p proc) getenv(k string) string { v, _ := p.lookupEnv(k); return v }
+
+// run takes the environment as os.LookupEnv does.
 func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) int {
-	getenv := func(k string) string { v, _ := lookupEnv(k); return v }
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -54,27 +66,28 @@ func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	cmd, rest := args[0], args[1:]
+	cmd := args[0]
+	p := proc{args: args[1:], lookupEnv: lookupEnv, stdin: os.Stdin, stdout: stdout, stderr: stderr}
 	var err error
 	switch cmd {
 	case "dev":
-		err = runRole(ctx, "dev", rest, getenv, stdout, stderr, roleDev)
+		err = runRole(ctx, p, "dev", roleDev)
 	case "scheduler":
-		err = runRole(ctx, "scheduler", rest, getenv, stdout, stderr, roleScheduler)
+		err = runRole(ctx, p, "scheduler", roleScheduler)
 	case "dispatcher":
-		err = runRole(ctx, "dispatcher", rest, getenv, stdout, stderr, roleDispatcher)
+		err = runRole(ctx, p, "dispatcher", roleDispatcher)
 	case "breaker":
-		err = runRole(ctx, "breaker", rest, getenv, stdout, stderr, roleBreaker)
+		err = runRole(ctx, p, "breaker", roleBreaker)
 	case "api":
-		err = runRole(ctx, "api", rest, getenv, stdout, stderr, roleAPI)
+		err = runRole(ctx, p, "api", roleAPI)
 	case "sink":
-		err = runRole(ctx, "sink", rest, getenv, stdout, stderr, roleSink)
+		err = runRole(ctx, p, "sink", roleSink)
 	case "client":
-		return runClient(ctx, rest, lookupEnv, os.Stdin, stdout, stderr)
+		return runClient(ctx, p)
 	case "echo":
-		err = runEcho(ctx, rest, stdout, stderr)
+		err = runEcho(ctx, p.args, stdout, stderr)
 	case "topics":
-		err = runRole(ctx, "topics", rest, getenv, stdout, stderr, roleTopics)
+		err = runRole(ctx, p, "topics", roleTopics)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "chime", version)
 	case "help", "-h", "--help":

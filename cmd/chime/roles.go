@@ -60,21 +60,21 @@ type env struct {
 // once, so the group closes it in order, or on any failure after.
 type role func(e *env, g *lifecycle.Group) error
 
-func runRole(ctx context.Context, name string, args []string, getenv func(string) string, stdout, stderr io.Writer, r role) (err error) {
+func runRole(ctx context.Context, p proc, name string, r role) (err error) {
 	fs := flag.NewFlagSet("chime "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfg, err := config.Load(getenv, args, fs)
+	fs.SetOutput(p.stderr)
+	cfg, err := config.Load(p.getenv, p.args, fs)
 	if err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("chime %s: unexpected arguments %q", name, fs.Args())
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})).With("role", name)
+	log := slog.New(slog.NewTextHandler(p.stderr, &slog.HandlerOptions{Level: cfg.LogLevel})).With("role", name)
 	if err := securePrivateDir(cfg.StateDir, log); err != nil {
 		return err
 	}
-	tuneMemory(ctx, getenv)
+	tuneMemory(ctx, p.getenv)
 	if cfg.CPUProfile != "" {
 		stopProfile, err := startCPUProfile(cfg.CPUProfile)
 		if err != nil {
@@ -82,7 +82,7 @@ func runRole(ctx context.Context, name string, args []string, getenv func(string
 		}
 		defer stopProfile()
 	}
-	e := &env{cfg: cfg, log: log, out: stdout, registry: newRegistry()}
+	e := &env{cfg: cfg, log: log, out: p.stdout, registry: newRegistry()}
 	releaseIdentity := e.joinIdentity()
 	defer releaseIdentity()
 	g := &lifecycle.Group{Logger: log}
