@@ -66,11 +66,14 @@ func (d *decider) command(in *input, cur *chimev1.JobState, now time.Time) decis
 	case *chimev1.JobCommand_Trigger:
 		return d.trigger(in, cmd, cur, now)
 	case *chimev1.JobCommand_Retry:
-		return d.rearm(in, cur, retryRearming(c.Retry), now)
+		r := retryRearming(c.Retry)
+		return d.answerAhead(in, cur, r.fireSeq, r.emitSeq, now, func(st *chimev1.JobState) decision { return d.rearm(in, st, r, now) })
 	case *chimev1.JobCommand_Defer:
-		return d.rearm(in, cur, deferRearming(c.Defer), now)
+		r := deferRearming(c.Defer)
+		return d.answerAhead(in, cur, r.fireSeq, r.emitSeq, now, func(st *chimev1.JobState) decision { return d.rearm(in, st, r, now) })
 	case *chimev1.JobCommand_Ack:
-		return d.ack(in, cur, c.Ack, now)
+		a := c.Ack
+		return d.answerAhead(in, cur, a.GetFireSeq(), a.GetEmitSeq(), now, func(st *chimev1.JobState) decision { return d.ack(in, st, a, now) })
 	}
 	return d.reject(in, cmd, "command", "no command set", now)
 }

@@ -785,3 +785,68 @@ func TestTriggerRepeatedFiresOnce(t *testing.T) {
 	r.command(trigger("t-2"), t0.Add(3*time.Second))
 	require.Len(t, r.dues, 2, "a new trigger fires")
 }
+
+// TestAnswerAheadOfTheRowSettlesTheFire: a fire's decision held unwritten
+// (unwritten.go) is lost with its scheduler; the stored row still holds
+// the timer that fired. The answer to that fire reaches the next owner
+// before it fires the occurrence again: the row catches up on the lost
+// fire and takes the answer, instead of dropping it as a duplicate and
+// waiting AckTimeout for another (the dispatcher that answered suppresses
+// the repeat).
+func TestAnswerAheadOfTheRowSettlesTheFire(t *testing.T) {
+	t.Parallel()
+	retryOf := func(d *chimev1.Due) *chimev1.JobCommand {
+		return &chimev1.JobCommand{Command: &chimev1.JobCommand_Retry{Retry: &chimev1.Retry{
+			FireSeq: d.FireSeq, EmitSeq: d.EmitSeq, Attempt: d.Attempt + 1, NotBefore: timestamppb.New(t0.Add(time.Minute)), Reason: "503"}}}
+	}
+	deferOf := func(d *chimev1.Due) *chimev1.JobCommand {
+		return &chimev1.JobCommand{Command: &chimev1.JobCommand_Defer{Defer: &chimev1.Defer{
+			FireSeq: d.FireSeq, EmitSeq: d.EmitSeq, NotBefore: timestamppb.New(t0.Add(time.Minute)), Reason: "breaker open"}}}
+	}
+	for _, tc := range []struct {
+		name   string
+		answer func(*chimev1.Due) *chimev1.JobCommand
+		check  func(t *testing.T, r *rig)
+	}{
+		{"ack", func(d *chimev1.Due) *chimev1.JobCommand { return ack(d, chimev1.AckResult_ACK_RESULT_SUCCEEDED) }, func(t *testing.T, r *rig) {
+			require.Equal(t, chimev1.JobStatus_JOB_STATUS_COMPLETED, r.st.Status)
+		}},
+		{"retry", retryOf, func(t *testing.T, r *rig) {
+			require.Len(t, r.st.Pending, 1)
+			require.EqualValues(t, 2, r.st.Pending[0].Attempt)
+			require.Equal(t, t0.Add(time.Minute), r.st.TimerAt.AsTime(), "the retry's time, not the lost fire's")
+		}},
+		{"defer", deferOf, func(t *testing.T, r *rig) {
+			require.Len(t, r.st.Pending, 1)
+			require.EqualValues(t, 1, r.st.Pending[0].Deferrals)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t)
+			r.command(upsert(httpSpec(at(t0)), t0), t0)
+			stored := r.clone()
+			r.tick(t0)
+			require.Len(t, r.dues, 1)
+			lost := r.dues[0]
+			r.st, r.dues = stored, nil // the fire's row was never written
+
+			r.command(tc.answer(lost), t0.Add(time.Second))
+			require.Empty(t, r.dues, "the answered emission is not emitted again")
+			require.EqualValues(t, lost.FireSeq, r.st.FireSeq)
+			require.EqualValues(t, lost.EmitSeq, r.st.EmitSeq)
+			tc.check(t, r)
+			r.tick(t0.Add(2 * time.Second)) // the next owner's first tick fires nothing
+			require.Empty(t, r.dues)
+		})
+	}
+
+	// An answer naming an emission the row would not make is still stale.
+	r := newRig(t)
+	r.command(upsert(httpSpec(at(t0.Add(time.Hour))), t0), t0)
+	events := len(r.events)
+	r.command(ack(&chimev1.Due{FireSeq: 1, EmitSeq: 1}, chimev1.AckResult_ACK_RESULT_SUCCEEDED), t0.Add(time.Second))
+	require.Equal(t, chimev1.JobStatus_JOB_STATUS_SCHEDULED, r.st.Status, "the fire is not due: the answer is not its")
+	require.Empty(t, r.dues)
+	require.Len(t, r.events, events)
+}

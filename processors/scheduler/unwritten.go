@@ -22,7 +22,8 @@ import (
 // from the stored row), so the idempotency key and the emission are the
 // same and the dispatcher suppresses the repeat when it can. That is what
 // a crash did before too: a fire in flight at a crash is re-emitted
-// (recover_at).
+// (recover_at). An answer that reaches the next owner before the repeat
+// makes the row catch up on the lost fire first (ahead.go).
 //
 // Rules:
 //   - only a tick's decision that emits due events and nothing else (no
