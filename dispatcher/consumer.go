@@ -223,6 +223,12 @@ func (c *consumer) start(r *kgo.Record, consumed time.Time) {
 		c.complete(r.Partition, ps, e, true)
 		return
 	}
+	if due.GetRecall() {
+		c.d.recalls.recall(due)
+		c.d.stats.recalls.Add(1)
+		c.complete(r.Partition, ps, e, true)
+		return
+	}
 	c.handlers.Add(1)
 	run := func() {
 		c.workers.spawn(func() {
@@ -237,12 +243,19 @@ func (c *consumer) start(r *kgo.Record, consumed time.Time) {
 	// a new owner of the partition gets it again.
 	if wait := time.Until(due.GetFireAt().AsTime()); due.GetFireAt() != nil && wait > 0 {
 		c.d.stats.early.Add(1)
+		recalled, release := c.d.recalls.hold(due)
 		go func() {
+			defer release()
 			t := time.NewTimer(min(wait, maxEarly))
 			defer t.Stop()
 			select {
 			case <-t.C:
 				run()
+			case <-recalled:
+				// Taken back before its time: nothing to call or report.
+				c.d.stats.dropped.Add(1)
+				c.handlers.Done()
+				c.complete(r.Partition, ps, e, true)
 			case <-ps.owned.Done(): // revoked, or the dispatcher stops
 				c.handlers.Done()
 				c.complete(r.Partition, ps, e, false)

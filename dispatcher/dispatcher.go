@@ -45,14 +45,15 @@ import (
 // the due partitions through the consumer group.
 type Dispatcher struct {
 	lifecycle.Base
-	cfg    Config
-	log    *slog.Logger
-	client *callClient
-	lanes  *lanes
-	dedup  *dedup
-	gate   *gate
-	out    *kgo.Client // outcomes and dead letters
-	cmds   *producer.Producer
+	cfg     Config
+	log     *slog.Logger
+	client  *callClient
+	lanes   *lanes
+	dedup   *dedup
+	recalls *recalls
+	gate    *gate
+	out     *kgo.Client // outcomes and dead letters
+	cmds    *producer.Producer
 
 	// callCtx is cancelled only when a shutdown gives up waiting for calls.
 	callCtx    context.Context
@@ -61,6 +62,7 @@ type Dispatcher struct {
 	stats struct {
 		consumed, completed, calls, duplicates atomic.Int64
 		held, probes, resent, early            atomic.Int64
+		recalls, dropped                       atomic.Int64
 		byClass                                [7]atomic.Int64
 	}
 }
@@ -81,6 +83,9 @@ type Stats struct {
 	// Early: dues that arrived before their fire_at (the scheduler emits
 	// ahead of time) and were held until it.
 	Early int64
+	// Recalls: recalls received (recall.go); Dropped: emissions dropped
+	// because they were recalled before their call.
+	Recalls, Dropped int64
 	// ByClass counts outcomes by class.
 	ByClass map[chimev1.OutcomeClass]int64
 }
@@ -92,12 +97,13 @@ func New(cfg Config) (*Dispatcher, error) {
 	}
 	var err error
 	d := &Dispatcher{
-		cfg:    cfg,
-		log:    cfg.Logger,
-		client: newCallClient(&cfg.Guard, cfg.MaxTimeout, cfg.IdleConnTimeout),
-		lanes:  newLanes(cfg.MaxInFlight, defaultMaxConcurrency, cfg.MaxQueued),
-		dedup:  newDedup(cfg.DedupSize),
-		gate:   newGate(cfg.Breakers, cfg.BreakerRamp),
+		cfg:     cfg,
+		log:     cfg.Logger,
+		client:  newCallClient(&cfg.Guard, cfg.MaxTimeout, cfg.IdleConnTimeout),
+		lanes:   newLanes(cfg.MaxInFlight, defaultMaxConcurrency, cfg.MaxQueued),
+		dedup:   newDedup(cfg.DedupSize),
+		recalls: newRecalls(),
+		gate:    newGate(cfg.Breakers, cfg.BreakerRamp),
 	}
 	// One Kafka client for commands and outcomes (the producer's): each
 	// produce request carries both, half the requests of two clients.
@@ -142,6 +148,8 @@ func (d *Dispatcher) Stats() Stats {
 		Probes:     d.stats.probes.Load(),
 		Resent:     d.stats.resent.Load(),
 		Early:      d.stats.early.Load(),
+		Recalls:    d.stats.recalls.Load(),
+		Dropped:    d.stats.dropped.Load(),
 		ByClass:    map[chimev1.OutcomeClass]int64{},
 	}
 	for i := range d.stats.byClass {
@@ -194,6 +202,10 @@ func (d *Dispatcher) handle(owned context.Context, due *chimev1.Due, consumed ti
 // their results are not lost (the new owner may repeat the call; the
 // Idempotency-Key says so).
 func (d *Dispatcher) process(owned context.Context, due *chimev1.Due, consumed time.Time) bool {
+	if d.recalls.recalled(due) {
+		d.stats.dropped.Add(1)
+		return true
+	}
 	ctx := d.callCtx
 	name := due.GetNamespace()
 	ns := d.cfg.Namespaces.Namespace(name)
@@ -219,6 +231,12 @@ func (d *Dispatcher) process(owned context.Context, due *chimev1.Due, consumed t
 	if res, expired := d.expired(due, ns); expired {
 		adm.release()
 		return d.publish(ctx, res)
+	}
+	if d.recalls.recalled(due) {
+		// Recalled while it waited for admission.
+		adm.release()
+		d.stats.dropped.Add(1)
+		return true
 	}
 	// Asked again right before the call: the state may have changed while
 	// the due waited for admission, and only this answer takes a probe.

@@ -30,6 +30,8 @@ func (d *Dispatcher) registerMetrics(reg prometheus.Registerer) error {
 		counter("probes_total", "Calls sent as half-open probes.", &d.stats.probes),
 		counter("resent_total", "Calls sent again on a new connection because the pooled one was closed before any answer (not charged as attempts).", &d.stats.resent),
 		counter("early_total", "Due events that arrived before their fire_at (the scheduler emits up to its fire lead early) and were held until then.", &d.stats.early),
+		counter("recalls_total", "Recalls received: due events the scheduler took back because a cancel, pause or update came before their time.", &d.stats.recalls),
+		counter("recalled_dropped_total", "Due events dropped because they were recalled before their call.", &d.stats.dropped),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "chime_dispatcher_dues_in_flight",
 			Help: "Due events consumed and not yet completed (waiting, calling, or publishing results).",

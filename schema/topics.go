@@ -31,9 +31,6 @@ func NewTopics(prefix string) Topics {
 // JobCommands is the scheduler's command input, keyed "namespace/job_id".
 func (t Topics) JobCommands() string { return t.Prefix + "job-commands" }
 
-// Ticks carries the timer pump's ticks to the partition owning the row.
-func (t Topics) Ticks() string { return t.Prefix + "ticks" }
-
 // SchedulerGroup is the scheduler processor's goka group.
 func (t Topics) SchedulerGroup() string { return t.Prefix + "scheduler" }
 
@@ -107,18 +104,12 @@ type Spec struct {
 	Readers []string
 }
 
-// TickRetention keeps an hour of ticks: a tick is only a hint to look at a
-// row (a lost one is sent again after 10 s), and it is the busiest stream,
-// one record per fire.
-const TickRetention = time.Hour
-
 // All lists every topic chime needs, with its cleanup policy. Tables are
 // compacted; streams are deleted by retention.
 func (t Topics) All() []Spec {
 	sched, disp, brk, ns, sink := t.SchedulerGroup(), t.DispatcherGroup(), t.BreakerGroup(), t.NamespaceGroup(), t.SinkGroup()
 	return []Spec{
 		{Name: t.JobCommands(), Cleanup: CleanupDelete, CoPartitioned: true, Readers: []string{sched}},
-		{Name: t.Ticks(), Cleanup: CleanupDelete, CoPartitioned: true, Retention: TickRetention, Readers: []string{sched}},
 		{Name: t.SchedulerTable(), Cleanup: CleanupCompact, CoPartitioned: true},
 		{Name: t.Due(), Cleanup: CleanupDelete, Readers: []string{disp}},
 		{Name: t.Outcomes(), Cleanup: CleanupDelete, CoPartitioned: true, Readers: []string{brk, sink}},

@@ -97,7 +97,6 @@ func TestEnsureCreatesEveryTopic(t *testing.T) {
 			require.Equal(t, strconv.FormatInt(s.Retention.Milliseconds(), 10), configs[s.Name]["retention.ms"], s.Name)
 		}
 	}
-	require.Equal(t, "3600000", configs[b.tt.Ticks()]["retention.ms"], "ticks are kept an hour")
 
 	// Running again changes nothing and reports nothing.
 	var warnings []string
@@ -139,7 +138,7 @@ func TestEnsureRejectsMismatches(t *testing.T) {
 			pre: func(tt schema.Topics) []preTopic {
 				return []preTopic{
 					{tt.JobCommands(), 6, schema.CleanupDelete},
-					{tt.Ticks(), 6, schema.CleanupDelete},
+					{tt.BreakerTimers(), 6, schema.CleanupDelete},
 					{tt.SchedulerTable(), 6, schema.CleanupCompact},
 				}
 			},
@@ -152,21 +151,21 @@ func TestEnsureRejectsMismatches(t *testing.T) {
 		{
 			name: "one co-partitioned topic with another count",
 			pre: func(tt schema.Topics) []preTopic {
-				return []preTopic{{tt.Ticks(), 6, schema.CleanupDelete}}
+				return []preTopic{{tt.BreakerTimers(), 6, schema.CleanupDelete}}
 			},
 			// Nothing was created yet, so the existing topic alone
 			// decides: matching it is the cheap fix.
-			wantErr: []string{`ticks" has 6 partitions, want 12`, `set --partitions=6`},
+			wantErr: []string{`breaker-timers" has 6 partitions, want 12`, `set --partitions=6`},
 		},
 		{
 			name: "co-partitioned topics disagreeing among themselves",
 			pre: func(tt schema.Topics) []preTopic {
 				return []preTopic{
-					{tt.Ticks(), 6, schema.CleanupDelete},
+					{tt.BreakerTimers(), 6, schema.CleanupDelete},
 					{tt.JobCommands(), 12, schema.CleanupDelete},
 				}
 			},
-			wantErr: []string{`ticks" has 6 partitions, want 12`, `recreate them with 12 partitions`},
+			wantErr: []string{`breaker-timers" has 6 partitions, want 12`, `recreate them with 12 partitions`},
 		},
 		{
 			name: "table that is not compacted",
@@ -186,11 +185,11 @@ func TestEnsureRejectsMismatches(t *testing.T) {
 			name: "both problems are reported at once",
 			pre: func(tt schema.Topics) []preTopic {
 				return []preTopic{
-					{tt.Ticks(), 3, schema.CleanupDelete},
+					{tt.BreakerTimers(), 3, schema.CleanupDelete},
 					{tt.NamespaceTable(), 12, schema.CleanupDelete},
 				}
 			},
-			wantErr: []string{`ticks" has 3 partitions`, `namespaces-table" has cleanup.policy=delete`},
+			wantErr: []string{`breaker-timers" has 3 partitions`, `namespaces-table" has cleanup.policy=delete`},
 		},
 		{
 			name: "stream that is not co-partitioned may differ",

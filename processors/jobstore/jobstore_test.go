@@ -237,31 +237,6 @@ func TestUnreadableDatabaseIsRebuilt(t *testing.T) {
 	require.NoError(t, db.Close())
 }
 
-// TestIteratorBoundedForTheSweep: with a bound, Iterator yields the rows
-// due before it, in timer order, with their latest value.
-func TestIteratorBoundedForTheSweep(t *testing.T) {
-	t.Parallel()
-	db := open(t, "", func(o *Options) { o.AutoConfirm = true })
-	t.Cleanup(func() { _ = db.Close() })
-	part := recovered(t, db, 0)
-	for i, d := range []time.Duration{3, 1, 2, 10} {
-		require.NoError(t, part.Set("ns/j"+string(rune('a'+i)), row(t, chimev1.JobStatus_JOB_STATUS_SCHEDULED, t0, t0.Add(d*time.Minute))))
-	}
-	require.NoError(t, part.flush())
-	part.SetIterateBefore(func() int64 { return t0.Add(5 * time.Minute).UnixNano() })
-	it, err := part.Iterator()
-	require.NoError(t, err)
-	var keys []string
-	for it.Next() {
-		keys = append(keys, string(it.Key()))
-		v, err := it.Value()
-		require.NoError(t, err)
-		require.NotNil(t, v)
-	}
-	it.Release()
-	require.Equal(t, []string{"ns/jb", "ns/jc", "ns/ja"}, keys)
-}
-
 // TestIndexesFollowTheRows: after any sequence of writes and deletes, the
 // time index, the recovery index, the listing and the counts are exactly
 // what the rows say (the store writes only the entries that change).

@@ -35,9 +35,6 @@ type Partition struct {
 	// gap means another writer); -1: not known, not checked.
 	next int64
 	rec  recovery
-	// iterateBefore, if set, bounds Iterator to the rows whose timer is
-	// before it (see Iterator).
-	iterateBefore func() int64
 	// lastKey and lastIdx are the index entries of the last row the
 	// partition's goroutine read from the database, or hinted (Hint): its
 	// write of the same key (the processor reads a row, then writes it)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"math"
 	"slices"
 	"strings"
 
@@ -255,30 +254,10 @@ func (v View) Live(ns string) (int64, error) {
 	return int64(binary.BigEndian.Uint64(raw)), nil
 }
 
-// SetIterateBefore bounds Iterator to the rows whose timer is before
-// bound() (Unix ns): the scheduler's sweep visits them through goka
-// (Processor.VisitAll iterates the storage), and must not read every row
-// of a table of millions.
-func (part *Partition) SetIterateBefore(bound func() int64) {
-	part.mu.Lock()
-	part.iterateBefore = bound
-	part.mu.Unlock()
-}
-
-// Iterator implements storage.Storage: every applied row, or with
-// SetIterateBefore the rows whose timer is before the bound, in timer
-// order.
+// Iterator implements storage.Storage: every applied row, in key order.
 func (part *Partition) Iterator() (storage.Iterator, error) {
-	part.mu.Lock()
-	bound := part.iterateBefore
-	part.mu.Unlock()
-	if bound == nil {
-		lo := prefix(kindRow, part.p, 0)
-		return part.iter(lo, upperBound(lo), len(lo))
-	}
-	var keys [][]byte
-	_, err := part.Timers(Timer{}, Timer{At: bound()}, math.MaxInt, func(t Timer) { keys = append(keys, []byte(t.Key)) })
-	return &keysIterator{part: part, keys: keys, i: -1}, err
+	lo := prefix(kindRow, part.p, 0)
+	return part.iter(lo, upperBound(lo), len(lo))
 }
 
 // IteratorWithRange implements storage.Storage over row keys.
@@ -322,27 +301,4 @@ func (r *rowIterator) Release()               { _ = r.it.Close() }
 func (r *rowIterator) Seek(key []byte) bool {
 	r.started = true
 	return r.it.SeekGE(append(bytes.Clone(r.pre), key...))
-}
-
-// keysIterator iterates given keys, reading each row when asked.
-type keysIterator struct {
-	part *Partition
-	keys [][]byte
-	i    int
-}
-
-func (k *keysIterator) Next() bool { k.i++; return k.i < len(k.keys) }
-func (k *keysIterator) Err() error { return nil }
-func (k *keysIterator) Key() []byte {
-	return k.keys[k.i]
-}
-func (k *keysIterator) Value() ([]byte, error) { return k.part.Read(string(k.keys[k.i])) }
-func (k *keysIterator) Release()               {}
-func (k *keysIterator) Seek(key []byte) bool {
-	for k.i = 0; k.i < len(k.keys); k.i++ {
-		if bytes.Compare(k.keys[k.i], key) >= 0 {
-			return true
-		}
-	}
-	return false
 }

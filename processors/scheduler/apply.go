@@ -46,13 +46,6 @@ func (s *Scheduler) refused(ctx goka.Context, err error) {
 	s.cfg.Logger.Error("scheduler: decision not written", "key", ctx.Key(), "err", err)
 }
 
-func (s *Scheduler) onTick(ctx goka.Context, _ any) {
-	in := &input{key: ctx.Key(), topic: string(ctx.Topic()), partition: ctx.Partition(), offset: ctx.Offset()}
-	s.namespaceOf(ctx, in)
-	cur, held := s.current(ctx)
-	s.tick(ctx, in, cur, held, s.cfg.Now())
-}
-
 // tick applies a tick's decision (from the pump or the sweep). One that
 // would not fit in Kafka is not written: the row stays as it was and is
 // looked at again at its next tick.
@@ -127,6 +120,10 @@ func (s *Scheduler) apply(ctx goka.Context, d decision, held []byte, tick bool) 
 	if len(d.dues) > 0 {
 		s.fires.WithLabelValues("http").Add(float64(len(d.dues)))
 	}
+	for _, r := range d.recalls {
+		ctx.Emit(goka.Stream(t.Due()), s.dueKeys.key(r), r)
+	}
+	s.recalls.Add(float64(len(d.recalls)))
 	if len(d.deliver) > 0 {
 		s.fires.WithLabelValues("kafka").Add(float64(len(d.deliver)))
 	}
@@ -180,7 +177,7 @@ func (s *Scheduler) hold(ctx goka.Context, d decision, held []byte) bool {
 	if err != nil || (held != nil && !bytes.Equal(raw, held)) || !s.holdRow(ctx, raw) {
 		return false
 	}
-	s.timers.noteTimer(ctx.Partition(), ctx.Key(), timerOf(raw))
+	s.timers.hold(ctx.Partition(), ctx.Key(), timerOf(raw))
 	return true
 }
 

@@ -144,7 +144,19 @@ func (d *decider) upsert(in *input, cmd *chimev1.JobCommand, spec *chimev1.JobSp
 		}
 	}
 	dec := decision{state: st}
-	dec.events = append(dec.events, d.event(in, st, typ, now))
+	ev := d.event(in, st, typ, now)
+	dec.events = append(dec.events, ev)
+	if cur != nil {
+		// A fire emitted ahead of its time carries the old spec: it goes
+		// out under the new one, or not at all (recall.go).
+		recalled := d.recallEarly(in, &dec, now)
+		ev.Detail = recalledDetail("", recalled)
+		if st.GetStatus() == chimev1.JobStatus_JOB_STATUS_PAUSED {
+			d.pauseRecalled(in, &dec, recalled, now)
+		} else {
+			d.updateRecalled(in, &dec, plan, recalled, now)
+		}
+	}
 	d.maybeComplete(in, &dec, plan, now)
 	d.setTimer(in.key, st)
 	return dec
@@ -155,6 +167,13 @@ func (d *decider) cancel(in *input, cmd *chimev1.JobCommand, c *chimev1.Cancel, 
 		return decision{} // nothing left to cancel; keep its retention clock
 	}
 	st := copyRow(cur)
+	dec := decision{state: st}
+	recalled := d.recallEarly(in, &dec, now)
+	for _, em := range recalled {
+		if firstAttempt(em) {
+			st.Fires-- // it never went out
+		}
+	}
 	st.Status = chimev1.JobStatus_JOB_STATUS_CANCELLED
 	st.NextScheduledAt = nil
 	st.Pending = nil
@@ -162,10 +181,11 @@ func (d *decider) cancel(in *input, cmd *chimev1.JobCommand, c *chimev1.Cancel, 
 	st.LastCommandId = cmd.GetCommandId()
 	st.LastDetail = c.GetReason()
 	ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_CANCELLED, now)
-	ev.Detail = c.GetReason()
+	ev.Detail = recalledDetail(c.GetReason(), recalled)
 	ev.CommandId = cmd.GetCommandId()
 	d.setTimer(in.key, st)
-	return decision{state: st, events: []*chimev1.JobEvent{ev}}
+	dec.events = append(dec.events, ev)
+	return dec
 }
 
 func (d *decider) pause(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobState, now time.Time) decision {
@@ -176,13 +196,18 @@ func (d *decider) pause(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobStat
 		return d.reject(in, cmd, "pause", fmt.Sprintf("job %q is %s and cannot be paused", in.key, schema.JobStatusName(cur.GetStatus())), now)
 	}
 	st := copyRow(cur)
+	dec := decision{state: st}
+	recalled := d.recallEarly(in, &dec, now)
 	st.Status = chimev1.JobStatus_JOB_STATUS_PAUSED
 	st.UpdatedAt = timestamppb.New(now)
 	st.LastCommandId = cmd.GetCommandId()
-	d.setTimer(in.key, st)
 	ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_PAUSED, now)
 	ev.CommandId = cmd.GetCommandId()
-	return decision{state: st, events: []*chimev1.JobEvent{ev}}
+	ev.Detail = recalledDetail("", recalled)
+	dec.events = append(dec.events, ev)
+	d.pauseRecalled(in, &dec, recalled, now)
+	d.setTimer(in.key, st)
+	return dec
 }
 
 func (d *decider) resume(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobState, now time.Time) decision {

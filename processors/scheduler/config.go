@@ -31,10 +31,15 @@ type Config struct {
 	// FireLead is how long before its time an HTTP fire's due event may be
 	// emitted: the dispatcher holds it until its fire_at. A burst of fires
 	// due at one instant is then decided before the instant, not in the
-	// seconds after it. A cancel, pause or update less than FireLead
-	// before a fire may not stop it. Default DefaultFireLead; Off emits at
-	// the time.
+	// seconds after it. A cancel, pause or update applied before the
+	// fire's time recalls it (recall.go). Default DefaultFireLead; Off
+	// emits at the time.
 	FireLead time.Duration
+	// RecallMargin: a cancel, pause or update recalls a fire's due event
+	// emitted ahead of its time if it is applied more than this before the
+	// fire's time; nearer, the dispatcher may be calling already and the
+	// fire goes out as emitted. Default DefaultRecallMargin.
+	RecallMargin time.Duration
 
 	// Namespaces reads the namespace configs (a job without its own
 	// relevancy window takes its namespace's). Required: a views.Namespaces
@@ -101,8 +106,9 @@ type Config struct {
 	// Default DefaultMaxUnwritten; Off writes every fire.
 	MaxUnwritten int
 
-	// tickSender replaces the franz-go tick producer in unit tests.
-	tickSender tickSender
+	// missTimer keeps the timers of the keys it is true for out of the
+	// window, as a bug would: unit tests of the sweep.
+	missTimer func(key string) bool
 	// autoConfirm: no Kafka producer confirms the table's writes (goka's
 	// tester); the store takes them as confirmed when made.
 	autoConfirm bool
@@ -125,6 +131,7 @@ const (
 	DefaultClientID         = "chime-scheduler"
 	DefaultTimerWindow      = time.Minute
 	DefaultFireLead         = 2 * time.Second
+	DefaultRecallMargin     = 100 * time.Millisecond
 	DefaultTickResend       = 10 * time.Second
 	DefaultTickBatch        = 4096
 	DefaultPumpIdle         = 5 * time.Second
@@ -145,6 +152,7 @@ func (c *Config) validate() error {
 		c.Config.Validate(o, DefaultClientID),
 		setting.Positive(o, "TimerWindow", &c.TimerWindow, DefaultTimerWindow),
 		setting.PositiveOr(o, "FireLead", &c.FireLead, DefaultFireLead, Off, "scheduler.Off", "to emit due events at their time"),
+		setting.Positive(o, "RecallMargin", &c.RecallMargin, DefaultRecallMargin),
 		setting.PositiveOr(o, "TerminalRetention", &c.TerminalRetention, schema.DefaultJobRetention, Keep, "scheduler.Keep", "to keep ended jobs"),
 		setting.Positive(o, "TickResend", &c.TickResend, DefaultTickResend),
 		setting.Positive(o, "TickBatch", &c.TickBatch, DefaultTickBatch),

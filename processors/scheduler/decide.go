@@ -45,7 +45,10 @@ type decision struct {
 	state *chimev1.JobState
 	// del removes the row.
 	del       bool
-	dues      []*chimev1.Due
+	dues []*chimev1.Due
+	// recalls take back due events emitted ahead of their time
+	// (recall.go).
+	recalls   []*chimev1.Due
 	deliver   []*chimev1.KafkaTarget
 	events    []*chimev1.JobEvent
 	rejection *chimev1.Rejection
@@ -55,12 +58,12 @@ type decision struct {
 // that must reach Kafka with the row: no job event, no Kafka-target write,
 // no rejection, no delete. Such a tick's row may be held unwritten.
 func (d decision) onlyFires() bool {
-	return len(d.dues) > 0 && d.state != nil && !d.del && len(d.events) == 0 && len(d.deliver) == 0 && d.rejection == nil
+	return len(d.dues) > 0 && d.state != nil && !d.del && len(d.events) == 0 && len(d.deliver) == 0 && d.rejection == nil && len(d.recalls) == 0
 }
 
 // emitsNothing says the decision writes nothing to Kafka but the row.
 func (d decision) emitsNothing() bool {
-	return !d.del && len(d.dues) == 0 && len(d.events) == 0 && len(d.deliver) == 0 && d.rejection == nil
+	return !d.del && len(d.dues) == 0 && len(d.events) == 0 && len(d.deliver) == 0 && d.rejection == nil && len(d.recalls) == 0
 }
 
 // input identifies the record being processed; event IDs derive from it so

@@ -26,6 +26,7 @@ type rig struct {
 	off int64
 	// everything emitted so far
 	dues    []*chimev1.Due
+	recalls []*chimev1.Due
 	events  []*chimev1.JobEvent
 	rejects []*chimev1.Rejection
 	deliver []*chimev1.KafkaTarget
@@ -56,6 +57,7 @@ func (r *rig) apply(dec decision) {
 		require.LessOrEqual(r.t, proto.Size(dec.state), r.d.cfg.MaxRowBytes, "row within budget")
 	}
 	r.dues = append(r.dues, dec.dues...)
+	r.recalls = append(r.recalls, dec.recalls...)
 	r.events = append(r.events, dec.events...)
 	r.deliver = append(r.deliver, dec.deliver...)
 	if dec.rejection != nil {

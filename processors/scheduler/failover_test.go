@@ -80,10 +80,10 @@ func TestSchedulerProcessHelper(t *testing.T) {
 
 // helperStatus is what a scheduler helper process reports of itself.
 type helperStatus struct {
-	PID       int   `json:"pid"`
-	Ready     bool  `json:"ready"`
+	PID   int  `json:"pid"`
+	Ready bool `json:"ready"`
 	// Has: the row of ns/j0 is readable.
-	Has bool `json:"has"`
+	Has       bool  `json:"has"`
 	Pending   int   `json:"pending"`
 	Recovered int64 `json:"recovered"`
 }

@@ -328,3 +328,28 @@ func TestLiveJobsCounted(t *testing.T) {
 		require.Equal(t, []string{"2"}, ids(gone), name)
 	}
 }
+
+// TestUnansweredFireRedeliveredAtAckTimeout: a fire held unwritten while it
+// waits for the dispatcher's answer keeps its redelivery timer, though it
+// lies beyond the timer window: with no answer (no dispatcher) and the
+// sweep off, its due event goes out again AckTimeout after the first.
+func TestUnansweredFireRedeliveredAtAckTimeout(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const ackTimeout = 4 * time.Second
+	b.startScheduler(func(c *scheduler.Config) {
+		c.AckTimeout = ackTimeout
+		c.TimerWindow = time.Second // the redelivery is beyond it
+		c.SweepInterval = scheduler.Off
+		c.FireLead = scheduler.Off
+	})
+	b.schedule(spec("ns", "unanswered", atSchedule(time.Now().Add(500*time.Millisecond))))
+	waitFor(t, 60*time.Second, "the fire and its redelivery", func() bool { return len(b.dues.Get("ns/unanswered")) >= 2 })
+	dues := b.dues.Get("ns/unanswered")
+	first, again := dues[0], dues[1]
+	require.Equal(t, first.FireSeq, again.FireSeq)
+	require.Equal(t, first.EmitSeq, again.EmitSeq, "the same emission, sent again")
+	gap := again.EmittedAt.AsTime().Sub(first.EmittedAt.AsTime())
+	require.GreaterOrEqual(t, gap, ackTimeout)
+	require.Less(t, gap, 2*ackTimeout, "redelivered at AckTimeout, not by a sweep minutes later")
+}

@@ -20,7 +20,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/lovoo/goka"
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,8 +43,8 @@ type Scheduler struct {
 	// db is the table's store: LocalState's, or one in memory (ownDB).
 	db    *jobstore.DB
 	ownDB bool
-	// kcl is the franz-go client for ticks and metadata (nil in goka's
-	// tester, which has no broker).
+	// kcl is the franz-go client for metadata (nil in goka's tester,
+	// which has no broker).
 	kcl       *kgo.Client
 	targets   []string
 	unwritten *unwritten
@@ -57,14 +56,16 @@ type Scheduler struct {
 
 	mu   sync.Mutex
 	proc *goka.Processor
+	// tickMu makes each round of ticks one step (pump.go).
+	tickMu sync.Mutex
 
 	fireLag prometheus.Histogram
 	fires   *prometheus.CounterVec
+	// recalls counts due events taken back (recall.go).
+	recalls prometheus.Counter
 	// oversized counts decisions not written because a record of theirs
 	// would exceed Kafka's limit (bound.go).
 	oversized prometheus.Counter
-	// swept counts the overdue rows the running sweep handled.
-	swept atomic.Int64
 	// dueKeys keys the due events (duekeys.go).
 	dueKeys dueKeys
 	// cmdPartitions is the job-commands topic's partition count (0 until
@@ -95,24 +96,15 @@ func New(cfg Config) (*Scheduler, error) {
 	slices.Sort(s.targets)
 	s.decider = &decider{cfg: cfg, allowed: allowed}
 	if len(cfg.Brokers) > 0 {
-		cl, err := kgo.NewClient(append(cfg.SASL.Kgo(),
-			kgo.SeedBrokers(cfg.Brokers...),
-			kgo.ClientID(cfg.ClientID+"-ticks"),
-			kgo.RecordPartitioner(kgo.ManualPartitioner()),
-			kgo.ProducerLinger(time.Millisecond),
-			kgo.MaxBufferedRecords(1<<16),
-		)...)
+		cl, err := kgo.NewClient(append(cfg.SASL.Kgo(), kgo.SeedBrokers(cfg.Brokers...), kgo.ClientID(cfg.ClientID+"-admin"))...)
 		if err != nil {
-			return nil, fmt.Errorf("scheduler: tick producer: %w", err)
+			return nil, fmt.Errorf("scheduler: kafka client: %w", err)
 		}
 		s.kcl = cl
 	}
-	sender := cfg.tickSender
-	if sender == nil && s.kcl != nil {
-		sender = &kgoTickSender{cl: s.kcl, topic: cfg.Topics.Ticks(), logger: cfg.Logger}
-	}
-	s.timers = newTimers(cfg, cfg.Topics.SchedulerTable(), sender)
+	s.timers = newTimers(cfg, cfg.Topics.SchedulerTable())
 	s.timers.onRecovered = s.serving.recovered
+	s.timers.isHeld = s.unwritten.has
 	if err := s.registerMetrics(cfg.Registerer); err != nil {
 		return nil, err
 	}
@@ -138,6 +130,10 @@ func (s *Scheduler) registerMetrics(reg prometheus.Registerer) error {
 		Name: "chime_scheduler_fires_total",
 		Help: "Occurrences and retries emitted, by target (http: due events; kafka: Kafka-target deliveries).",
 	}, []string{"target"})
+	s.recalls = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "chime_scheduler_recalls_total",
+		Help: "Due events emitted ahead of their time and taken back by a cancel, pause or update that came before it.",
+	})
 	s.oversized = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "chime_scheduler_oversized_decisions_total",
 		Help: "Commands and ticks whose outcome was not written because a record of it would exceed Kafka's record limit (the command is rejected; the row stays as it was).",
@@ -161,7 +157,7 @@ func (s *Scheduler) registerMetrics(reg prometheus.Registerer) error {
 		Name: "chime_scheduler_held_fires",
 		Help: "Rows held in memory between a fire and the dispatcher's answer, not yet written to the table (at most MaxUnwritten).",
 	}, func() float64 { return float64(s.unwritten.len()) })
-	for _, c := range []prometheus.Collector{s.fireLag, s.fires, s.oversized, pending, window, recovered, held} {
+	for _, c := range []prometheus.Collector{s.fireLag, s.fires, s.recalls, s.oversized, pending, window, recovered, held} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("scheduler metrics: %w", err)
 		}
@@ -178,8 +174,8 @@ func (s *Scheduler) Graph() *goka.GroupGraph {
 		// callback: a record that does not decode must become a rejection,
 		// not a processor failure.
 		goka.Input(goka.Stream(t.JobCommands()), new(schema.BytesCodec), s.onCommand),
-		goka.Input(goka.Stream(t.Ticks()), new(schema.BytesCodec), s.onTick),
-		goka.Visitor(sweepVisitor, s.onSweep),
+		// Ticks are visits, not records (pump.go).
+		goka.Visitor(tickVisitor, s.onTick),
 		goka.Persist(new(schema.JobStateCodec)),
 		goka.Output(goka.Stream(t.Due()), new(schema.DueCodec)),
 		goka.Output(goka.Stream(t.JobEvents()), new(schema.JobEventCodec)),
@@ -238,7 +234,7 @@ func (s *Scheduler) run(ctx context.Context, ready func()) error {
 		}
 		pctx, stop := context.WithCancel(ctx)
 		defer stop()
-		go s.sweep(pctx, p)
+		go s.pump(pctx, p)
 		go processors.SignalReady(pctx, p, ready)
 		return p.Run(pctx)
 	})

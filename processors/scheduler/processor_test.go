@@ -2,7 +2,7 @@ package scheduler
 
 import (
 	"context"
-	"sync"
+	"fmt"
 	"testing"
 	"time"
 
@@ -19,41 +19,17 @@ import (
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
-// captureSender records the ticks the pump sends instead of producing them.
-type captureSender struct {
-	mu    sync.Mutex
-	ticks []string
-}
-
-func (c *captureSender) SendTicks(_ context.Context, _ int32, items []timerindex.Item, _ int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, it := range items {
-		c.ticks = append(c.ticks, it.Key)
-	}
-}
-
-func (c *captureSender) take() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := c.ticks
-	c.ticks = nil
-	return t
-}
-
 // TestProcessorWithGokaTester runs the real goka callbacks and the timer
 // storage under goka's tester with an injected clock.
 func TestProcessorWithGokaTester(t *testing.T) {
 	t.Parallel()
 	tt := tester.New(t)
 	clock := clocktest.New(t0)
-	sender := &captureSender{}
 	s, err := New(Config{
 		Config: processors.Config{Now: clock.Now},
 		// ns2 sets a relevancy window its job does not (see the end).
 		Namespaces:   schema.StaticNamespaces{"ns1": {Namespace: "ns1"}, "ns2": {Namespace: "ns2", RelevancyWindow: durationpb.New(30 * time.Second)}},
 		PumpIdle:     10 * time.Millisecond,
-		tickSender:   sender,
 		extraOptions: []goka.ProcessorOption{goka.WithTester(tt)},
 		autoConfirm:  true,
 	})
@@ -67,6 +43,7 @@ func TestProcessorWithGokaTester(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- proc.Run(ctx) }()
+	go s.pump(ctx, proc)
 	t.Cleanup(func() {
 		cancel()
 		require.NoError(t, <-done)
@@ -87,19 +64,21 @@ func TestProcessorWithGokaTester(t *testing.T) {
 	require.Equal(t, t0.Add(time.Minute), row.TimerAt.AsTime())
 	require.Eventually(t, func() bool { return s.PendingTimers() == 1 }, 10*time.Second, 5*time.Millisecond, "the store indexed the row's timer")
 
-	// The pump sends a tick once the clock reaches the timer, not before.
-	require.Never(t, func() bool { return len(sender.take()) > 0 }, 100*time.Millisecond, 10*time.Millisecond)
+	// The pump ticks the row once the clock reaches its tick time (the
+	// timer less FireLead), not before.
+	nextDue := func() *chimev1.Due {
+		_, v, ok := dues.Next()
+		if !ok {
+			return nil
+		}
+		return v.(*chimev1.Due)
+	}
+	require.Never(t, func() bool { return nextDue() != nil }, 100*time.Millisecond, 10*time.Millisecond)
 	clock.Set(t0.Add(time.Minute))
 	// The pump wakes within PumpIdle; the deadline is for a machine
-	// loaded by the whole suite under -race (5 s was once not enough).
-	require.Eventually(t, func() bool {
-		return len(sender.take()) > 0
-	}, 30*time.Second, 10*time.Millisecond)
-
-	tt.Consume(topics.Ticks(), key, []byte{})
-	_, v, ok := dues.Next()
-	require.True(t, ok)
-	due := v.(*chimev1.Due)
+	// loaded by the whole suite under -race.
+	var due *chimev1.Due
+	require.Eventually(t, func() bool { due = nextDue(); return due != nil }, 30*time.Second, 10*time.Millisecond)
 	require.EqualValues(t, 1, due.FireSeq)
 	require.Equal(t, "ns1/job1/1", due.IdempotencyKey)
 	row = tableRow(t, s, key)
@@ -113,10 +92,11 @@ func TestProcessorWithGokaTester(t *testing.T) {
 	require.Len(t, heldRow().Open, 1)
 	// The index follows the held row: no tick until the redelivery time.
 	clock.Set(t0.Add(2 * time.Minute))
-	require.Never(t, func() bool { return len(sender.take()) > 0 }, 100*time.Millisecond, 10*time.Millisecond)
+	require.Never(t, func() bool { return nextDue() != nil }, 100*time.Millisecond, 10*time.Millisecond)
 	// A stale tick leaves it held; the ack writes fire and answer in one row.
-	tt.Consume(topics.Ticks(), key, []byte{})
+	require.NoError(t, tickNow(ctx, s, proc, key))
 	heldRow()
+	require.Nil(t, nextDue())
 	ack := &chimev1.JobCommand{CommandId: "a1", Namespace: "ns1", JobId: "job1", Command: &chimev1.JobCommand_Ack{Ack: &chimev1.Ack{
 		FireSeq: 1, EmitSeq: 1, Attempt: 1, Result: chimev1.AckResult_ACK_RESULT_SUCCEEDED}}}
 	raw, err = proto.Marshal(ack)
@@ -132,7 +112,7 @@ func TestProcessorWithGokaTester(t *testing.T) {
 
 	// Garbage on the command topic becomes a rejection, not a crash.
 	tt.Consume(topics.JobCommands(), key, []byte("not a protobuf \xff"))
-	_, v, ok = rejections.Next()
+	_, v, ok := rejections.Next()
 	require.True(t, ok)
 	require.Contains(t, v.(*chimev1.Rejection).Reason, "does not decode")
 
@@ -146,22 +126,21 @@ func TestProcessorWithGokaTester(t *testing.T) {
 	late.CommandId, late.Namespace, late.JobId = "c2", "ns2", "late"
 	raw, err = proto.Marshal(late)
 	require.NoError(t, err)
-	tt.Consume(topics.JobCommands(), "ns2/late", raw)
 	clock.Set(t0.Add(3 * time.Minute)) // the scheduler was down at 2m
-	tt.Consume(topics.Ticks(), "ns2/late", []byte{})
-	_, _, ok = dues.Next()
-	require.False(t, ok, "no due event past the namespace's window")
+	tt.Consume(topics.JobCommands(), "ns2/late", raw)
 	var expired *chimev1.JobEvent
-	for {
-		_, v, ok := events.Next()
-		if !ok {
-			break
+	require.Eventually(t, func() bool {
+		for {
+			_, v, ok := events.Next()
+			if !ok {
+				return expired != nil
+			}
+			if e := v.(*chimev1.JobEvent); e.Type == chimev1.JobEventType_JOB_EVENT_TYPE_EXPIRED {
+				expired = e
+			}
 		}
-		if e := v.(*chimev1.JobEvent); e.Type == chimev1.JobEventType_JOB_EVENT_TYPE_EXPIRED {
-			expired = e
-		}
-	}
-	require.NotNil(t, expired)
+	}, 30*time.Second, 10*time.Millisecond)
+	require.Nil(t, nextDue(), "no due event past the namespace's window")
 	require.Contains(t, expired.Detail, "relevancy window 30s")
 	_ = schema.JobKey
 }
@@ -177,4 +156,20 @@ func tableRow(t *testing.T, s *Scheduler, key string) *chimev1.JobState {
 	raw, err := st.Get(key)
 	require.NoError(t, err)
 	return current0(raw)
+}
+
+// tickNow ticks key's row now, as the pump would, whatever its timer.
+func tickNow(ctx context.Context, s *Scheduler, proc *goka.Processor, key string) error {
+	s.tickMu.Lock()
+	defer s.tickMu.Unlock()
+	st := s.timers.storage(s.partitionOf(key))
+	if st == nil {
+		return fmt.Errorf("no storage for %q", key)
+	}
+	st.mu.Lock()
+	st.ticking = append(st.ticking[:0], timerindex.Item{Key: key})
+	st.mu.Unlock()
+	err := proc.VisitAll(ctx, tickVisitor, nil)
+	st.ticked(err != nil, s.cfg.Now())
+	return err
 }

@@ -65,6 +65,7 @@ func copyEmission(e *chimev1.Emission) *chimev1.Emission {
 		Deadline:     e.Deadline,
 		History:      e.History,
 		Incarnation:  e.Incarnation,
+		FireAt:       e.FireAt,
 	}
 	copyUnknown(c, e)
 	return c

@@ -1,9 +1,12 @@
 package scheduler
 
 import (
-	"context"
+	"math"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/lovoo/goka/storage"
 
 	"github.com/chime-sched/chime/internal/timerindex"
 	"github.com/chime-sched/chime/processors/jobstore"
@@ -12,23 +15,31 @@ import (
 
 // timerStorage is the scheduler table's storage for one partition: the
 // rows and their indexes on disk (processors/jobstore), and in memory the
-// timers of the near window, which the pump turns into ticks. goka has no
-// timers; the storage sees every write to the table (ctx.SetValue and
-// ctx.Delete arrive here synchronously on the partition's goroutine), so
-// it is the one place that can keep the timers exact without a second
-// source of truth.
+// timers of the near window, which the pump (pump.go) turns into ticks.
+// goka has no timers; the storage sees every write to the table
+// (ctx.SetValue and ctx.Delete arrive here synchronously on the
+// partition's goroutine), so it is the one place that can keep the timers
+// exact without a second source of truth.
 //
 // A pending job costs memory only once its timer is within the window
 // (Config.TimerWindow) of now: the window holds the index entries of
 // (time, key) below windowEnd, and the pump extends it from the store's
-// time index, in time order, as the clock moves on.
+// time index, in time order, as the clock moves on. A row held unwritten
+// (held.go) keeps its timer in the window whatever its time: the store
+// does not have it.
+//
+// Each index entry's action time is the row's timer until the pump takes
+// it for a tick; it is then parked until the tick is over, and the row's
+// next write moves it. A tick that changed nothing (the row was not due
+// after all, or its decision could not be written) is tried again after
+// TickResend; nothing else is ever sent twice.
 //
 // Lifecycle (verified on goka v1.1.17):
 //   - writes before MarkRecovered are the changelog's, replayed into the
 //     store; the window is loaded from the store's index at MarkRecovered,
 //     with the rows that hold work of an earlier incarnation due at once;
 //   - MarkRecovered runs on its own goroutine and can race Close;
-//   - only partitions in the active assignment pump (hot-standby and
+//   - only partitions in the active assignment are ticked (hot-standby and
 //     recover-ahead storages are also marked recovered).
 type timerStorage struct {
 	*jobstore.Partition
@@ -43,31 +54,16 @@ type timerStorage struct {
 	windowEnd jobstore.Timer
 	recovered bool
 	closed    bool
-	pumping   bool
-	wake      chan struct{}
-	stop      chan struct{}
-	done      chan struct{}
-	ctx       context.Context
-	cancel    context.CancelFunc
+	// ticking are the entries taken for the tick in progress; the visit
+	// iterates their keys (Iterator).
+	ticking []timerindex.Item
 }
 
+// parked is the action time of an entry whose tick is in progress.
+const parked = math.MaxInt64
+
 func newTimerStorage(part *jobstore.Partition, partition int32, t *timers) *timerStorage {
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &timerStorage{
-		ctx:       ctx,
-		cancel:    cancel,
-		Partition: part,
-		partition: partition,
-		timers:    t,
-		idx:       timerindex.New(),
-		wake:      make(chan struct{}, 1),
-		stop:      make(chan struct{}),
-		done:      make(chan struct{}),
-	}
-	// The sweep (Scheduler.sweep) visits the rows whose timer is overdue,
-	// not every row of the table.
-	part.SetIterateBefore(func() int64 { return t.now().Add(-t.cfg.SweepOverdue).UnixNano() })
-	return s
+	return &timerStorage{Partition: part, partition: partition, timers: t, idx: timerindex.New()}
 }
 
 // Set implements storage.Storage.
@@ -103,27 +99,34 @@ func (s *timerStorage) Delete(key string) error {
 // place puts key's timer in the window, or takes it out when the timer
 // is beyond the window (the store's index has it) or gone. s.mu is held.
 func (s *timerStorage) place(key string, at int64) {
-	if at == 0 || !(jobstore.Timer{At: at, Key: key}).Less(s.windowEnd) {
+	if at == 0 || !(jobstore.Timer{At: at, Key: key}).Less(s.windowEnd) || s.timers.missed(key) {
 		s.idx.Remove(key)
 		return
 	}
 	if s.idx.Set(key, at) {
-		s.signal()
+		s.timers.signal()
 	}
 }
 
-// noteTimer sets key's timer to at (0 removes it) without a write: a row
-// held unwritten (unwritten.go) changes its timer in memory only.
-func (s *timerStorage) noteTimer(key string, at int64) {
+// hold sets the timer of a row held unwritten (0 removes it): in the
+// window whatever its time, since the store has the row as it was before.
+func (s *timerStorage) hold(key string, at int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.recovered {
-		s.place(key, at)
+	if !s.recovered {
+		return
+	}
+	if at == 0 {
+		s.idx.Remove(key)
+		return
+	}
+	if s.idx.Set(key, at) {
+		s.timers.signal()
 	}
 }
 
 // MarkRecovered implements storage.Storage: it loads the window from the
-// store and starts the pump if this partition is actively owned.
+// store; the pump ticks this partition if it is actively owned.
 func (s *timerStorage) MarkRecovered() error {
 	if err := s.Partition.MarkRecovered(); err != nil {
 		return err
@@ -152,7 +155,7 @@ func (s *timerStorage) MarkRecovered() error {
 		return err
 	}
 	s.timers.indexed(s.partition, s.pendingTimers())
-	s.startPump()
+	s.timers.signal()
 	if s.timers.active(s.partition) && s.timers.onRecovered != nil {
 		s.timers.onRecovered(s.partition)
 	}
@@ -173,31 +176,109 @@ func (s *timerStorage) refill(to int64) error {
 			s.mu.Unlock()
 			return nil
 		}
-		end, err := s.Partition.Timers(s.windowEnd, jobstore.Timer{At: to}, refillChunk, func(t jobstore.Timer) { s.idx.Set(t.Key, t.At) })
+		end, err := s.Partition.Timers(s.windowEnd, jobstore.Timer{At: to}, refillChunk, func(t jobstore.Timer) {
+			if !s.timers.missed(t.Key) {
+				s.idx.Set(t.Key, t.At)
+			}
+		})
 		if err != nil {
 			s.mu.Unlock()
 			return err
 		}
 		s.windowEnd = end
 		s.mu.Unlock()
-		s.signal()
 	}
 }
 
-// startPump starts the pump if the storage is recovered, open and its
-// partition actively owned. It is called when recovery ends and when the
-// assignment changes, whichever comes last.
-func (s *timerStorage) startPump() {
+// take takes up to max entries due by now for a tick (parking them), and
+// with sweep the rows whose timer is more than SweepOverdue past that the
+// window does not hold at all: those the window missed. It returns how
+// many it took and how many of them the sweep found.
+func (s *timerStorage) take(now time.Time, max int, sweep bool) (n, missed int, err error) {
+	cfg := s.timers.cfg
+	if now.UnixNano() >= s.refillAt() {
+		if err := s.refill(now.Add(cfg.TimerWindow).UnixNano()); err != nil {
+			return 0, 0, err
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.pumping || s.closed || !s.recovered || !s.timers.active(s.partition) {
-		return
+	if s.closed || !s.recovered {
+		return 0, 0, nil
 	}
-	s.pumping = true
-	go s.pump()
+	s.ticking = s.idx.Due(now.UnixNano(), parked, max, s.ticking[:0])
+	if sweep {
+		var lost []timerindex.Item
+		_, err = s.Partition.Timers(jobstore.Timer{}, jobstore.Timer{At: now.Add(-cfg.SweepOverdue).UnixNano()}, max, func(t jobstore.Timer) {
+			if _, ok := s.idx.Get(t.Key); !ok && !s.timers.isHeld(t.Key) {
+				lost = append(lost, timerindex.Item{At: t.At, Key: t.Key})
+			}
+		})
+		s.ticking = append(s.ticking, lost...)
+		missed = len(lost)
+	}
+	return len(s.ticking), missed, err
 }
 
-// Close implements storage.Storage: the pump stops before the store closes.
+// ticked ends the tick of the entries taken: an entry still parked (its
+// row did not change) is tried again after TickResend, or at once if the
+// tick did not happen (failed).
+func (s *timerStorage) ticked(failed bool, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	again := now.Add(s.timers.cfg.TickResend).UnixNano()
+	for _, it := range s.ticking {
+		if at, ok := s.idx.Get(it.Key); ok && at == parked {
+			if failed {
+				s.idx.Set(it.Key, it.At)
+			} else {
+				s.idx.Set(it.Key, again)
+			}
+		}
+	}
+	s.ticking = s.ticking[:0]
+}
+
+// next is when the pump next has something to do here: the earliest
+// entry, or the window's refill; 0 for nothing.
+func (s *timerStorage) next() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || !s.recovered {
+		return 0
+	}
+	n := s.idx.Next()
+	if n == 0 || n == parked {
+		n = math.MaxInt64
+	}
+	return min(n, s.refillAtLocked())
+}
+
+func (s *timerStorage) refillAt() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refillAtLocked()
+}
+
+func (s *timerStorage) refillAtLocked() int64 {
+	return s.windowEnd.At - int64(s.timers.cfg.TimerWindow/2)
+}
+
+// Iterator implements storage.Storage for goka's visits (Processor.VisitAll):
+// the keys of the tick in progress, nothing when there is none.
+func (s *timerStorage) Iterator() (storage.Iterator, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	keys := make([]string, len(s.ticking))
+	for i, it := range s.ticking {
+		keys[i] = it.Key
+	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	return &keysIterator{keys: keys, i: -1}, nil
+}
+
+// Close implements storage.Storage.
 func (s *timerStorage) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -205,26 +286,13 @@ func (s *timerStorage) Close() error {
 		return nil
 	}
 	s.closed = true
-	pumping := s.pumping
-	close(s.stop)
-	s.cancel()
 	s.mu.Unlock()
-	if pumping {
-		<-s.done
-	}
 	s.timers.forget(s.partition, s)
 	return s.Partition.Close()
 }
 
-func (s *timerStorage) signal() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
-
 // pendingTimers reports the partition's rows with a timer (for metrics and
-// the benchmark), as the store has applied them.
+// the benchmark), as last written.
 func (s *timerStorage) pendingTimers() int { return int(s.Partition.TimerCount()) }
 
 // windowTimers reports the timers held in memory.
@@ -234,53 +302,22 @@ func (s *timerStorage) windowTimers() int {
 	return s.idx.Len()
 }
 
-// pump turns due window entries into ticks for this partition, and keeps
-// the window TimerWindow ahead of the clock.
-func (s *timerStorage) pump() {
-	defer close(s.done)
-	cfg := s.timers.cfg
-	var buf []timerindex.Item
-	idle := time.NewTimer(time.Hour)
-	defer idle.Stop()
-	for {
-		now := s.timers.now().UnixNano()
-		s.mu.Lock()
-		refillAt := s.windowEnd.At - int64(cfg.TimerWindow/2)
-		s.mu.Unlock()
-		if now >= refillAt {
-			if err := s.refill(now + int64(cfg.TimerWindow)); err != nil && s.ctx.Err() == nil {
-				s.timers.cfg.Logger.Error("scheduler: reading timers from the table store failed; retrying", "partition", s.partition, "err", err)
-			}
-			s.mu.Lock()
-			refillAt = s.windowEnd.At - int64(cfg.TimerWindow/2)
-			s.mu.Unlock()
-		}
-		s.mu.Lock()
-		buf = s.idx.Due(now, now+int64(cfg.TickResend), cfg.TickBatch, buf)
-		next := s.idx.Next()
-		s.mu.Unlock()
-		if len(buf) > 0 {
-			s.timers.send(s.ctx, s.partition, buf, now)
-			if len(buf) == cfg.TickBatch {
-				select {
-				case <-s.stop:
-					return
-				default:
-					continue
-				}
-			}
-		}
-		wait := cfg.PumpIdle
-		if next > 0 {
-			wait = min(wait, time.Duration(next-now))
-		}
-		wait = max(min(wait, time.Duration(refillAt-now)), time.Millisecond)
-		idle.Reset(wait)
-		select {
-		case <-s.stop:
-			return
-		case <-s.wake:
-		case <-idle.C:
+// keysIterator iterates given keys (goka's visits use only the keys).
+type keysIterator struct {
+	keys []string
+	i    int
+}
+
+func (k *keysIterator) Next() bool             { k.i++; return k.i < len(k.keys) }
+func (k *keysIterator) Err() error             { return nil }
+func (k *keysIterator) Key() []byte            { return []byte(k.keys[k.i]) }
+func (k *keysIterator) Value() ([]byte, error) { return nil, nil }
+func (k *keysIterator) Release()               {}
+func (k *keysIterator) Seek(key []byte) bool {
+	for k.i = 0; k.i < len(k.keys); k.i++ {
+		if k.keys[k.i] >= string(key) {
+			return true
 		}
 	}
+	return false
 }

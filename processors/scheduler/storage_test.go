@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/chime-sched/chime/internal/timerindex"
 	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/jobstore"
 	"github.com/chime-sched/chime/schema"
@@ -26,7 +27,7 @@ func TestWindowMissesNoTimer(t *testing.T) {
 	db, err := jobstore.Open(jobstore.Options{AutoConfirm: true, FlushInterval: time.Millisecond, FlushAfter: 7})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
-	tm := newTimers(cfg, "table", nil)
+	tm := newTimers(cfg, "table")
 	s := newTimerStorage(db.Partition(0), 0, tm)
 	require.NoError(t, s.Open())
 	require.NoError(t, s.MarkRecovered())
@@ -57,4 +58,57 @@ func TestWindowMissesNoTimer(t *testing.T) {
 		require.True(t, ok, "row %d", i)
 		require.Equal(t, timerOfRow(i).UnixNano(), at, "row %d", i)
 	}
+}
+
+// TestHeldTimersAndTicksAreSentOnce: a row held unwritten keeps its timer
+// in the window even beyond it (the store has the row as it was before the
+// fire), and a timer taken for a tick is not taken again while the tick
+// runs, nor after a tick that moved the row; one whose tick changed
+// nothing is taken again after TickResend, however long the ticks took.
+func TestHeldTimersAndTicksAreSentOnce(t *testing.T) {
+	t.Parallel()
+	cfg := Config{Config: processors.Config{Now: func() time.Time { return t0 }}, TimerWindow: time.Minute, TickResend: 10 * time.Second}
+	require.NoError(t, cfg.validate())
+	db, err := jobstore.Open(jobstore.Options{AutoConfirm: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	tm := newTimers(cfg, "table")
+	tm.assigned[0] = true
+	s := newTimerStorage(db.Partition(0), 0, tm)
+	require.NoError(t, s.Open())
+	require.NoError(t, s.MarkRecovered())
+
+	// A fire held unwritten: its redelivery is AckTimeout away, beyond
+	// the window.
+	redeliver := t0.Add(2 * time.Minute)
+	s.hold("ns/held", redeliver.UnixNano())
+	require.NoError(t, s.refill(t0.Add(90*time.Second).UnixNano()))
+	at, ok := s.idx.Get("ns/held")
+	require.True(t, ok, "a held row's timer stays in the window")
+	require.Equal(t, redeliver.UnixNano(), at)
+
+	b, err := schema.JobStateCodec{}.Encode(&chimev1.JobState{Status: chimev1.JobStatus_JOB_STATUS_SCHEDULED, TimerAt: timestamppb.New(t0)})
+	require.NoError(t, err)
+	require.NoError(t, s.Set("ns/a", b))
+	require.NoError(t, s.Set("ns/b", b))
+	taken := func(now time.Time) []string {
+		n, _, err := s.take(now, 100, false)
+		require.NoError(t, err)
+		var keys []string
+		for _, it := range s.ticking[:n] {
+			keys = append(keys, it.Key)
+		}
+		return keys
+	}
+	require.ElementsMatch(t, []string{"ns/a", "ns/b"}, taken(t0))
+	// The tick is slow (overload): nothing is taken again meanwhile.
+	require.Empty(t, taken(t0.Add(time.Minute)))
+	s.ticking = []timerindex.Item{{At: t0.UnixNano(), Key: "ns/a"}, {At: t0.UnixNano(), Key: "ns/b"}}
+	// a's tick moved its row; b's changed nothing.
+	moved, err := schema.JobStateCodec{}.Encode(&chimev1.JobState{Status: chimev1.JobStatus_JOB_STATUS_SCHEDULED, TimerAt: timestamppb.New(t0.Add(time.Hour))})
+	require.NoError(t, err)
+	require.NoError(t, s.Set("ns/a", moved))
+	s.ticked(false, t0.Add(time.Minute))
+	require.Empty(t, taken(t0.Add(time.Minute+9*time.Second)))
+	require.Equal(t, []string{"ns/b"}, taken(t0.Add(time.Minute+10*time.Second)), "a tick that changed nothing is tried again once")
 }

@@ -1,56 +1,58 @@
 package scheduler
 
 import (
-	"context"
-	"errors"
-	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/storage"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/chime-sched/chime/internal/timerindex"
 	"github.com/chime-sched/chime/processors/jobstore"
 	"github.com/chime-sched/chime/processors/memstore"
-
-	"github.com/chime-sched/chime/schema/chimev1"
 )
 
-// tickSender delivers ticks to the tick topic's partition p. Delivery is
-// best effort: a lost tick is re-sent by the pump after TickResend.
-type tickSender interface {
-	SendTicks(ctx context.Context, partition int32, items []timerindex.Item, sentAt int64)
-}
-
 // timers is what every partition's timerStorage shares: the clock, the
-// tick sender and the processor's current assignment.
+// processor's current assignment, the pump's wake-up, and the registry of
+// open storages.
 type timers struct {
 	cfg        Config
 	now        func() time.Time
-	sender     tickSender
 	tableTopic string
-
+	// wake tells the pump a timer came earlier than it waits for.
+	wake chan struct{}
 	// onRecovered hears of each actively owned partition that recovered.
 	onRecovered func(p int32)
+	// isHeld says a row is held unwritten (held.go).
+	isHeld func(key string) bool
 
 	mu       sync.Mutex
 	assigned map[int32]bool
 	storages map[int32]*timerStorage
 }
 
-func newTimers(cfg Config, tableTopic string, sender tickSender) *timers {
+func newTimers(cfg Config, tableTopic string) *timers {
 	return &timers{
 		cfg:        cfg,
 		now:        cfg.Now,
-		sender:     sender,
 		tableTopic: tableTopic,
+		wake:       make(chan struct{}, 1),
+		isHeld:     func(string) bool { return false },
 		assigned:   map[int32]bool{},
 		storages:   map[int32]*timerStorage{},
 	}
+}
+
+func (t *timers) signal() {
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// missed says the window must not hold key's timer: unit tests of the
+// sweep (Config.missTimer).
+func (t *timers) missed(key string) bool {
+	return t.cfg.missTimer != nil && t.cfg.missTimer(key)
 }
 
 // rebalanced records the active assignment; goka calls it before it builds
@@ -58,19 +60,13 @@ func newTimers(cfg Config, tableTopic string, sender tickSender) *timers {
 func (t *timers) rebalanced(a goka.Assignment) {
 	t.mu.Lock()
 	t.assigned = make(map[int32]bool, len(a))
-	var sts []*timerStorage
 	for p := range a {
 		t.assigned[p] = true
-		if s := t.storages[p]; s != nil {
-			sts = append(sts, s)
-		}
 	}
 	t.mu.Unlock()
 	// goka closes every storage on a rebalance, so this matters only when
 	// the callback comes after a storage finished recovering.
-	for _, s := range sts {
-		s.startPump()
-	}
+	t.signal()
 }
 
 // forget drops a closed storage from the registry.
@@ -111,18 +107,11 @@ func (t *timers) builder(db *jobstore.DB) storage.Builder {
 	}
 }
 
-func (t *timers) send(ctx context.Context, p int32, items []timerindex.Item, sentAt int64) {
-	t.sender.SendTicks(ctx, p, items, sentAt)
-}
-
-// noteTimer points the index of partition p at a row's timer when the row
-// is held unwritten (the storage sees no write to take it from).
-func (t *timers) noteTimer(p int32, key string, at int64) {
-	t.mu.Lock()
-	st := t.storages[p]
-	t.mu.Unlock()
-	if st != nil {
-		st.noteTimer(key, at)
+// hold points the index of partition p at the timer of a row held
+// unwritten (the storage sees no write to take it from).
+func (t *timers) hold(p int32, key string, at int64) {
+	if st := t.storage(p); st != nil {
+		st.hold(key, at)
 	}
 }
 
@@ -149,6 +138,7 @@ func (t *timers) hint(p int32, key string, x *jobstore.RowIndex) {
 	}
 }
 
+// activeStorages are the storages of the partitions actively owned.
 func (t *timers) activeStorages() []*timerStorage {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -162,7 +152,7 @@ func (t *timers) activeStorages() []*timerStorage {
 }
 
 // Pending returns the number of rows with a timer in the partitions this
-// instance actively owns (as the store applied them).
+// instance actively owns.
 func (t *timers) Pending() int {
 	n := 0
 	for _, s := range t.activeStorages() {
@@ -179,45 +169,4 @@ func (t *timers) InWindow() int {
 		n += s.windowTimers()
 	}
 	return n
-}
-
-// kgoTickSender produces ticks with franz-go straight into the partition
-// that owns the row (ManualPartitioner), not by key hash: the pump knows
-// the partition, and hashing would only agree with goka by construction.
-type kgoTickSender struct {
-	cl     *kgo.Client
-	topic  string
-	logger *slog.Logger
-}
-
-// SendTicks produces asynchronously; ctx ends with the storage, so a broker
-// outage that fills the producer's buffer cannot block Close.
-func (k *kgoTickSender) SendTicks(ctx context.Context, p int32, items []timerindex.Item, sentAt int64) {
-	sent := timestamppb.New(time.Unix(0, sentAt))
-	for _, it := range items {
-		v, _ := proto.Marshal(&chimev1.Tick{TimerAt: timestamppb.New(time.Unix(0, it.At)), SentAt: sent})
-		k.cl.Produce(ctx, &kgo.Record{
-			Topic:     k.topic,
-			Partition: p,
-			Key:       []byte(it.Key),
-			Value:     v,
-		}, k.done)
-	}
-}
-
-func (k *kgoTickSender) done(r *kgo.Record, err error) {
-	if err != nil && k.logger != nil && !errors.Is(err, context.Canceled) {
-		k.logger.Warn("tick not delivered; it will be re-sent", "key", string(r.Key), "err", err)
-	}
-}
-
-// Partitions lists the partitions this instance actively owns.
-func (t *timers) Partitions() []int32 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var ps []int32
-	for p := range t.assigned {
-		ps = append(ps, p)
-	}
-	return ps
 }

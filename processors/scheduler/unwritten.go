@@ -90,6 +90,14 @@ func (u *unwritten) peek(key string) ([]byte, bool) {
 	return r.value, ok
 }
 
+// has says whether key's row is held.
+func (u *unwritten) has(key string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	_, ok := u.rows[key]
+	return ok
+}
+
 // keep drops the rows of partitions not in assigned (nil: every row).
 func (u *unwritten) keep(assigned map[int32]bool) {
 	u.mu.Lock()

@@ -276,7 +276,11 @@ type Emission struct {
 	// The scheduler incarnation that emitted it (see Delivery): another one
 	// emits it again as soon as it recovers the row, since the due event may
 	// have been lost with the process that wrote the row.
-	Incarnation   string `protobuf:"bytes,10,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
+	Incarnation string `protobuf:"bytes,10,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
+	// When the dispatcher calls (the due event's fire_at). A due event may
+	// leave before it (FireLead); until then a cancel, pause or update
+	// recalls it (Due.recall).
+	FireAt        *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=fire_at,json=fireAt,proto3" json:"fire_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -379,6 +383,13 @@ func (x *Emission) GetIncarnation() string {
 		return x.Incarnation
 	}
 	return ""
+}
+
+func (x *Emission) GetFireAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FireAt
+	}
+	return nil
 }
 
 // JobState is the scheduler table's value, keyed "namespace/job_id".
@@ -793,8 +804,15 @@ type Due struct {
 	// The namespace's spread when the due was emitted, and this job's shard
 	// in it (schema.ShardOf); spread 0 or 1 means not spread. The dispatcher
 	// gives the shard its share of the namespace's limits.
-	Shard         uint32 `protobuf:"varint,17,opt,name=shard,proto3" json:"shard,omitempty"`
-	Spread        uint32 `protobuf:"varint,18,opt,name=spread,proto3" json:"spread,omitempty"`
+	Shard  uint32 `protobuf:"varint,17,opt,name=shard,proto3" json:"shard,omitempty"`
+	Spread uint32 `protobuf:"varint,18,opt,name=spread,proto3" json:"spread,omitempty"`
+	// A recall: the scheduler takes back the emission (namespace, job_id,
+	// fire_seq, emit_seq) it emitted ahead of its fire_at, because a cancel,
+	// pause or update came before that time. It is keyed like the emission,
+	// so it follows it on the same partition; a dispatcher that holds the
+	// emission drops it, and reports nothing for it. Only the fields that
+	// name the emission (and shard, spread) are set.
+	Recall        bool `protobuf:"varint,19,opt,name=recall,proto3" json:"recall,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -953,6 +971,13 @@ func (x *Due) GetSpread() uint32 {
 		return x.Spread
 	}
 	return 0
+}
+
+func (x *Due) GetRecall() bool {
+	if x != nil {
+		return x.Recall
+	}
+	return false
 }
 
 // JobEvent is the job lifecycle stream (job-events topic, keyed by
@@ -1241,7 +1266,7 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"not_before\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tnotBefore\x12=\n" +
 	"\fscheduled_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\vscheduledAt\x12\x1c\n" +
 	"\tdeferrals\x18\x05 \x01(\rR\tdeferrals\x123\n" +
-	"\ahistory\x18\x06 \x03(\v2\x19.chime.v1.CallbackOutcomeR\ahistory\"\xa5\x03\n" +
+	"\ahistory\x18\x06 \x03(\v2\x19.chime.v1.CallbackOutcomeR\ahistory\"\xda\x03\n" +
 	"\bEmission\x12\x19\n" +
 	"\bfire_seq\x18\x01 \x01(\x04R\afireSeq\x12\x19\n" +
 	"\bemit_seq\x18\x02 \x01(\x04R\aemitSeq\x12\x18\n" +
@@ -1254,7 +1279,8 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\bdeadline\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x123\n" +
 	"\ahistory\x18\t \x03(\v2\x19.chime.v1.CallbackOutcomeR\ahistory\x12 \n" +
 	"\vincarnation\x18\n" +
-	" \x01(\tR\vincarnation\"\xcd\b\n" +
+	" \x01(\tR\vincarnation\x123\n" +
+	"\afire_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x06fireAt\"\xcd\b\n" +
 	"\bJobState\x12%\n" +
 	"\x04spec\x18\x01 \x01(\v2\x11.chime.v1.JobSpecR\x04spec\x12+\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x13.chime.v1.JobStatusR\x06status\x12\x19\n" +
@@ -1294,7 +1320,7 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\fredeliveries\x18\x05 \x01(\rR\fredeliveries\"r\n" +
 	"\x04Tick\x125\n" +
 	"\btimer_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\atimerAt\x123\n" +
-	"\asent_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x06sentAt\"\xb0\x06\n" +
+	"\asent_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x06sentAt\"\xc8\x06\n" +
 	"\x03Due\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x19\n" +
@@ -1315,7 +1341,8 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\x10relevancy_window\x18\x0f \x01(\v2\x19.google.protobuf.DurationR\x0frelevancyWindow\x123\n" +
 	"\ahistory\x18\x10 \x03(\v2\x19.chime.v1.CallbackOutcomeR\ahistory\x12\x14\n" +
 	"\x05shard\x18\x11 \x01(\rR\x05shard\x12\x16\n" +
-	"\x06spread\x18\x12 \x01(\rR\x06spread\x1a9\n" +
+	"\x06spread\x18\x12 \x01(\rR\x06spread\x12\x16\n" +
+	"\x06recall\x18\x13 \x01(\bR\x06recall\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc6\x03\n" +
@@ -1417,45 +1444,46 @@ var file_chime_v1_scheduler_proto_depIdxs = []int32{
 	11, // 4: chime.v1.Emission.emitted_at:type_name -> google.protobuf.Timestamp
 	11, // 5: chime.v1.Emission.deadline:type_name -> google.protobuf.Timestamp
 	12, // 6: chime.v1.Emission.history:type_name -> chime.v1.CallbackOutcome
-	13, // 7: chime.v1.JobState.spec:type_name -> chime.v1.JobSpec
-	0,  // 8: chime.v1.JobState.status:type_name -> chime.v1.JobStatus
-	11, // 9: chime.v1.JobState.next_scheduled_at:type_name -> google.protobuf.Timestamp
-	11, // 10: chime.v1.JobState.timer_at:type_name -> google.protobuf.Timestamp
-	2,  // 11: chime.v1.JobState.pending:type_name -> chime.v1.Pending
-	3,  // 12: chime.v1.JobState.open:type_name -> chime.v1.Emission
-	11, // 13: chime.v1.JobState.created_at:type_name -> google.protobuf.Timestamp
-	11, // 14: chime.v1.JobState.updated_at:type_name -> google.protobuf.Timestamp
-	11, // 15: chime.v1.JobState.anchor:type_name -> google.protobuf.Timestamp
-	14, // 16: chime.v1.JobState.last_result:type_name -> chime.v1.AckResult
-	11, // 17: chime.v1.JobState.last_fired_at:type_name -> google.protobuf.Timestamp
-	11, // 18: chime.v1.JobState.last_scheduled_at:type_name -> google.protobuf.Timestamp
-	5,  // 19: chime.v1.JobState.unconfirmed:type_name -> chime.v1.Delivery
-	11, // 20: chime.v1.JobState.recover_at:type_name -> google.protobuf.Timestamp
-	11, // 21: chime.v1.JobState.held_until:type_name -> google.protobuf.Timestamp
-	11, // 22: chime.v1.JobState.tick_at:type_name -> google.protobuf.Timestamp
-	15, // 23: chime.v1.Delivery.target:type_name -> chime.v1.KafkaTarget
-	11, // 24: chime.v1.Delivery.delivered_at:type_name -> google.protobuf.Timestamp
-	11, // 25: chime.v1.Tick.timer_at:type_name -> google.protobuf.Timestamp
-	11, // 26: chime.v1.Tick.sent_at:type_name -> google.protobuf.Timestamp
-	11, // 27: chime.v1.Due.scheduled_at:type_name -> google.protobuf.Timestamp
-	11, // 28: chime.v1.Due.fire_at:type_name -> google.protobuf.Timestamp
-	11, // 29: chime.v1.Due.emitted_at:type_name -> google.protobuf.Timestamp
-	11, // 30: chime.v1.Due.deadline:type_name -> google.protobuf.Timestamp
-	16, // 31: chime.v1.Due.callback:type_name -> chime.v1.HttpCallback
-	17, // 32: chime.v1.Due.retry:type_name -> chime.v1.RetryPolicy
-	10, // 33: chime.v1.Due.labels:type_name -> chime.v1.Due.LabelsEntry
-	18, // 34: chime.v1.Due.relevancy_window:type_name -> google.protobuf.Duration
-	12, // 35: chime.v1.Due.history:type_name -> chime.v1.CallbackOutcome
-	1,  // 36: chime.v1.JobEvent.type:type_name -> chime.v1.JobEventType
-	11, // 37: chime.v1.JobEvent.at:type_name -> google.protobuf.Timestamp
-	11, // 38: chime.v1.JobEvent.first_scheduled_at:type_name -> google.protobuf.Timestamp
-	11, // 39: chime.v1.JobEvent.last_scheduled_at:type_name -> google.protobuf.Timestamp
-	11, // 40: chime.v1.Rejection.at:type_name -> google.protobuf.Timestamp
-	41, // [41:41] is the sub-list for method output_type
-	41, // [41:41] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	11, // 7: chime.v1.Emission.fire_at:type_name -> google.protobuf.Timestamp
+	13, // 8: chime.v1.JobState.spec:type_name -> chime.v1.JobSpec
+	0,  // 9: chime.v1.JobState.status:type_name -> chime.v1.JobStatus
+	11, // 10: chime.v1.JobState.next_scheduled_at:type_name -> google.protobuf.Timestamp
+	11, // 11: chime.v1.JobState.timer_at:type_name -> google.protobuf.Timestamp
+	2,  // 12: chime.v1.JobState.pending:type_name -> chime.v1.Pending
+	3,  // 13: chime.v1.JobState.open:type_name -> chime.v1.Emission
+	11, // 14: chime.v1.JobState.created_at:type_name -> google.protobuf.Timestamp
+	11, // 15: chime.v1.JobState.updated_at:type_name -> google.protobuf.Timestamp
+	11, // 16: chime.v1.JobState.anchor:type_name -> google.protobuf.Timestamp
+	14, // 17: chime.v1.JobState.last_result:type_name -> chime.v1.AckResult
+	11, // 18: chime.v1.JobState.last_fired_at:type_name -> google.protobuf.Timestamp
+	11, // 19: chime.v1.JobState.last_scheduled_at:type_name -> google.protobuf.Timestamp
+	5,  // 20: chime.v1.JobState.unconfirmed:type_name -> chime.v1.Delivery
+	11, // 21: chime.v1.JobState.recover_at:type_name -> google.protobuf.Timestamp
+	11, // 22: chime.v1.JobState.held_until:type_name -> google.protobuf.Timestamp
+	11, // 23: chime.v1.JobState.tick_at:type_name -> google.protobuf.Timestamp
+	15, // 24: chime.v1.Delivery.target:type_name -> chime.v1.KafkaTarget
+	11, // 25: chime.v1.Delivery.delivered_at:type_name -> google.protobuf.Timestamp
+	11, // 26: chime.v1.Tick.timer_at:type_name -> google.protobuf.Timestamp
+	11, // 27: chime.v1.Tick.sent_at:type_name -> google.protobuf.Timestamp
+	11, // 28: chime.v1.Due.scheduled_at:type_name -> google.protobuf.Timestamp
+	11, // 29: chime.v1.Due.fire_at:type_name -> google.protobuf.Timestamp
+	11, // 30: chime.v1.Due.emitted_at:type_name -> google.protobuf.Timestamp
+	11, // 31: chime.v1.Due.deadline:type_name -> google.protobuf.Timestamp
+	16, // 32: chime.v1.Due.callback:type_name -> chime.v1.HttpCallback
+	17, // 33: chime.v1.Due.retry:type_name -> chime.v1.RetryPolicy
+	10, // 34: chime.v1.Due.labels:type_name -> chime.v1.Due.LabelsEntry
+	18, // 35: chime.v1.Due.relevancy_window:type_name -> google.protobuf.Duration
+	12, // 36: chime.v1.Due.history:type_name -> chime.v1.CallbackOutcome
+	1,  // 37: chime.v1.JobEvent.type:type_name -> chime.v1.JobEventType
+	11, // 38: chime.v1.JobEvent.at:type_name -> google.protobuf.Timestamp
+	11, // 39: chime.v1.JobEvent.first_scheduled_at:type_name -> google.protobuf.Timestamp
+	11, // 40: chime.v1.JobEvent.last_scheduled_at:type_name -> google.protobuf.Timestamp
+	11, // 41: chime.v1.Rejection.at:type_name -> google.protobuf.Timestamp
+	42, // [42:42] is the sub-list for method output_type
+	42, // [42:42] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_chime_v1_scheduler_proto_init() }
