@@ -4,10 +4,9 @@ package scheduler
 // commands and ticks read the row (held unwritten or stored) and the
 // namespace, ask the decider (decide.go), and write what it decided through
 // the goka context, holding a row unwritten when its decision only fired
-// (unwritten.go).
+// (held.go).
 
 import (
-	"bytes"
 	"fmt"
 	"time"
 
@@ -72,34 +71,6 @@ func (s *Scheduler) namespaceOf(ctx goka.Context, in *input) {
 	in.nsSpread = schema.Spread(cfg)
 }
 
-// current is the row as last decided: the one held unwritten (taken out;
-// apply writes it or puts it back) or the stored one.
-func (s *Scheduler) current(ctx goka.Context) (st *chimev1.JobState, held []byte) {
-	if r, ok := s.unwritten.take(ctx.Key(), ctx.Partition()); ok {
-		if r.storedOK {
-			// The store still holds the row as it was before it was
-			// held: the write that ends the hold replaces that one.
-			s.timers.hint(ctx.Partition(), ctx.Key(), r.stored)
-		}
-		v, err := schema.JobStateCodec{}.Decode(r.value)
-		if err == nil {
-			return v.(*chimev1.JobState), r.value
-		}
-		// Encoded by this process: cannot happen; the stored row decides.
-		s.cfg.Logger.Error("scheduler: unwritten row does not decode; using the stored one", "key", ctx.Key(), "err", err)
-	}
-	st, _ = ctx.Value().(*chimev1.JobState)
-	return st, nil
-}
-
-// holdRow holds raw as key's row unwritten, with what the store holds of
-// it; false when the memory for held rows is full.
-func (s *Scheduler) holdRow(ctx goka.Context, raw []byte) bool {
-	r := unwrittenRow{partition: ctx.Partition(), value: raw}
-	r.stored, r.storedOK = s.timers.stored(ctx.Partition(), ctx.Key())
-	return s.unwritten.put(ctx.Key(), r)
-}
-
 // apply writes a decision through the goka context: goka commits the input
 // offset only after the table write and every emit are acknowledged, so a
 // crash in between replays the input. The row and the emits are separate
@@ -108,7 +79,7 @@ func (s *Scheduler) holdRow(ctx goka.Context, raw []byte) bool {
 // unconfirmed Kafka-target writes are then re-sent by the next incarnation
 // (recover_at); job events are lost (docs/guarantees.md, Known gaps).
 //
-// A tick's decision that only fires is held unwritten (unwritten.go);
+// A tick's decision that only fires is held unwritten (held.go);
 // held is the row current took out of it, put back when the decision
 // changes nothing.
 func (s *Scheduler) apply(ctx goka.Context, d decision, held []byte, tick bool) {
@@ -159,31 +130,4 @@ func (s *Scheduler) apply(ctx goka.Context, d decision, held []byte, tick bool) 
 			ctx.SetValue(current0(held))
 		}
 	}
-}
-
-// hold keeps a tick's decision unwritten, and points the timer index at
-// the held row's timer: a fire on a row not held yet, or a tick that left
-// a held row as it was (a stale tick, or the first tick after a rebalance
-// kept the partition). false: it must be written (it does more, or the
-// memory for held rows is full).
-func (s *Scheduler) hold(ctx goka.Context, d decision, held []byte) bool {
-	switch {
-	case held == nil && d.onlyFires():
-	case held != nil && d.emitsNothing():
-	default:
-		return false
-	}
-	raw, err := schema.JobStateCodec{}.Encode(d.state)
-	if err != nil || (held != nil && !bytes.Equal(raw, held)) || !s.holdRow(ctx, raw) {
-		return false
-	}
-	s.timers.hold(ctx.Partition(), ctx.Key(), timerOf(raw))
-	return true
-}
-
-// current0 decodes a held row that must be written after all.
-func current0(raw []byte) *chimev1.JobState {
-	v, _ := schema.JobStateCodec{}.Decode(raw)
-	st, _ := v.(*chimev1.JobState)
-	return st
 }

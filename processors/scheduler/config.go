@@ -102,7 +102,7 @@ type Config struct {
 	// stream already records every attempt and its result). Default off.
 	FireEvents bool
 	// MaxUnwritten bounds the rows held in memory between a fire and the
-	// dispatcher's answer instead of written at the fire (unwritten.go).
+	// dispatcher's answer instead of written at the fire (held.go).
 	// Default DefaultMaxUnwritten; Off writes every fire.
 	MaxUnwritten int
 

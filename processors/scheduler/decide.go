@@ -44,7 +44,7 @@ type decision struct {
 	// decision change this row.
 	state *chimev1.JobState
 	// del removes the row.
-	del       bool
+	del  bool
 	dues []*chimev1.Due
 	// recalls take back due events emitted ahead of their time
 	// (recall.go).

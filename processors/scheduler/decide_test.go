@@ -789,7 +789,7 @@ func TestTriggerRepeatedFiresOnce(t *testing.T) {
 }
 
 // TestAnswerAheadOfTheRowSettlesTheFire: a fire's decision held unwritten
-// (unwritten.go) is lost with its scheduler; the stored row still holds
+// (held.go) is lost with its scheduler; the stored row still holds
 // the timer that fired. The answer to that fire reaches the next owner
 // before it fires the occurrence again: the row catches up on the lost
 // fire and takes the answer, instead of dropping it as a duplicate and
