@@ -131,6 +131,7 @@ func TestGuaranteesListDefaults(t *testing.T) {
 		"TickResend":        human(DefaultTickResend),
 		"TerminalRetention": human(schema.DefaultJobRetention) + " (`CHIME_JOB_RETENTION`)",
 		"FireLead":          human(DefaultFireLead),
+		"RecallMargin":      human(DefaultRecallMargin),
 		"PumpIdle":          human(DefaultPumpIdle),
 		"SweepInterval":     human(DefaultSweepInterval),
 		"MaxUnwritten":      count(DefaultMaxUnwritten),
