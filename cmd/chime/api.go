@@ -106,6 +106,7 @@ func newAPI(e *env, dev bool, src *analyticsSource, rm *readModels, sr *schedule
 	cfg.Ready = func() error { return lifecycle.Ready(a.reads...) }
 	cfg.AdminToken = token
 	cfg.Logger = log
+	cfg.Bodies = e.bodies
 	cfg.Quotas = quota.Limits{RequestsPerSecond: e.cfg.QuotaRequests, JobsPerSecond: e.cfg.QuotaJobs, PendingJobs: e.cfg.QuotaPending, Namespaces: e.cfg.MaxNamespaces}
 	// /metrics serves the whole process: in chime dev that includes the
 	// scheduler, dispatcher and breaker.

@@ -79,9 +79,15 @@ func startDevAPI(t *testing.T, stateDir string, port int) *devAPI {
 // (if not nil).
 func startDevAPIWatching(t *testing.T, stateDir string, port int, onLine func(string)) *devAPI {
 	t.Helper()
+	return startDevAPIOf(t, "", stateDir, port, onLine)
+}
+
+// startDevAPIOf is startDevAPIWatching running program (startChildOf).
+func startDevAPIOf(t *testing.T, program, stateDir string, port int, onLine func(string)) *devAPI {
+	t.Helper()
 	stdout := new(syncBuffer)
 	addr, ch, metrics := make(chan string, 1), make(chan string, 1), make(chan string, 1)
-	p := startChild(t, stdout, func(line string) {
+	p := startChildOf(t, program, nil, stdout, func(line string) {
 		if m := apiReadyLine.FindStringSubmatch(line); m != nil {
 			select {
 			case addr <- m[1]:
