@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -224,4 +225,19 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 	requireProblem(t, r, 408, "")
 	require.Equal(t, "https://chime.dev/problems/body-timeout", r.body["type"])
 	body.requireClosed(t)
+}
+
+// docs/api.md's bounds on slow clients are the code's.
+func TestBodyBoundsDocMatchesCode(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../docs/api.md")
+	require.NoError(t, err)
+	for _, want := range []string{
+		fmt.Sprintf("its accept) | %d s | 408, connection closed |", int(api.DefaultHeaderTimeout/time.Second)),
+		fmt.Sprintf("from the end of its headers | %d s | 408 `body-timeout`", int(api.DefaultBodyTimeout/time.Second)),
+		fmt.Sprintf("| connections at once | %d,%03d | 503, closed |", api.MaxConnections/1000, api.MaxConnections%1000),
+		fmt.Sprintf("(`CHIME_BODY_BUDGET`, %d MiB", bodybudget.Default>>20),
+	} {
+		require.True(t, strings.Contains(string(doc), want), "docs/api.md says %q", want)
+	}
 }
