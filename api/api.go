@@ -10,7 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"runtime/debug"
 	"slices"
@@ -22,62 +21,13 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/chime-sched/chime/api/quota"
+	"github.com/chime-sched/chime/internal/bodybudget"
 	"github.com/chime-sched/chime/internal/setting"
 	"github.com/chime-sched/chime/processors/scheduler/jobindex"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema/chimev1"
 	"github.com/chime-sched/chime/views/jobquery"
 )
-
-// MaxBodyBytes bounds every request body; a larger one is a 413 problem.
-const MaxBodyBytes = 1 << 20
-
-// drainLimit: a body over MaxBodyBytes is read and thrown away up to this
-// much before the 413 goes out, so that a client still sending it (Go's
-// net/http writes the whole body before it reads) gets the answer instead
-// of a connection reset; beyond it the connection is closed unread.
-const drainLimit = 64 << 20
-
-// limitBody reads the request body, which the server streams rather than
-// reading it whole before the handlers run: memory then grows with the
-// bytes that arrive, not with the Content-Length a client announces (200
-// connections announcing 4 MiB and sending one byte cost 800 MB when
-// fasthttp allocated the announced size). A body over MaxBodyBytes is a
-// 413 problem.
-func limitBody(c *fiber.Ctx) error {
-	fc := c.Context()
-	stream := fc.RequestBodyStream()
-	if stream == nil {
-		if len(fc.Request.Body()) > MaxBodyBytes {
-			return fiber.ErrRequestEntityTooLarge
-		}
-		return c.Next()
-	}
-	if n := fc.Request.Header.ContentLength(); n > MaxBodyBytes {
-		refuseBody(c, stream, int64(n))
-		return fiber.ErrRequestEntityTooLarge
-	}
-	body, err := io.ReadAll(io.LimitReader(stream, MaxBodyBytes+1))
-	if err != nil {
-		c.Set(fiber.HeaderConnection, "close")
-		return badRequest("", "the request body could not be read: %v", err)
-	}
-	if len(body) > MaxBodyBytes {
-		refuseBody(c, stream, -1)
-		return fiber.ErrRequestEntityTooLarge
-	}
-	fc.Request.SetBodyRaw(body)
-	return c.Next()
-}
-
-// refuseBody drains what is left of an oversized body (up to drainLimit)
-// and closes the connection after the answer.
-func refuseBody(c *fiber.Ctx, stream io.Reader, announced int64) {
-	c.Set(fiber.HeaderConnection, "close")
-	if announced <= drainLimit {
-		_, _ = io.Copy(io.Discard, io.LimitReader(stream, drainLimit))
-	}
-}
 
 // MaxConnections bounds the connections the API serves at once; beyond
 // it new ones are answered 503 and closed.
@@ -184,6 +134,18 @@ type Config struct {
 	Quotas quota.Limits
 	// PublishTimeout bounds one publish; default DefaultPublishTimeout.
 	PublishTimeout time.Duration
+
+	// Bodies is the process's budget of request body bytes held at once
+	// (shared with the scheduler's query server in chime dev); nil: one
+	// of bodybudget.Default bytes of the API's own.
+	Bodies *bodybudget.Budget
+	// HeaderTimeout bounds how long a request's line and headers take to
+	// arrive, from its first byte (a new connection: from the accept);
+	// default DefaultHeaderTimeout. BodyTimeout bounds how long an
+	// authenticated request's body takes after its headers; default
+	// DefaultBodyTimeout. Unauthenticated bodies are never read.
+	HeaderTimeout time.Duration
+	BodyTimeout   time.Duration
 }
 
 // The defaults of Config's fields; a field left at 0 takes its default, a
@@ -195,6 +157,8 @@ const (
 	DefaultIdempotencyTTL   = 24 * time.Hour
 	DefaultIdempotencyMax   = 100_000
 	DefaultPublishTimeout   = 10 * time.Second
+	DefaultHeaderTimeout    = 10 * time.Second
+	DefaultBodyTimeout      = 30 * time.Second
 )
 
 // validate applies the defaults to the fields left unset and refuses the
@@ -209,6 +173,9 @@ func (c *Config) validate() error {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.Bodies == nil {
+		c.Bodies, _ = bodybudget.New(bodybudget.Default) // a positive constant
+	}
 	return errors.Join(
 		setting.Positive("api", "AnalyticsTimeout", &c.AnalyticsTimeout, DefaultAnalyticsTimeout),
 		setting.Positive("api", "ConsistencyWait", &c.ConsistencyWait, DefaultConsistencyWait),
@@ -216,6 +183,8 @@ func (c *Config) validate() error {
 		setting.Positive("api", "IdempotencyTTL", &c.IdempotencyTTL, DefaultIdempotencyTTL),
 		setting.Positive("api", "IdempotencyMax", &c.IdempotencyMax, DefaultIdempotencyMax),
 		setting.Positive("api", "PublishTimeout", &c.PublishTimeout, DefaultPublishTimeout),
+		setting.Positive("api", "HeaderTimeout", &c.HeaderTimeout, DefaultHeaderTimeout),
+		setting.Positive("api", "BodyTimeout", &c.BodyTimeout, DefaultBodyTimeout),
 		c.Quotas.Validate(),
 	)
 }
@@ -229,6 +198,7 @@ type server struct {
 	metrics *metrics
 	quotas  *quota.Limiters
 	allow   *allowTable
+	bodies  *bodybudget.Budget
 }
 
 // New builds the app. Serve it with app.Listen; stop it with
@@ -259,15 +229,17 @@ func New(cfg Config) (*fiber.App, error) {
 		recent:  newRecentJobs(cfg.RecentTTL, 100_000),
 		metrics: m,
 		quotas:  quotas,
+		bodies:  cfg.Bodies,
 	}
 	if err := s.registerState(cfg.Registerer); err != nil {
 		return nil, err
 	}
 	app := fiber.New(fiber.Config{
 		AppName: "chime",
-		// Bodies are streamed and read by limitBody (see there); with
-		// streaming, fasthttp reads at most 8 KiB ahead of the handler
-		// whatever the limit says.
+		// Bodies are streamed, admitted by admitBody and read by
+		// readBody (body.go); with streaming, fasthttp reads at most 8
+		// KiB of an admitted body ahead of the handler, whatever the
+		// limit says.
 		StreamRequestBody: true,
 		BodyLimit:         MaxBodyBytes,
 		// Bounds the connections one server holds open.
@@ -278,13 +250,16 @@ func New(cfg Config) (*fiber.App, error) {
 		Immutable:    true,
 		ErrorHandler: s.errorHandler,
 		JSONEncoder:  marshalJSON,
-		ReadTimeout:  30 * time.Second,
+		// fasthttp's read deadline is set before the headers are read;
+		// admitBody sets the body's.
+		ReadTimeout:  cfg.HeaderTimeout,
 		WriteTimeout: 30 * time.Second,
 		IdleTimeout:  2 * time.Minute,
 	})
 	// Metrics outside recover, so a panic is counted as the 500 it becomes.
+	app.Server().HeaderReceived = s.admitBody
 	app.Use(s.metrics.middleware)
-	app.Use(limitBody)
+	app.Use(closeUnread)
 	app.Use(fiberrecover.New(fiberrecover.Config{
 		EnableStackTrace: true,
 		StackTraceHandler: func(c *fiber.Ctx, e any) {
@@ -320,6 +295,9 @@ func answerUnknownMethods(app *fiber.App, allow *allowTable) {
 		ctx.SetStatusCode(p.Status)
 		ctx.SetContentType("application/problem+json")
 		ctx.SetBody(body)
+		if hasBody(&ctx.Request.Header) {
+			ctx.SetConnectionClose() // its body is not read (see closeUnread)
+		}
 	}
 }
 
@@ -331,7 +309,9 @@ func (s *server) routes(app *fiber.App) {
 	s.consoleRoutes(app)
 
 	app.Get("/v1/namespaces", s.authenticate, s.adminOnly, s.listNamespaces)
-	v1 := app.Group("/v1/namespaces/:ns", s.authenticate, s.limitRequests)
+	// Bodies are read once the request is authenticated and within its
+	// namespace's request quota.
+	v1 := app.Group("/v1/namespaces/:ns", s.authenticate, s.limitRequests, s.readBody)
 	v1.Put("", s.adminOnly, s.putNamespace)
 	v1.Get("", s.getNamespace)
 	v1.Post("/keys", s.adminOnly, s.createKey)

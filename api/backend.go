@@ -32,6 +32,10 @@ type Backend struct {
 	Namespaces *views.Namespaces
 	Breakers   *views.Breakers
 	Jobs       JobView
+	// SecretProbe checks that the scheduler instances accept the query
+	// secret (nil when BackendConfig.Jobs was given): the caller runs it
+	// with the read models and counts it in the API's readiness.
+	SecretProbe *jobquery.SecretProbe
 
 	// groupClient describes the scheduler group for the job reads.
 	groupClient *kgo.Client
@@ -132,6 +136,7 @@ func NewBackend(cfg BackendConfig) (*Backend, error) {
 			return nil, err
 		}
 		b.Jobs = router
+		b.SecretProbe = jobquery.NewSecretProbe(router, 0)
 	}
 	return b, nil
 }

@@ -76,7 +76,7 @@ func (m *metrics) middleware(c *fiber.Ctx) error {
 func (s *server) registerState(reg prometheus.Registerer) error {
 	ready := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "chime_api_ready",
-		Help: "1 once the namespace and breaker views the API reads have caught up with their tables (GET /readyz), else 0.",
+		Help: "1 while the API is ready (GET /readyz): the namespace and breaker views it reads have caught up with their tables and no scheduler refuses its query secret; else 0.",
 	}, func() float64 {
 		if s.cfg.Ready != nil && s.cfg.Ready() != nil {
 			return 0

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -111,6 +112,7 @@ func TestLimitsDocMatchesCode(t *testing.T) {
 		fmt.Sprintf("| `callback.headers` value | %d bytes |", schema.MaxHeaderValueLen),
 		fmt.Sprintf("| `callback.headers` names and values together | %d bytes |", schema.MaxHeadersBytes),
 		fmt.Sprintf("| `callback.body` | %d bytes |", schema.MaxHTTPBody),
+		fmt.Sprintf("| `callback.timeout` | %d s |", int(schema.MaxHTTPTimeout/time.Second)),
 		fmt.Sprintf("| `labels` | %d entries |", schema.MaxLabels),
 		fmt.Sprintf("| `labels` key | %d bytes |", schema.MaxLabelKeyLen),
 		fmt.Sprintf("| `labels` value | %d characters |", schema.MaxLabelValueLen),

@@ -77,7 +77,7 @@ type callClient struct {
 // ends (every connection has its own buffers and wakeups).
 const maxConnsPerHost = 256
 
-func newCallClient(g *Guard, maxTimeout, idleConnTimeout time.Duration) *callClient {
+func newCallClient(g *Guard, idleConnTimeout time.Duration) *callClient {
 	conns := &connSet{m: map[*trackedConn]struct{}{}}
 	dialer := g.dialer()
 	client := func() *fasthttp.Client {
@@ -91,7 +91,7 @@ func newCallClient(g *Guard, maxTimeout, idleConnTimeout time.Duration) *callCli
 				return conns.add(c), nil
 			},
 			MaxConnsPerHost:     maxConnsPerHost,
-			MaxConnWaitTimeout:  maxTimeout,
+			MaxConnWaitTimeout:  schema.MaxHTTPTimeout,
 			MaxIdleConnDuration: idleConnTimeout,
 			// One send per Do: what follows a failed call is callClient's
 			// (a closed connection) or chime's (everything else) decision.
@@ -193,13 +193,15 @@ func (s *connSet) closeAll() {
 	}
 }
 
-// timeoutOf is the job's timeout, else the default, capped by the maximum.
+// timeoutOf is the job's timeout, else the default. Jobs are validated
+// against schema.MaxHTTPTimeout; the cap holds for a row written when the
+// limit was higher.
 func (d *Dispatcher) timeoutOf(cb *chimev1.HttpCallback) time.Duration {
 	t := d.cfg.DefaultTimeout
 	if v := cb.GetTimeout().AsDuration(); v > 0 {
 		t = v
 	}
-	return min(t, d.cfg.MaxTimeout)
+	return min(t, schema.MaxHTTPTimeout)
 }
 
 // call makes the HTTP call of due. It never retries: what happens next is

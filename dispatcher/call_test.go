@@ -11,7 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/valyala/fasthttp"
+	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
@@ -123,7 +125,7 @@ func callTestDispatcher(t *testing.T, mutate ...func(*Config)) *Dispatcher {
 		m(&cfg)
 	}
 	require.NoError(t, cfg.validate())
-	return &Dispatcher{cfg: cfg, client: newCallClient(&cfg.Guard, cfg.MaxTimeout, cfg.IdleConnTimeout)}
+	return &Dispatcher{cfg: cfg, client: newCallClient(&cfg.Guard, cfg.IdleConnTimeout)}
 }
 
 // TestCallResendsOnConnectionClosedBeforeAnswer: a call whose connection
@@ -235,4 +237,23 @@ func TestCutCallIsNotResent(t *testing.T) {
 	require.Equal(t, kindConnection, r.errKind, r.err)
 	require.Zero(t, d.stats.resent.Load(), "calls sent again")
 	require.EqualValues(t, 1, e.received.Load(), "requests that reached the endpoint")
+}
+
+// A job's timeout is its own up to schema.MaxHTTPTimeout, the limit the
+// validation holds every job to: the dispatcher cuts none short.
+func TestCallTimeoutIsTheJobs(t *testing.T) {
+	t.Parallel()
+	d := callTestDispatcher(t)
+	for _, tc := range []struct{ job, want time.Duration }{
+		{0, DefaultCallTimeout},
+		{time.Second, time.Second},
+		{schema.MaxHTTPTimeout, schema.MaxHTTPTimeout},
+		{2 * schema.MaxHTTPTimeout, schema.MaxHTTPTimeout}, // a row from when the limit was higher
+	} {
+		cb := &chimev1.HttpCallback{}
+		if tc.job > 0 {
+			cb.Timeout = durationpb.New(tc.job)
+		}
+		require.Equal(t, tc.want, d.timeoutOf(cb), "job timeout %s", tc.job)
+	}
 }

@@ -78,10 +78,9 @@ type Config struct {
 	Guard Guard
 
 	// DefaultTimeout is a call's timeout when the job sets none. Default
-	// DefaultCallTimeout.
+	// DefaultCallTimeout; at most schema.MaxHTTPTimeout, which bounds
+	// every call (a job's timeout is validated against it).
 	DefaultTimeout time.Duration
-	// MaxTimeout caps a job's timeout. Default DefaultMaxTimeout.
-	MaxTimeout time.Duration
 	// IdleConnTimeout: a pooled connection idle this long is closed
 	// rather than reused. Default DefaultIdleConnTimeout.
 	IdleConnTimeout time.Duration
@@ -142,8 +141,7 @@ type Config struct {
 const (
 	DefaultClientID       = "chime-dispatcher"
 	DefaultBreakerRamp    = 5 * time.Second
-	DefaultCallTimeout    = 10 * time.Second
-	DefaultMaxTimeout     = 60 * time.Second
+	DefaultCallTimeout    = schema.DefaultHTTPTimeout
 	DefaultMaxInFlight    = 1024
 	DefaultAdmissionWait  = 2 * time.Second
 	DefaultDeferDelay     = time.Second
@@ -191,7 +189,6 @@ func (c *Config) validate() error {
 	errs := []error{
 		setting.Positive(o, "BreakerRamp", &c.BreakerRamp, DefaultBreakerRamp),
 		setting.Positive(o, "DefaultTimeout", &c.DefaultTimeout, DefaultCallTimeout),
-		setting.Positive(o, "MaxTimeout", &c.MaxTimeout, DefaultMaxTimeout),
 		setting.Positive(o, "IdleConnTimeout", &c.IdleConnTimeout, DefaultIdleConnTimeout),
 		setting.Positive(o, "MaxInFlight", &c.MaxInFlight, DefaultMaxInFlight),
 		setting.Positive(o, "AdmissionWait", &c.AdmissionWait, DefaultAdmissionWait),
@@ -205,6 +202,9 @@ func (c *Config) validate() error {
 	// the order in which a list's operands are read is not defined.
 	errs = append(errs, setting.Positive(o, "MaxBuffered", &c.MaxBuffered, BufferedPerInFlight*c.MaxInFlight))
 	errs = append(errs, setting.Positive(o, "MaxQueued", &c.MaxQueued, max(1, c.MaxBuffered/2)))
+	if c.DefaultTimeout > schema.MaxHTTPTimeout {
+		errs = append(errs, fmt.Errorf("dispatcher: DefaultTimeout is %s: a callback's timeout is at most %s (schema.MaxHTTPTimeout)", c.DefaultTimeout, schema.MaxHTTPTimeout))
+	}
 	if err := c.Membership.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("dispatcher: Membership: %w", err))
 	}

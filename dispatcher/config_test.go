@@ -24,7 +24,6 @@ func TestConfigValidate(t *testing.T) {
 			require.NotEmpty(t, c.ID)
 			require.Equal(t, DefaultBreakerRamp, c.BreakerRamp)
 			require.Equal(t, DefaultCallTimeout, c.DefaultTimeout)
-			require.Equal(t, DefaultMaxTimeout, c.MaxTimeout)
 			require.Equal(t, DefaultIdleConnTimeout, c.IdleConnTimeout)
 			require.Equal(t, DefaultMaxInFlight, c.MaxInFlight)
 			require.Equal(t, DefaultAdmissionWait, c.AdmissionWait)
@@ -53,7 +52,7 @@ func TestConfigValidate(t *testing.T) {
 		{Name: "no brokers", Err: "dispatcher: no brokers: set Config.Brokers"},
 		{Name: "BreakerRamp", Cfg: Config{Brokers: brokers, BreakerRamp: -time.Second}, Err: "dispatcher: BreakerRamp is -1s: must be positive, or 0 for the default 5s"},
 		{Name: "DefaultTimeout", Cfg: Config{Brokers: brokers, DefaultTimeout: -time.Second}, Err: "dispatcher: DefaultTimeout is -1s: must be positive, or 0 for the default 10s"},
-		{Name: "MaxTimeout", Cfg: Config{Brokers: brokers, MaxTimeout: -time.Second}, Err: "dispatcher: MaxTimeout is -1s: must be positive, or 0 for the default 1m0s"},
+		{Name: "DefaultTimeout over the limit", Cfg: Config{Brokers: brokers, DefaultTimeout: schema.MaxHTTPTimeout + time.Second}, Err: "dispatcher: DefaultTimeout is 1m1s: a callback's timeout is at most 1m0s (schema.MaxHTTPTimeout)"},
 		{Name: "IdleConnTimeout", Cfg: Config{Brokers: brokers, IdleConnTimeout: -time.Second}, Err: "dispatcher: IdleConnTimeout is -1s: must be positive, or 0 for the default 4s"},
 		{Name: "MaxInFlight", Cfg: Config{Brokers: brokers, MaxInFlight: -1}, Err: "dispatcher: MaxInFlight is -1: must be positive, or 0 for the default 1024"},
 		{Name: "AdmissionWait", Cfg: Config{Brokers: brokers, AdmissionWait: -time.Second}, Err: "dispatcher: AdmissionWait is -1s: must be positive, or 0 for the default 2s"},
@@ -84,7 +83,6 @@ func TestDocsListDefaults(t *testing.T) {
 	}
 	for field, want := range map[string]string{
 		"DefaultTimeout":  dur(DefaultCallTimeout),
-		"MaxTimeout":      dur(DefaultMaxTimeout),
 		"IdleConnTimeout": dur(DefaultIdleConnTimeout),
 		"MaxInFlight":     strconv.Itoa(DefaultMaxInFlight),
 		"AdmissionWait":   dur(DefaultAdmissionWait),

@@ -99,7 +99,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	d := &Dispatcher{
 		cfg:     cfg,
 		log:     cfg.Logger,
-		client:  newCallClient(&cfg.Guard, cfg.MaxTimeout, cfg.IdleConnTimeout),
+		client:  newCallClient(&cfg.Guard, cfg.IdleConnTimeout),
 		lanes:   newLanes(cfg.MaxInFlight, defaultMaxConcurrency, cfg.MaxQueued),
 		dedup:   newDedup(cfg.DedupSize),
 		recalls: newRecalls(),

@@ -57,10 +57,13 @@ const (
 	MaxHeaderNameLen  = 256
 	MaxHeaderValueLen = 8 << 10
 	// MaxHeadersBytes bounds a target's header names and values together.
-	MaxHeadersBytes    = 16 << 10
-	MaxKafkaKey        = 4 << 10
-	MaxHTTPBody        = 64 << 10
-	MaxHTTPTimeout     = 5 * time.Minute
+	MaxHeadersBytes = 16 << 10
+	MaxKafkaKey     = 4 << 10
+	MaxHTTPBody     = 64 << 10
+	// MaxHTTPTimeout bounds a callback's timeout: the dispatcher gives
+	// no call longer. It is below the scheduler's AckTimeout (2 min), so
+	// a call still running is never emitted again as unanswered.
+	MaxHTTPTimeout     = 60 * time.Second
 	MaxKafkaValue      = 512 << 10
 	MaxKafkaTopicLen   = 249
 	MaxRetryAttempts   = 100
@@ -70,6 +73,10 @@ const (
 	MaxLabelKeyLen     = 63
 	MaxLabelValueLen   = 256
 )
+
+// DefaultHTTPTimeout is a callback's timeout when the job sets none
+// (the dispatcher's DefaultTimeout, unless configured otherwise).
+const DefaultHTTPTimeout = 10 * time.Second
 
 // What to write instead, for error messages.
 const (
@@ -367,7 +374,7 @@ func validateHTTP(field string, h *chimev1.HttpCallback) *ValidationError {
 			return err
 		}
 		if d <= 0 || d > MaxHTTPTimeout {
-			return invalid(field+".timeout", "is %s; it must be in (0, %s], or unset for the default (10s)", d, MaxHTTPTimeout)
+			return invalid(field+".timeout", "is %s; it must be in (0, %s], or unset for the default (%s)", d, MaxHTTPTimeout, DefaultHTTPTimeout)
 		}
 	}
 	return nil

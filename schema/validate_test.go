@@ -170,9 +170,10 @@ func TestValidateCommandRejects(t *testing.T) {
 		{"header X-Chime-", func(c *chimev1.JobCommand) { httpT(c).Headers = map[string]string{"x-chime-fire-seq": "1"} }, ValidateOptions{}, `upsert.spec.target.http.headers["x-chime-fire-seq"]`, "reserved"},
 		{"header Webhook-", func(c *chimev1.JobCommand) { httpT(c).Headers = map[string]string{"Webhook-Signature": "s"} }, ValidateOptions{}, `upsert.spec.target.http.headers["Webhook-Signature"]`, "reserved"},
 		{"body too large", func(c *chimev1.JobCommand) { httpT(c).Body = make([]byte, 64<<10+1) }, ValidateOptions{}, "upsert.spec.target.http.body", "is 65537 bytes; the limit is 65536"},
-		{"timeout zero", func(c *chimev1.JobCommand) { httpT(c).Timeout = durationpb.New(0) }, ValidateOptions{}, "upsert.spec.target.http.timeout", "must be in (0, 5m0s]"},
-		{"timeout negative", func(c *chimev1.JobCommand) { httpT(c).Timeout = durationpb.New(-time.Second) }, ValidateOptions{}, "upsert.spec.target.http.timeout", "must be in (0, 5m0s]"},
-		{"timeout over 5m", func(c *chimev1.JobCommand) { httpT(c).Timeout = durationpb.New(5*time.Minute + time.Nanosecond) }, ValidateOptions{}, "upsert.spec.target.http.timeout", "must be in (0, 5m0s]"},
+		{"timeout zero", func(c *chimev1.JobCommand) { httpT(c).Timeout = durationpb.New(0) }, ValidateOptions{}, "upsert.spec.target.http.timeout", "must be in (0, 1m0s], or unset for the default (10s)"},
+		{"timeout negative", func(c *chimev1.JobCommand) { httpT(c).Timeout = durationpb.New(-time.Second) }, ValidateOptions{}, "upsert.spec.target.http.timeout", "must be in (0, 1m0s]"},
+		{"timeout over the limit", func(c *chimev1.JobCommand) { httpT(c).Timeout = durationpb.New(MaxHTTPTimeout + time.Nanosecond) }, ValidateOptions{}, "upsert.spec.target.http.timeout", "must be in (0, 1m0s]"},
+		{"timeout 2m, which the dispatcher would not wait", func(c *chimev1.JobCommand) { httpT(c).Timeout = durationpb.New(2 * time.Minute) }, ValidateOptions{}, "upsert.spec.target.http.timeout", "must be in (0, 1m0s]"},
 		{"timeout invalid", func(c *chimev1.JobCommand) { httpT(c).Timeout = &durationpb.Duration{Seconds: 1, Nanos: -1} }, ValidateOptions{}, "upsert.spec.target.http.timeout", "invalid duration"},
 
 		{"kafka key too long", func(c *chimev1.JobCommand) { kafkaTarget(c).Key = make([]byte, 5000) }, ValidateOptions{}, "upsert.spec.target.kafka.key", "4 KiB"},
@@ -305,7 +306,7 @@ func TestValidateCommandAccepts(t *testing.T) {
 			httpT(c).Headers = map[string]string{"X-Chime": "ok", "Webhook": "ok", "X-Hosted": "ok", "Idempotency": "ok"}
 		}, ValidateOptions{}},
 		{"body at the limit", func(c *chimev1.JobCommand) { httpT(c).Body = make([]byte, 64<<10) }, ValidateOptions{}},
-		{"timeout 5m", func(c *chimev1.JobCommand) { httpT(c).Timeout = durationpb.New(5 * time.Minute) }, ValidateOptions{}},
+		{"timeout at the limit", func(c *chimev1.JobCommand) { httpT(c).Timeout = durationpb.New(MaxHTTPTimeout) }, ValidateOptions{}},
 		{"kafka target", func(c *chimev1.JobCommand) { kafkaTarget(c).Value = make([]byte, 512<<10) }, ValidateOptions{}},
 		{"kafka topic at the limit", func(c *chimev1.JobCommand) { kafkaTarget(c).Topic = strings.Repeat("a._-Z9", 41) + "abc" }, ValidateOptions{}},
 		{"retry zeros take defaults", func(c *chimev1.JobCommand) { spec(c).Retry = &chimev1.RetryPolicy{} }, ValidateOptions{}},

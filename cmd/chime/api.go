@@ -58,6 +58,9 @@ type apiRole struct {
 	// published (a Closer, which the role adds to its group before the
 	// API).
 	clients lifecycle.Part
+	// probe checks that the schedulers accept the query secret (one of
+	// reads and parts).
+	probe lifecycle.Part
 }
 
 // newAPI builds the API on --addr, reading the views of rm (and in chime
@@ -102,10 +105,18 @@ func newAPI(e *env, dev bool, src *analyticsSource, rm *readModels, sr *schedule
 	if err != nil {
 		return nil, err
 	}
+	if be.SecretProbe != nil {
+		// An API whose query secret the schedulers refuse can neither
+		// read nor create jobs: it is not ready, and says why.
+		a.probe = be.SecretProbe
+		a.reads = append(a.reads, a.probe)
+		a.parts = append(a.parts, a.probe)
+	}
 	cfg := be.Config()
 	cfg.Ready = func() error { return lifecycle.Ready(a.reads...) }
 	cfg.AdminToken = token
 	cfg.Logger = log
+	cfg.Bodies = e.bodies
 	cfg.Quotas = quota.Limits{RequestsPerSecond: e.cfg.QuotaRequests, JobsPerSecond: e.cfg.QuotaJobs, PendingJobs: e.cfg.QuotaPending, Namespaces: e.cfg.MaxNamespaces}
 	// /metrics serves the whole process: in chime dev that includes the
 	// scheduler, dispatcher and breaker.
@@ -143,8 +154,18 @@ func newAPI(e *env, dev bool, src *analyticsSource, rm *readModels, sr *schedule
 
 // logReady has g log when the API is ready: it listens and what it reads
 // is (operators and tests wait for the line).
+// A refused query secret is said instead: the probe is started once it
+// has a verdict, refused or not.
 func (a *apiRole) logReady(g *lifecycle.Group) {
-	g.OnReady(func() { a.log.Info("api ready", "addr", a.addr) }, append(a.reads, a.listen)...)
+	g.OnReady(func() {
+		if a.probe != nil {
+			if err := a.probe.Ready(); err != nil {
+				a.log.Error("api not ready: the schedulers refuse its query secret (GET /readyz says so until they accept it)", "addr", a.addr, "err", err)
+				return
+			}
+		}
+		a.log.Info("api ready", "addr", a.addr)
+	}, append(a.reads, a.listen)...)
 }
 
 // devAdminToken reads <state dir>/admin-token, creating it with a random

@@ -79,9 +79,15 @@ func startDevAPI(t *testing.T, stateDir string, port int) *devAPI {
 // (if not nil).
 func startDevAPIWatching(t *testing.T, stateDir string, port int, onLine func(string)) *devAPI {
 	t.Helper()
+	return startDevAPIOf(t, "", stateDir, port, onLine)
+}
+
+// startDevAPIOf is startDevAPIWatching running program (startChildOf).
+func startDevAPIOf(t *testing.T, program, stateDir string, port int, onLine func(string)) *devAPI {
+	t.Helper()
 	stdout := new(syncBuffer)
 	addr, ch, metrics := make(chan string, 1), make(chan string, 1), make(chan string, 1)
-	p := startChild(t, stdout, func(line string) {
+	p := startChildOf(t, program, nil, stdout, func(line string) {
 		if m := apiReadyLine.FindStringSubmatch(line); m != nil {
 			select {
 			case addr <- m[1]:
@@ -344,19 +350,7 @@ func TestDevAPIEndToEnd(t *testing.T) {
 // waits until it is ready.
 func startStandaloneAPI(t *testing.T, stateDir string, port int, admin string, env ...string) *devAPI {
 	t.Helper()
-	kafka, err := kafkaauth.Load(filepath.Join(stateDir, config.KafkaCredentialFile))
-	require.NoError(t, err)
-	query, err := credential.Load(filepath.Join(stateDir, config.QueryCredentialFile))
-	require.NoError(t, err)
-	env = append([]string{
-		"CHIME_BROKERS=127.0.0.1:" + fmt.Sprint(port),
-		"CHIME_KAFKA_SASL_USER=" + kafka.User, "CHIME_KAFKA_SASL_PASSWORD=" + kafka.Password,
-		"CHIME_QUERY_SECRET=" + query.Password,
-		"CHIME_ADMIN_TOKEN=" + admin,
-		"CHIME_CLICKHOUSE_DSN=",
-		"CHIME_STATE_DIR=" + filepath.Join(t.TempDir(), "api"),
-		"CHIME_PARTITIONS=4", "CHIME_METRICS_ADDR=", "CHIME_API_ADDR=127.0.0.1:0",
-	}, env...)
+	env = append(standaloneAPIEnv(t, stateDir, port, admin), env...)
 	addr := make(chan string, 1)
 	p := startChildEnv(t, env, nil, func(line string) {
 		if m := apiReadyLine.FindStringSubmatch(line); m != nil {
@@ -375,6 +369,27 @@ func startStandaloneAPI(t *testing.T, stateDir string, port int, admin string, e
 		t.Fatal("chime api not ready within 90s")
 	}
 	return nil
+}
+
+// standaloneAPIEnv is the environment of a `chime api` of its own (own
+// state dir) on the embedded broker of the `chime dev` in stateDir, with
+// that one's Kafka credential and query secret (a later entry overrides
+// one of them).
+func standaloneAPIEnv(t *testing.T, stateDir string, port int, admin string) []string {
+	t.Helper()
+	kafka, err := kafkaauth.Load(filepath.Join(stateDir, config.KafkaCredentialFile))
+	require.NoError(t, err)
+	query, err := credential.Load(filepath.Join(stateDir, config.QueryCredentialFile))
+	require.NoError(t, err)
+	return []string{
+		"CHIME_BROKERS=127.0.0.1:" + fmt.Sprint(port),
+		"CHIME_KAFKA_SASL_USER=" + kafka.User, "CHIME_KAFKA_SASL_PASSWORD=" + kafka.Password,
+		"CHIME_QUERY_SECRET=" + query.Password,
+		"CHIME_ADMIN_TOKEN=" + admin,
+		"CHIME_CLICKHOUSE_DSN=",
+		"CHIME_STATE_DIR=" + filepath.Join(t.TempDir(), "api"),
+		"CHIME_PARTITIONS=4", "CHIME_METRICS_ADDR=", "CHIME_API_ADDR=127.0.0.1:0",
+	}
 }
 
 // checkStandaloneAPI: a `chime api` of its own beside `chime dev` holds no

@@ -84,8 +84,18 @@ func startChild(t *testing.T, stdout io.Writer, onLine func(string), args ...str
 // startChildEnv is startChild with env added to the child's environment.
 func startChildEnv(t *testing.T, env []string, stdout io.Writer, onLine func(string), args ...string) *devProc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(append(os.Environ(), "CHIME_RUN_MAIN=1"), env...)
+	return startChildOf(t, "", env, stdout, onLine, args...)
+}
+
+// startChildOf is startChildEnv running program, a chime binary
+// (buildChime); "" runs this test binary as chime.
+func startChildOf(t *testing.T, program string, env []string, stdout io.Writer, onLine func(string), args ...string) *devProc {
+	t.Helper()
+	if program == "" {
+		program, env = os.Args[0], append([]string{"CHIME_RUN_MAIN=1"}, env...)
+	}
+	cmd := exec.Command(program, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout = stdout
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
@@ -118,6 +128,19 @@ func startChildEnv(t *testing.T, env []string, stdout io.Writer, onLine func(str
 		}
 	})
 	return p
+}
+
+// buildChime builds the chime binary, without the test binary's
+// instrumentation (-race, coverage), for a test that measures the
+// process itself.
+func buildChime(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "chime")
+	// go test puts its own GOROOT/bin first on the PATH of the test
+	// binary, so "go" is the toolchain that runs the test.
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	return bin
 }
 
 func TestDevSurvivesKill9AndStopsCleanly(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	"github.com/chime-sched/chime/infra/groups"
 	"github.com/chime-sched/chime/infra/kafkaauth"
 	"github.com/chime-sched/chime/infra/topics"
+	"github.com/chime-sched/chime/internal/bodybudget"
 	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/namespaces"
@@ -44,6 +45,9 @@ type env struct {
 	sasl kafkaauth.Credential
 	// membership is the process's part in chime's consumer groups.
 	membership groups.Membership
+	// bodies bounds the request bodies the process's HTTP servers (the
+	// API, the query server) hold at once (CHIME_BODY_BUDGET).
+	bodies *bodybudget.Budget
 }
 
 // role adds a role's parts to g, the process's group, in stages after the
@@ -82,7 +86,11 @@ func runRole(ctx context.Context, p proc, name string, r role) (err error) {
 		}
 		defer stopProfile()
 	}
-	e := &env{cfg: cfg, log: log, out: p.stdout, registry: newRegistry()}
+	bodies, err := bodybudget.New(cfg.BodyBudget)
+	if err != nil {
+		return err
+	}
+	e := &env{cfg: cfg, log: log, out: p.stdout, registry: newRegistry(), bodies: bodies}
 	releaseIdentity := e.joinIdentity()
 	defer releaseIdentity()
 	g := &lifecycle.Group{Logger: log}
@@ -360,7 +368,7 @@ func newScheduler(e *env, rm *readModels) (*schedulerRole, error) {
 	var server *jobquery.Server
 	if sr.s, err = scheduler.New(cfg); err == nil {
 		server, err = jobquery.NewServer(jobquery.ServerConfig{Source: sr.s, Partitions: e.cfg.Partitions, Secret: secret,
-			Logger: e.log.With("component", "scheduler-query")})
+			Logger: e.log.With("component", "scheduler-query"), Bodies: e.bodies})
 	}
 	if err != nil {
 		ln.Close()

@@ -25,6 +25,7 @@ import (
 
 	"github.com/chime-sched/chime/api/quota"
 	"github.com/chime-sched/chime/infra/groups"
+	"github.com/chime-sched/chime/internal/bodybudget"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/views/jobquery/signature"
 )
@@ -110,6 +111,9 @@ type Config struct {
 	LogLevel slog.Level
 	// APIAddr is where the HTTP API listens (host:port).
 	APIAddr string
+	// BodyBudget bounds the request body bytes the process's API and
+	// query server hold at once (bodybudget.Budget).
+	BodyBudget int64
 	// MetricsAddr, if set, serves /metrics (Prometheus) for roles without
 	// the API; the API serves the same metrics on its own /metrics.
 	MetricsAddr string
@@ -165,6 +169,7 @@ func Default() Config {
 		MaxNamespaces:    quota.DefaultMaxNamespaces,
 		LogLevel:         slog.LevelInfo,
 		APIAddr:          "127.0.0.1:8080",
+		BodyBudget:       bodybudget.Default,
 		QueryAddr:        "127.0.0.1:0",
 	}
 }
@@ -503,6 +508,19 @@ var settings = []setting{
 				return fmt.Errorf("%q: port must be a number from 0 to 65535", v)
 			}
 			c.APIAddr = v
+			return nil
+		},
+	},
+	{
+		env: "CHIME_BODY_BUDGET", flag: "body-budget",
+		usage: "`bytes` of request bodies the process holds at once, across its API and query server; beyond it an authenticated request with a body answers 503 (unauthenticated bodies are never read)",
+		def:   func(c Config) string { return strconv.FormatInt(c.BodyBudget, 10) },
+		apply: func(c *Config, v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 1<<20 {
+				return fmt.Errorf("must be a number of bytes, at least %d (one body of the largest the API takes)", 1<<20)
+			}
+			c.BodyBudget = n
 			return nil
 		},
 	},

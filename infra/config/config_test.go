@@ -47,6 +47,7 @@ func TestLoadDefaults(t *testing.T) {
 		MaxNamespaces:    10000,
 		LogLevel:         slog.LevelInfo,
 		APIAddr:          "127.0.0.1:8080",
+		BodyBudget:       64 << 20,
 		QueryAddr:        "127.0.0.1:0",
 	}, cfg)
 	require.Equal(t, config.Default(), cfg)
@@ -84,6 +85,7 @@ func TestLoad(t *testing.T) {
 				"CHIME_KAFKA_TARGET_TOPICS":   "billing.events,audit,billing.events",
 				"CHIME_LOG_LEVEL":             "DEBUG",
 				"CHIME_API_ADDR":              "0.0.0.0:8081",
+				"CHIME_BODY_BUDGET":           "16777216",
 				"CHIME_ADMIN_TOKEN":           "0123456789abcdef0123",
 				"CHIME_QUERY_ADDR":            "10.0.0.5:7070",
 				"CHIME_QUERY_ADVERTISED_ADDR": "sched-1.internal",
@@ -109,6 +111,7 @@ func TestLoad(t *testing.T) {
 					KafkaTargetTopics:   []string{"billing.events", "audit"},
 					LogLevel:            slog.LevelDebug,
 					APIAddr:             "0.0.0.0:8081",
+					BodyBudget:          16 << 20,
 					AdminToken:          "0123456789abcdef0123",
 					QueryAddr:           "10.0.0.5:7070",
 					QueryAdvertisedAddr: "sched-1.internal",
@@ -290,7 +293,7 @@ func TestDocsListEverySetting(t *testing.T) {
 		}
 		require.Contains(t, row, def, "default of %s", m[1])
 	})
-	require.Equal(t, 31, n, "a setting was added or removed: update this test and the docs")
+	require.Equal(t, 32, n, "a setting was added or removed: update this test and the docs")
 }
 
 func docRow(doc, cell string) string {

@@ -11,12 +11,14 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/chime-sched/chime/internal/bodybudget"
 	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/processors/scheduler/jobindex"
 	"github.com/chime-sched/chime/schema"
@@ -31,6 +33,7 @@ const (
 	pathRows = "/query/v1/rows" // POST {"keys": ["ns/id", ...]}
 	pathJobs = "/query/v1/jobs" // GET ?ns=&limit=&cursor=&status=&internal=
 	pathLive = "/query/v1/live" // GET ?ns=
+	pathPing = "/query/v1/ping" // GET: 204, once the signature is checked (SecretProbe)
 )
 
 // Problem types of the query server.
@@ -39,7 +42,8 @@ const (
 	problemNotOwner     = problemBase + "not-owner"    // 421: a key's partition is not this instance's
 	problemRecovering   = problemBase + "recovering"   // 503: not under one recovered assignment; Retry-After
 	problemUnauthorized = problemBase + "unauthorized" // 401: signature missing or wrong
-	problemInvalid      = problemBase + "invalid"      // 400
+	problemInvalid      = problemBase + "invalid"      // 400; 408, 413 for a body
+	problemBusy         = problemBase + "busy"         // 503: over the body budget; Retry-After
 )
 
 // Limits of one query.
@@ -106,6 +110,10 @@ type ServerConfig struct {
 	// time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger // default slog.Default()
+	// Bodies is the process's budget of request body bytes held at once
+	// (shared with the API in chime dev); nil: one of bodybudget.Default
+	// bytes of the server's own.
+	Bodies *bodybudget.Budget
 }
 
 // Server answers API processes' reads of the rows its scheduler instance
@@ -116,6 +124,7 @@ type Server struct {
 	now    func() time.Time
 	log    *slog.Logger
 	mux    *http.ServeMux
+	bodies *bodybudget.Budget
 }
 
 // NewServer builds the query server of one scheduler instance.
@@ -132,26 +141,64 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{local: local{src: cfg.Source, partitions: cfg.Partitions}, secret: []byte(cfg.Secret), now: cfg.Now, log: cfg.Logger, mux: http.NewServeMux()}
+	if cfg.Bodies == nil {
+		cfg.Bodies, _ = bodybudget.New(bodybudget.Default) // a positive constant
+	}
+	s := &Server{local: local{src: cfg.Source, partitions: cfg.Partitions}, secret: []byte(cfg.Secret), now: cfg.Now, log: cfg.Logger, mux: http.NewServeMux(), bodies: cfg.Bodies}
 	s.mux.HandleFunc("POST "+pathRows, s.rows)
 	s.mux.HandleFunc("GET "+pathJobs, s.jobs)
 	s.mux.HandleFunc("GET "+pathLive, s.live)
+	s.mux.HandleFunc("GET "+pathPing, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	return s, nil
 }
 
-// ServeHTTP authenticates the request, then answers it.
+// ServeHTTP authenticates the request on its headers, then reads its body
+// within the body budget and checks it against the signature, then
+// answers it. A request refused before its body is read closes its
+// connection after the answer: the client cannot go on sending it.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	digest, err := signature.Check(s.secret, s.now(), r.Header.Get(signature.Header), r.Method, r.RequestURI)
 	if err != nil {
-		writeProblem(w, http.StatusBadRequest, problemInvalid, "the body could not be read (at most %d bytes): %v", maxBody, err)
+		refuseUnread(w, r, http.StatusUnauthorized, problemUnauthorized, "%v", err)
 		return
 	}
-	if err := signature.Verify(s.secret, s.now(), r.Header.Get(signature.Header), signature.Request{Method: r.Method, URI: r.RequestURI, Body: body}); err != nil {
+	if r.ContentLength != 0 {
+		held, ok := s.bodies.Reserve(r.ContentLength, maxBody)
+		if !ok {
+			w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter.Seconds())))
+			refuseUnread(w, r, http.StatusServiceUnavailable, problemBusy, "the scheduler holds as many request bodies as it may at once (%d bytes, CHIME_BODY_BUDGET); retry shortly", s.bodies.Size())
+			return
+		}
+		defer held.Release()
+	}
+	body, err := bodybudget.Read(r.Body, r.ContentLength, maxBody)
+	switch {
+	case errors.Is(err, bodybudget.ErrTooLarge):
+		refuseUnread(w, r, http.StatusRequestEntityTooLarge, problemInvalid, "the body is over %d bytes", maxBody)
+		return
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		refuseUnread(w, r, http.StatusRequestTimeout, problemInvalid, "the body did not arrive in time: %v", err)
+		return
+	case err != nil:
+		refuseUnread(w, r, http.StatusBadRequest, problemInvalid, "the body could not be read: %v", err)
+		return
+	}
+	if err := digest.Verify(body); err != nil {
 		writeProblem(w, http.StatusUnauthorized, problemUnauthorized, "%v", err)
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	s.mux.ServeHTTP(w, r)
+}
+
+// refuseUnread answers a problem to a request whose body is not read,
+// closing the connection after it if there is one: net/http would
+// otherwise read up to 256 KiB of it to keep the connection.
+func refuseUnread(w http.ResponseWriter, r *http.Request, status int, typ, format string, args ...any) {
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+	}
+	writeProblem(w, status, typ, format, args...)
 }
 
 func (s *Server) rows(w http.ResponseWriter, r *http.Request) {
@@ -320,6 +367,16 @@ func writeAnswer(w http.ResponseWriter, p problemAnswer) {
 	_ = json.NewEncoder(w).Encode(p)
 }
 
+// The query server's bounds on a request, the same for every scheduler
+// (docs/operations.md): its headers arrive within headerTimeout and hold
+// at most maxHeaderBytes (net/http allows 4 KiB more), and the whole
+// request, body included, arrives within readTimeout.
+const (
+	headerTimeout  = 5 * time.Second
+	readTimeout    = 10 * time.Second
+	maxHeaderBytes = 8 << 10
+)
+
 // Listen is the part (lifecycle.Part) that answers h's requests on ln,
 // ready once it listens; stopped, it stops taking requests and waits (at
 // most 5 s) for those in flight.
@@ -327,8 +384,9 @@ func Listen(h http.Handler, ln net.Listener) lifecycle.Part {
 	return lifecycle.Func("scheduler query server", func(ctx context.Context, ready func()) error {
 		srv := &http.Server{
 			Handler:           h,
-			ReadHeaderTimeout: 5 * time.Second,
-			ReadTimeout:       10 * time.Second,
+			ReadHeaderTimeout: headerTimeout,
+			ReadTimeout:       readTimeout,
+			MaxHeaderBytes:    maxHeaderBytes,
 			WriteTimeout:      10 * time.Second,
 			IdleTimeout:       2 * time.Minute,
 		}

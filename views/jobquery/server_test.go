@@ -191,7 +191,7 @@ func TestServerRefusesUnsignedRequests(t *testing.T) {
 		{"another secret", "another-secret-0123456", ts.now, nil, "the signature does not match"},
 		{"signed too long ago", testSecret, ts.now.Add(-signature.MaxSkew - time.Second), nil, "synchronise the clocks"},
 		{"signed in the future", testSecret, ts.now.Add(signature.MaxSkew + time.Second), nil, "synchronise the clocks"},
-		{"another body", testSecret, ts.now, other, "the signature does not match"},
+		{"another body", testSecret, ts.now, other, "the body is not the one signed"},
 	} {
 		a := ts.do(t, http.MethodPost, pathRows, body, tc.secret, tc.signedAt, tc.signBody)
 		require.Equal(t, http.StatusUnauthorized, a.status, tc.name)

@@ -44,3 +44,44 @@ func TestSignVerify(t *testing.T) {
 		})
 	}
 }
+
+// Check verifies all a signature says before the body is read; the body
+// is checked after, against the digest the header carries.
+func TestCheckBeforeTheBody(t *testing.T) {
+	t.Parallel()
+	secret := []byte("0123456789abcdef")
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	body := []byte(`{"keys": ["shop/a"]}`)
+	good := signature.Sign(secret, now, signature.Request{Method: "POST", URI: "/query/v1/rows", Body: body})
+
+	d, err := signature.Check(secret, now, good, "POST", "/query/v1/rows")
+	require.NoError(t, err)
+	require.NoError(t, d.Verify(body))
+	require.ErrorContains(t, d.Verify([]byte(`{"keys": ["shop/b"]}`)), "the body is not the one signed")
+
+	_, err = signature.Check([]byte("fedcba9876543210"), now, good, "POST", "/query/v1/rows")
+	require.ErrorContains(t, err, "does not match", "a wrong secret is told without the body")
+
+	for _, header := range []string{
+		strings.Replace(good, "b=", "b=00", 1),
+		strings.Replace(good, "b=", "b="+strings.Repeat("ab", 100), 1), // longer than a digest: refused, no panic
+		strings.Replace(good, "b=", "b=zz", 1),
+	} {
+		_, err = signature.Check(secret, now, header, "POST", "/query/v1/rows")
+		require.ErrorContains(t, err, "is not t=<unix seconds>,b=<hex SHA-256 of the body>")
+	}
+
+	// A signature without b=, as API processes before it sign: its
+	// bodiless reads pass; a body's signature cannot be checked before the
+	// body, and is refused, saying why.
+	withoutDigest := func(h string) string {
+		parts := strings.Split(h, ",")
+		return parts[0] + "," + parts[2]
+	}
+	get := withoutDigest(signature.Sign(secret, now, signature.Request{Method: "GET", URI: "/query/v1/live?ns=shop"}))
+	d, err = signature.Check(secret, now, get, "GET", "/query/v1/live?ns=shop")
+	require.NoError(t, err)
+	require.NoError(t, d.Verify(nil))
+	_, err = signature.Check(secret, now, withoutDigest(good), "POST", "/query/v1/rows")
+	require.ErrorContains(t, err, "carries no body digest (b=)")
+}
