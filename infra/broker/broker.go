@@ -73,9 +73,9 @@ type Options struct {
 	// compaction; 0 means DefaultMinDirtyBytes.
 	MinDirtyBytes int64
 	// Streams are trimmed every CleanerBackoff once their readers
-	// consumed them, and past their retention (trim.go). No other topic
-	// loses a record: kfake's own retention is off, and a topic's
-	// retention settings are removed (see retentionConfigs).
+	// consumed them, and past their retention (trim.go). The Streams and
+	// Tables lose no other record: kfake's own retention is off, and
+	// their retention settings are removed (see retentionConfigs).
 	Streams []Stream
 	// SyncWrites fsyncs every produced batch. Without it a killed process
 	// loses nothing (writes are in the page cache), but a machine crash
@@ -246,7 +246,7 @@ func (b *Broker) open() error {
 	if err := rememberPort(opts.DataDir, portOf(b.addrs)); err != nil {
 		b.logf("broker: the next start may listen on another port: remembering this one: %v", err)
 	}
-	if b.trim, err = newTrimmer(b.addrs, opts.SASL, opts.Streams, b.logf); err != nil {
+	if b.trim, err = newTrimmer(b.addrs, opts.SASL, opts.Streams, opts.Tables, b.logf); err != nil {
 		cluster.Close()
 		_ = lock.Release()
 		return err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -54,9 +55,10 @@ const DefaultRetention = 7 * 24 * time.Hour
 // kfake would apply retention itself, to every topic (the compacted tables
 // included, which Kafka never expires) and down to an empty partition,
 // whose offsets it forgets when it restarts. So it is told to keep
-// everything (these broker configs), the per-topic settings that would
-// override them are removed (dropRetentionOverrides), and the trimmer
-// applies each Stream's retention instead.
+// everything (these broker configs), the per-topic settings of the Streams
+// and Tables that would override them are removed
+// (dropRetentionOverrides), and the trimmer applies each Stream's
+// retention instead. Other topics (a test's, an operator's) keep theirs.
 var retentionConfigs = []string{"retention.ms", "retention.bytes"}
 
 // trimTimeout bounds one trimming pass.
@@ -67,40 +69,46 @@ type trimmer struct {
 	adm     *kadm.Client
 	cl      *kgo.Client
 	streams []Stream
+	// managed are the topics whose retention is the broker's: the
+	// streams and the tables.
+	managed []string
 	logf    func(format string, args ...any)
 	now     func() time.Time
 }
 
-func newTrimmer(addrs []string, cred kafkaauth.Credential, streams []Stream, logf func(string, ...any)) (*trimmer, error) {
+func newTrimmer(addrs []string, cred kafkaauth.Credential, streams []Stream, tables []string, logf func(string, ...any)) (*trimmer, error) {
 	cl, err := kgo.NewClient(append(cred.Kgo(), kgo.SeedBrokers(addrs...), kgo.ClientID("chime-broker-trim"))...)
 	if err != nil {
 		return nil, fmt.Errorf("broker: trimming client: %w", err)
 	}
-	return &trimmer{adm: kadm.NewClient(cl), cl: cl, streams: streams, logf: logf, now: time.Now}, nil
+	managed := slices.Clone(tables)
+	for _, s := range streams {
+		managed = append(managed, s.Topic)
+	}
+	return &trimmer{adm: kadm.NewClient(cl), cl: cl, streams: streams, managed: managed, logf: logf, now: time.Now}, nil
 }
 
 func (t *trimmer) close() { t.cl.Close() }
 
 // dropRetentionOverrides removes retention.ms and retention.bytes set on
-// any topic, so that kfake, which runs with both off, never applies them
-// (see retentionConfigs). The pass that compacts calls it first: kfake's
-// compaction applies retention too.
+// the managed topics, so that kfake, which runs with both off, never
+// applies them (see retentionConfigs). The pass that compacts calls it
+// first: kfake's compaction applies retention too.
 func (t *trimmer) dropRetentionOverrides(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, trimTimeout)
-	defer cancel()
-	listed, err := t.adm.ListTopics(ctx)
-	if err != nil {
-		return fmt.Errorf("listing topics: %w", err)
-	}
-	if len(listed) == 0 {
+	if len(t.managed) == 0 {
 		return nil
 	}
-	configs, err := t.adm.DescribeTopicConfigs(ctx, listed.Names()...)
+	ctx, cancel := context.WithTimeout(ctx, trimTimeout)
+	defer cancel()
+	configs, err := t.adm.DescribeTopicConfigs(ctx, t.managed...)
 	if err != nil {
 		return fmt.Errorf("describing topic configs: %w", err)
 	}
 	var errs []error
 	for _, rc := range configs {
+		if errors.Is(rc.Err, kerr.UnknownTopicOrPartition) {
+			continue // not created yet
+		}
 		if rc.Err != nil {
 			errs = append(errs, fmt.Errorf("topic %s: %w", rc.Name, rc.Err))
 			continue
