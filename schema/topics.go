@@ -94,7 +94,8 @@ type Spec struct {
 	CoPartitioned bool
 	// Retention, if set, is the topic's retention.ms; 0 leaves the
 	// broker's (Kafka's default is 7 days: a stopped consumer group has a
-	// week to come back before its input is gone).
+	// week to come back before its input is gone). The embedded broker
+	// applies it itself (infra/broker's Stream).
 	Retention time.Duration
 	// Readers are chime's consumer groups of a stream. The embedded
 	// broker deletes a stream's records once every reader (and every

@@ -9,8 +9,8 @@
 // partition and day (the day of its row, the table's partition), so no row
 // or aggregate is counted twice and none is lost. While ClickHouse is down
 // the sink retries the same insert (same deduplication token) with backoff
-// and reads nothing more: it lags, Kafka keeps the records, and it catches
-// up when the server is back.
+// and reads nothing more: it lags, and is not ready (Ready), Kafka keeps
+// the records, and it catches up when the server is back.
 //
 // # Why the skip rule loses nothing
 //
@@ -166,6 +166,9 @@ type Sink struct {
 	table map[string]string // topic → table
 
 	rows, batches, skipped, bad, retries atomic.Int64
+	// unavailable is why ClickHouse cannot be reached, while the sink
+	// retries (nil otherwise): the sink is not ready then.
+	unavailable atomic.Pointer[error]
 }
 
 // Stats are the sink's running totals, the same its metrics export
@@ -247,6 +250,18 @@ func (s *Sink) Name() string { return "analytics sink" }
 // Start consumes until Stop or ctx ends (then it flushes and commits what
 // it has) or a fatal error (Err). It is ready (Started) once it consumes.
 func (s *Sink) Start(ctx context.Context) error { return s.Go(ctx, s.run) }
+
+// Ready implements lifecycle.Part: not ready while ClickHouse is
+// unavailable and the sink lags, retrying.
+func (s *Sink) Ready() error {
+	if err := s.Base.Ready(); err != nil {
+		return err
+	}
+	if err := s.unavailable.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
 
 func (s *Sink) run(ctx context.Context, ready func()) error {
 	ictx, cancelInserts := context.WithCancel(context.WithoutCancel(ctx))
@@ -550,6 +565,7 @@ func (r *run) retry(ctx context.Context, what string, f func() error) error {
 		err := f()
 		if err == nil {
 			if attempt > 1 {
+				r.s.unavailable.Store(nil)
 				r.s.log.Info("ClickHouse is back", "op", what, "attempts", attempt)
 			}
 			return nil
@@ -557,6 +573,7 @@ func (r *run) retry(ctx context.Context, what string, f func() error) error {
 		if !errors.Is(err, analytics.ErrUnavailable) {
 			return fmt.Errorf("sink: %s: %w", what, err)
 		}
+		r.s.unavailable.Store(&err)
 		r.s.retries.Add(1)
 		if attempt == 1 || attempt%10 == 0 {
 			r.s.log.Warn("ClickHouse unavailable; the sink lags until it is back", "op", what, "attempt", attempt, "err", err)

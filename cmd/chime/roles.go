@@ -26,6 +26,7 @@ import (
 	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/namespaces"
 	"github.com/chime-sched/chime/processors/scheduler"
+	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/views/jobquery"
 )
 
@@ -173,10 +174,12 @@ func (e *env) connect(ctx context.Context, g *lifecycle.Group) error {
 			}
 		}
 		t := e.cfg.Topics()
+		// Every stream, so the broker applies its retention (its own,
+		// never emptying a partition), and trims what its readers read.
 		var streams []broker.Stream
 		for _, sp := range t.All() {
-			if len(sp.Readers) > 0 {
-				streams = append(streams, broker.Stream{Topic: sp.Name, Readers: sp.Readers})
+			if sp.Cleanup == schema.CleanupDelete {
+				streams = append(streams, broker.Stream{Topic: sp.Name, Readers: sp.Readers, Retention: sp.Retention})
 			}
 		}
 		b, err := broker.New(broker.Options{

@@ -8,7 +8,10 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/chime-sched/chime/analytics"
 	"github.com/chime-sched/chime/analytics/sink"
@@ -42,40 +45,48 @@ func analyticsServer(e *env, dev bool) (server *analyticsSource, local lifecycle
 }
 
 // newLocalClickHouse is the local ClickHouse server (infra/clickhouse) as
-// a part: ready once the server answers, it tells server its DSN, or why
-// there is none, and stops it when stopped. In `chime dev` (dev) a missing
-// engine or a server that does not start does not stop the other roles:
-// the part is ready all the same, and the sink, told why, warns that
-// analytics is off.
+// a supervised part (e.degradable): ready once the server answers, it tells
+// server its DSN, or why there is none, and stops it when stopped. A server
+// that exits (killed, crashed) is started again, on the same port, so the
+// DSN stays good. In `chime dev` (dev) a missing engine does not stop the
+// other roles: the part stays down, and the sink, told why, says that
+// analytics is off; in `chime sink` it stops the process.
 func newLocalClickHouse(e *env, dev bool, server *analyticsSource) lifecycle.Part {
-	return lifecycle.Func("local ClickHouse", func(ctx context.Context, ready func()) error {
-		log := e.log.With("component", "clickhouse")
-		local, err := startLocalClickHouse(ctx, e, log)
-		if err != nil {
-			server.set("", err)
-			if ctx.Err() != nil {
-				return nil
-			}
-			if !dev {
+	port := 0 // picked at the first start, kept after
+	return e.degradable("local ClickHouse", !dev, func(prometheus.Registerer) (lifecycle.Part, error) {
+		return lifecycle.Func("local ClickHouse", func(ctx context.Context, ready func()) error {
+			log := e.log.With("component", "clickhouse")
+			local, err := startLocalClickHouse(ctx, e, log, port)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				if errors.Is(err, clickhouse.ErrNotInstalled) {
+					server.set("", err)
+					return lifecycle.Permanent(err)
+				}
 				return err
 			}
-			ready() // as ready as it will be: the rest of chime runs
-			<-ctx.Done()
-			return nil
-		}
-		server.set(local.DSN("chime"), nil)
-		ready()
-		<-ctx.Done()
-		if err := local.Stop(); err != nil {
-			log.Error("stopping local ClickHouse", "err", err)
-		}
-		return nil
+			port = local.HTTPPort()
+			server.set(local.DSN("chime"), nil)
+			ready()
+			select {
+			case <-ctx.Done():
+				if err := local.Stop(); err != nil {
+					log.Error("stopping local ClickHouse", "err", err)
+				}
+				return nil
+			case <-local.Exited():
+				_ = local.Kill() // releases its data dir
+				return fmt.Errorf("local ClickHouse exited: %v", local.ExitErr())
+			}
+		}), nil
 	})
 }
 
 // startLocalClickHouse starts the local server on the state dir, with the
 // credential kept there, and says how other processes can share it.
-func startLocalClickHouse(ctx context.Context, e *env, log *slog.Logger) (*clickhouse.Server, error) {
+func startLocalClickHouse(ctx context.Context, e *env, log *slog.Logger, port int) (*clickhouse.Server, error) {
 	tools, err := findClickHouse()
 	if err != nil {
 		return nil, err
@@ -93,6 +104,7 @@ func startLocalClickHouse(ctx context.Context, e *env, log *slog.Logger) (*click
 		Log:      logWriter{log},
 		User:     cred.User,
 		Password: cred.Password,
+		HTTPPort: port,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("local ClickHouse: %w", err)
@@ -103,77 +115,95 @@ func startLocalClickHouse(ctx context.Context, e *env, log *slog.Logger) (*click
 	return local, nil
 }
 
-// newSinkPart is the sink as a part of the role's group: it opens the
-// analytics store on the ClickHouse server names (CHIME_CLICKHOUSE_DSN, or
-// the local server's, whose part is ready before this one starts), then
-// runs the sink (analytics/sink) until stopped, and closes the store after
-// it. It is ready once the sink consumes. In `chime dev` (dev) analytics is
-// not allowed to stop the other roles: no server is a warning and a server
-// that cannot be reached is retried, while the rest of chime runs and the
-// sink's records wait in Kafka. opened, if not nil, is told once the DSN
-// of the store, or why there is none.
+// newSinkPart is the sink as a supervised part of the role's group
+// (e.degradable): each incarnation opens the analytics store on the
+// ClickHouse server names (CHIME_CLICKHOUSE_DSN, or the local server's),
+// retrying while it is unavailable, then runs the sink (analytics/sink)
+// until stopped, and closes the store after it. It is ready while the sink
+// consumes and ClickHouse answers. A sink that fails (ClickHouse answering
+// with an error, say) is started again after a back-off, and goes on from
+// its group's committed offsets. In `chime dev` (dev) analytics is not
+// allowed to stop the other roles: no server at all leaves the sink down,
+// with a warning, while the rest of chime runs and the sink's records wait
+// in Kafka. opened, if not nil, is told the DSN of the store the first time
+// one opens, or why there is none.
 func newSinkPart(e *env, dev bool, server *analyticsSource, opened func(dsn string, err error)) lifecycle.Part {
 	if opened == nil {
 		opened = func(string, error) {}
 	}
-	return lifecycle.Func("analytics sink", func(ctx context.Context, ready func()) error {
-		log := e.log.With("component", "sink")
-		store, dsn, err := openAnalytics(ctx, e, server)
-		if err != nil {
-			opened("", err)
-			if dev && ctx.Err() == nil {
-				log.Warn("analytics disabled: "+err.Error(), "hint", "set CHIME_CLICKHOUSE_DSN or run `make clickhouse`")
-				ready() // as ready as it will be: the rest of chime runs
-				<-ctx.Done()
-				return nil
-			}
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		defer store.Close()
-		opened(dsn, nil)
-		s, err := sink.New(sink.Config{
-			Brokers:    e.brokers,
-			Topics:     e.cfg.Topics(),
-			ClientID:   e.cfg.ClientID,
-			SASL:       e.sasl,
-			Membership: e.membership,
-			Store:      store,
-			Logger:     log,
-			Registerer: e.registry,
-		})
-		if err != nil {
-			return err
-		}
-		// The sink needs the store this part opened, so it is started
-		// here, and stopped before the store closes.
-		if err := s.Start(ctx); err != nil {
-			return err
-		}
-		defer s.Stop()
-		if lifecycle.Wait(ctx, s) == nil {
-			ready()
-		}
-		<-s.Stopped()
-		return s.Err()
+	return e.degradable("analytics sink", !dev, func(reg prometheus.Registerer) (lifecycle.Part, error) {
+		return &sinkRun{e: e, server: server, opened: opened, reg: reg}, nil
 	})
 }
 
-// openAnalytics opens the analytics store on the server server names,
-// retrying while it is unavailable, until ctx ends. It returns the DSN it
-// opened.
-func openAnalytics(ctx context.Context, e *env, server *analyticsSource) (*analytics.Store, string, error) {
-	dsn, err := server.wait(ctx)
+// sinkRun is one incarnation of the sink part: it opens the store, then runs
+// a sink on it. It is ready while its sink is.
+type sinkRun struct {
+	lifecycle.Base
+	e      *env
+	server *analyticsSource
+	opened func(dsn string, err error)
+	reg    prometheus.Registerer
+	sink   atomic.Pointer[sink.Sink]
+}
+
+func (r *sinkRun) Name() string                    { return "analytics sink" }
+func (r *sinkRun) Start(ctx context.Context) error { return r.Go(ctx, r.run) }
+
+// Ready implements lifecycle.Part: the sink's own readiness (it is not
+// ready while ClickHouse is unavailable).
+func (r *sinkRun) Ready() error {
+	if err := r.Base.Ready(); err != nil {
+		return err
+	}
+	return r.sink.Load().Ready() // ready only once the sink was
+}
+
+func (r *sinkRun) run(ctx context.Context, ready func()) error {
+	e := r.e
+	log := e.log.With("component", "sink")
+	dsn, err := r.server.wait(ctx)
 	if err != nil {
-		return nil, "", err
+		if ctx.Err() != nil {
+			return nil
+		}
+		r.opened("", err)
+		return lifecycle.Permanent(fmt.Errorf("analytics disabled: %w (set CHIME_CLICKHOUSE_DSN or run `make clickhouse`)", err))
 	}
 	store, err := openStore(ctx, e, e.log.With("component", "clickhouse"), dsn)
 	if err != nil {
-		return nil, "", err
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
 	}
-	return store, dsn, nil
+	defer store.Close()
+	r.opened(dsn, nil)
+	s, err := sink.New(sink.Config{
+		Brokers:    e.brokers,
+		Topics:     e.cfg.Topics(),
+		ClientID:   e.cfg.ClientID,
+		SASL:       e.sasl,
+		Membership: e.membership,
+		Store:      store,
+		Logger:     log,
+		Registerer: r.reg,
+	})
+	if err != nil {
+		return lifecycle.Permanent(err)
+	}
+	r.sink.Store(s)
+	// The sink needs the store this part opened, so it is started here,
+	// and stopped before the store closes.
+	if err := s.Start(ctx); err != nil {
+		return err
+	}
+	defer s.Stop()
+	if lifecycle.Wait(ctx, s) == nil {
+		ready()
+	}
+	<-s.Stopped()
+	return s.Err()
 }
 
 // openStore opens the store at dsn, retrying while the server is

@@ -1,7 +1,9 @@
 // Package broker owns chime's embedded Kafka-compatible broker: a single-node
 // kfake cluster (github.com/twmb/franz-go/pkg/kfake) that persists to a data
-// directory, survives restarts and kill -9, compacts compacted topics, and
-// refuses to share its directory with another running broker.
+// directory, survives restarts and kill -9 with every record it
+// acknowledged (trimming a stream never empties a partition: see Stream),
+// compacts compacted topics, and refuses to share its directory with
+// another running broker.
 //
 // It is what `chime dev` and the integration tests run instead of a real
 // Kafka cluster; goka and franz-go talk to it unchanged. A Broker is a
@@ -71,7 +73,9 @@ type Options struct {
 	// compaction; 0 means DefaultMinDirtyBytes.
 	MinDirtyBytes int64
 	// Streams are trimmed every CleanerBackoff once their readers
-	// consumed them (trim.go).
+	// consumed them, and past their retention (trim.go). The Streams and
+	// Tables lose no other record: kfake's own retention is off, and
+	// their retention settings are removed (see retentionConfigs).
 	Streams []Stream
 	// SyncWrites fsyncs every produced batch. Without it a killed process
 	// loses nothing (writes are in the page cache), but a machine crash
@@ -167,9 +171,7 @@ func (b *Broker) run(ctx context.Context, ready func()) error {
 	}
 	ready()
 	b.compactLoop(ctx)
-	if b.trim != nil {
-		b.trim.close()
-	}
+	b.trim.close()
 	// kfake's Close saves its state synchronously; the lock must outlive
 	// that write.
 	b.cluster.Close()
@@ -211,9 +213,7 @@ func (b *Broker) open() error {
 		// and which silently breaks co-partitioning.
 		// kfake's own cleaner would compact on every backoff whatever
 		// changed; compactLoop decides instead.
-		kfake.BrokerConfigs(map[string]string{
-			"log.cleaner.backoff.ms": strconv.FormatInt(kfakeCleanerOff.Milliseconds(), 10),
-		}),
+		kfake.BrokerConfigs(brokerConfigs()),
 	}
 	if opts.SyncWrites {
 		kopts = append(kopts, kfake.SyncWrites())
@@ -246,17 +246,13 @@ func (b *Broker) open() error {
 	if err := rememberPort(opts.DataDir, portOf(b.addrs)); err != nil {
 		b.logf("broker: the next start may listen on another port: remembering this one: %v", err)
 	}
-	if len(opts.Streams) > 0 {
-		if b.trim, err = newTrimmer(b.addrs, opts.SASL, opts.Streams); err != nil {
-			cluster.Close()
-			_ = lock.Release()
-			return err
-		}
+	if b.trim, err = newTrimmer(b.addrs, opts.SASL, opts.Streams, opts.Tables, b.logf); err != nil {
+		cluster.Close()
+		_ = lock.Release()
+		return err
 	}
 	if err := b.registerMetrics(opts.Registerer); err != nil {
-		if b.trim != nil {
-			b.trim.close()
-		}
+		b.trim.close()
 		cluster.Close()
 		_ = lock.Release()
 		return err
@@ -268,11 +264,22 @@ func (b *Broker) open() error {
 // in practice (a year).
 const kfakeCleanerOff = 365 * 24 * time.Hour
 
-// compactLoop compacts and applies retention on our own schedule (kfake's
-// ticker also starts only when a topic is created, not when compacted
-// topics are loaded from disk), until ctx ends. With Options.Tables given,
-// compaction waits for them to grow (DirtyRatio); retention (cheap: it
-// reads batch metadata only) is applied every pass.
+// brokerConfigs are kfake's: compaction on our schedule (compactLoop), and
+// no retention of its own (see retentionConfigs).
+func brokerConfigs() map[string]string {
+	cfg := map[string]string{
+		"log.cleaner.backoff.ms": strconv.FormatInt(kfakeCleanerOff.Milliseconds(), 10),
+	}
+	for _, k := range retentionConfigs {
+		cfg["log."+k] = "-1"
+	}
+	return cfg
+}
+
+// compactLoop trims the streams (trim.go) and compacts on our own schedule
+// (kfake's ticker also starts only when a topic is created, not when
+// compacted topics are loaded from disk), until ctx ends. With
+// Options.Tables given, compaction waits for them to grow (DirtyRatio).
 func (b *Broker) compactLoop(ctx context.Context) {
 	tables := b.opts.Tables
 	// Sub-millisecond would round to 0 ms, which kfake's ticker rejects.
@@ -288,6 +295,14 @@ func (b *Broker) compactLoop(ctx context.Context) {
 		case <-t.C:
 		}
 		b.trimStreams(ctx)
+		// kfake's compaction applies the topics' retention settings too:
+		// none may be left (see retentionConfigs).
+		if err := b.trim.dropRetentionOverrides(ctx); err != nil {
+			if ctx.Err() == nil {
+				b.logf("broker: compaction skipped: %v", err)
+			}
+			continue
+		}
 		if len(tables) == 0 {
 			b.cluster.Compact()
 			b.compactions.Add(1)
@@ -300,17 +315,13 @@ func (b *Broker) compactLoop(ctx context.Context) {
 				continue
 			}
 			clean = b.tableBytes(tables)
-		} else {
-			b.cluster.ApplyRetention()
 		}
 	}
 }
 
-// trimStreams deletes what the streams' readers consumed (trim.go).
+// trimStreams deletes what the streams' readers consumed, and what is past
+// their retention (trim.go).
 func (b *Broker) trimStreams(ctx context.Context) {
-	if b.trim == nil {
-		return
-	}
 	n, err := b.trim.trim(ctx)
 	b.trimmed.Add(n)
 	if err != nil && ctx.Err() == nil {

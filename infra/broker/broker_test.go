@@ -31,16 +31,21 @@ import (
 // The kill -9 test re-executes this test binary; these variables tell the
 // child what to do.
 const (
-	envChildDir     = "CHIME_BROKER_TEST_CHILD_DIR"
-	envChildRecords = "CHIME_BROKER_TEST_CHILD_RECORDS"
-	childTopic      = "killed"
-	childGroup      = "killed-readers"
+	envChildDir      = "CHIME_BROKER_TEST_CHILD_DIR"
+	envChildRecords  = "CHIME_BROKER_TEST_CHILD_RECORDS"
+	envChildScenario = "CHIME_BROKER_TEST_CHILD_SCENARIO"
+	childTopic       = "killed"
+	childGroup       = "killed-readers"
 )
 
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(envChildDir); dir != "" {
 		n, _ := strconv.Atoi(os.Getenv(envChildRecords))
-		if err := runChild(dir, n); err != nil {
+		run := func() error { return runChild(dir, n) }
+		if os.Getenv(envChildScenario) == "keep" {
+			run = func() error { return runKeepChild(dir) }
+		}
+		if err := run(); err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)
 			os.Exit(2)
 		}

@@ -16,7 +16,7 @@ func (b *Broker) registerMetrics(reg prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "chime_broker_trimmed_records_total",
-			Help: "Records of the streams the embedded broker deleted once every reader had committed past them.",
+			Help: "Records of the streams the embedded broker deleted once every reader had committed past them, or past their retention.",
 		}, func() float64 { return float64(b.trimmed.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "chime_broker_compactions_total",

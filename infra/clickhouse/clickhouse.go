@@ -319,6 +319,25 @@ func (s *Server) HTTPURL() string { return "http://" + s.Addr() }
 // Dir is the server's data dir.
 func (s *Server) Dir() string { return s.opts.Dir }
 
+// HTTPPort is the port of the HTTP interface: Options.HTTPPort, or the one
+// picked. A server started again on it keeps its DSN.
+func (s *Server) HTTPPort() int { return s.opts.HTTPPort }
+
+// Exited is closed once the server's process has ended: stopped, killed or
+// crashed. ExitErr then says how.
+func (s *Server) Exited() <-chan struct{} { return s.exited }
+
+// ExitErr is how the server's process ended (exec's Wait error: nil for
+// exit status 0), once Exited is closed; nil before.
+func (s *Server) ExitErr() error {
+	select {
+	case <-s.exited:
+		return s.waitErr
+	default:
+		return nil
+	}
+}
+
 // Stop ends the server: its keep-alive query is killed over HTTP, which
 // lets the engine shut down; a server still running 15 s later is killed.
 // The data dir's lock is released. Stop is safe to call more than once.

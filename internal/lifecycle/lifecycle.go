@@ -12,6 +12,10 @@
 // a processor or view that is recovering after a rebalance or reconnect
 // is not ready, though it started long ago.
 //
+// A part is essential (its failure stops the group) unless it is wrapped
+// by Supervise, which makes it degradable: restarted with back-off when it
+// fails, while the others run (supervise.go).
+//
 // Modelled on River's rivershared/startstop.
 package lifecycle
 
