@@ -13,9 +13,10 @@ import (
 // ScheduleMany schedules every spec (one Upsert each), publishing them all
 // at once and waiting for every acknowledgement.
 //
-// Every command is validated before any is published: if one is invalid,
-// nothing is published and the error wraps its *schema.ValidationError with
-// the spec's index. Otherwise receipts[i] answers specs[i]; if some commands
+// Every command is validated before any is published: if one is invalid
+// (or, with [CheckNamespaces], names a namespace chime does not know),
+// nothing is published and the error wraps its *schema.ValidationError (or
+// [ErrUnknownNamespace]) with the spec's index. Otherwise receipts[i] answers specs[i]; if some commands
 // were not acknowledged, the error is a *BatchError saying which, and their
 // receipts have Partition and Offset -1. If ctx ends first, ScheduleMany
 // returns at once with a *BatchError whose unanswered entries wrap
@@ -36,6 +37,11 @@ func (p *Producer) ScheduleMany(ctx context.Context, specs []*chimev1.JobSpec) (
 			return nil, fmt.Errorf("producer: specs[%d] (%s): %w", i, schema.JobKey(spec.GetNamespace(), spec.GetId()), err)
 		}
 		b.receipts[i] = r
+	}
+	for i, cmd := range cmds {
+		if err := p.checkNamespace(ctx, cmd); err != nil {
+			return nil, fmt.Errorf("producer: specs[%d] (%s): %w", i, schema.JobKey(cmd.GetNamespace(), cmd.GetJobId()), err)
+		}
 	}
 	if len(cmds) == 0 {
 		return b.receipts, nil

@@ -3,6 +3,7 @@ package producer_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,11 +22,12 @@ import (
 const envExampleChild = "CHIME_PRODUCER_EXAMPLE_CHILD"
 
 // TestExampleChimeDev runs Example_chimeDev, as it is written, against a
-// broker set up as `chime dev` sets up its own: SASL/PLAIN required, the
-// credential generated into the state dir, chime's topics under the
-// default prefix. The example reads its environment, so it runs in a
-// child process (this test binary again) with CHIME_BROKERS and
-// CHIME_STATE_DIR pointing here; the job must then be on job-commands.
+// broker set up as `chime dev` sets up its own: SASL/PLAIN required, its
+// address and the credential generated into the state dir, chime's topics
+// under the default prefix, the namespace acme in the namespace table. The
+// example reads its environment, so it runs in a child process (this test
+// binary again) with CHIME_STATE_DIR pointing here; the job must then be
+// on job-commands.
 func TestExampleChimeDev(t *testing.T) {
 	t.Parallel()
 	stateDir := t.TempDir()
@@ -34,9 +36,11 @@ func TestExampleChimeDev(t *testing.T) {
 	kafka := kafkatest.New(t, kafkatest.WithSASL(cred))
 	topics := schema.NewTopics("")
 	kafka.Provision(t, topics, partitions)
+	require.NoError(t, os.WriteFile(filepath.Join(stateDir, config.KafkaBrokersFile), []byte(strings.Join(kafka.Brokers(), ",")+"\n"), 0o600))
+	createNamespace(t, kafka, topics, "acme")
 
 	kafkatest.StartHelperProcess(t, "TestExampleChimeDevChild", "scheduled acme/hello",
-		envExampleChild+"=1", "CHIME_BROKERS="+kafka.Brokers()[0], "CHIME_STATE_DIR="+stateDir)
+		envExampleChild+"=1", "CHIME_STATE_DIR="+stateDir)
 
 	cl := kafka.Client(t, kgo.ConsumeTopics(topics.JobCommands()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	ctx := testContext(t)

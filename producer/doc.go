@@ -15,10 +15,12 @@
 // scheduler's state can give (does the namespace exist, what is the job's
 // status): the producer knows nothing of that state.
 //
-// Create the namespace first (PUT /v1/namespaces/{ns} with the admin token):
-// the scheduler holds a job of a namespace it does not know for a minute
-// (its view of the namespaces may lag the API's), then rejects it on the
-// rejections topic, field "namespace", as the API would answer 404.
+// Create the namespace first (PUT /v1/namespaces/{ns} with the admin token).
+// With [CheckNamespaces] the producer refuses a job of a namespace chime does
+// not know ([ErrUnknownNamespace]) and publishes nothing. Without it the
+// scheduler holds such a job for a minute (its view of the namespaces may
+// lag the API's), then rejects it on the rejections topic, field
+// "namespace", as the API would answer 404, and logs a warning.
 //
 // # Connecting
 //
@@ -26,9 +28,12 @@
 // ([Brokers]), the topic prefix ([TopicPrefix]), SASL/PLAIN ([SASLPlain]),
 // and TLS or other franz-go settings ([KgoOptions]). It reads no
 // environment variable and no process-wide setting. The embedded broker of
-// `chime dev` requires SASL/PLAIN: chime dev logs its address at start and
-// keeps the credential in <state dir>/kafka-credential ("user:password");
-// Example (ChimeDev) connects with both.
+// `chime dev` requires SASL/PLAIN: chime dev writes its address to
+// <state dir>/kafka-brokers at every start and keeps the credential in
+// <state dir>/kafka-credential ("user:password"); Example (ChimeDev)
+// connects with both. A publish to an address where nothing listens (every
+// seed broker refuses the connection, and none was ever made) fails at once
+// with an [*UnreachableError], and publishes nothing.
 //
 // # Guarantees
 //

@@ -73,28 +73,33 @@ func Example() {
 }
 
 // Example_chimeDev schedules a job through the Kafka of a `chime dev`
-// running on this machine, as a Go service beside it would. Its broker
-// requires SASL/PLAIN; chime dev logs where both halves are at start:
+// running on this machine, as a Go service beside it would. chime dev
+// writes into its state dir (CHIME_STATE_DIR, default ./.chime) the address
+// its broker listens on (kafka-brokers) and the SASL/PLAIN credential the
+// broker requires (kafka-credential, "user:password"), at every start.
 //
-//	level=INFO msg="embedded broker started" addr=127.0.0.1:43469 ... credential=.chime/kafka-credential ...
-//
-// The address stays the same across restarts of chime dev (start it with
-// --embedded-broker-port to choose it); the credential file holds
-// "user:password". Here both are found as chime's own processes find
-// them: the address in CHIME_BROKERS, the file in the state dir
-// (CHIME_STATE_DIR, default ./.chime). The producer does not know which
-// namespaces exist: create it over the API first (PUT /v1/namespaces/acme,
-// as the README's quick start does) so its settings apply.
+// The namespace must exist: create it over the API first (PUT
+// /v1/namespaces/acme, as the README's quick start does). With
+// CheckNamespaces the producer refuses a job of a namespace chime does not
+// know, instead of publishing one the scheduler would reject a minute
+// later.
 func Example_chimeDev() {
-	brokers := strings.Split(cmp.Or(os.Getenv("CHIME_BROKERS"), "127.0.0.1:43469"), ",")
 	stateDir := cmp.Or(os.Getenv("CHIME_STATE_DIR"), ".chime")
-	raw, err := os.ReadFile(filepath.Join(stateDir, "kafka-credential"))
+	addrs, err := os.ReadFile(filepath.Join(stateDir, "kafka-brokers"))
 	if err != nil {
 		log.Fatalf("is chime dev running with state dir %s? %v", stateDir, err)
 	}
+	raw, err := os.ReadFile(filepath.Join(stateDir, "kafka-credential"))
+	if err != nil {
+		log.Fatal(err)
+	}
 	user, password, _ := strings.Cut(strings.TrimSpace(string(raw)), ":")
 
-	p, err := producer.New(producer.Brokers(brokers), producer.SASLPlain(user, password))
+	p, err := producer.New(
+		producer.Brokers(strings.Split(strings.TrimSpace(string(addrs)), ",")),
+		producer.SASLPlain(user, password),
+		producer.CheckNamespaces(),
+	)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -114,7 +119,13 @@ func Example_chimeDev() {
 			Body: []byte("hello from the Go SDK"),
 		}}},
 	})
-	if err != nil {
+	var unreachable *producer.UnreachableError
+	switch {
+	case errors.Is(err, producer.ErrUnknownNamespace):
+		log.Fatal(err) // create the namespace over the API first
+	case errors.As(err, &unreachable):
+		log.Fatal(err) // nothing listens at the address: chime dev is not running
+	case err != nil:
 		log.Fatal(err) // a SASL error: the credential is not this chime dev's
 	}
 	fmt.Println("scheduled acme/hello")

@@ -20,12 +20,13 @@ type option func(*config)
 func (o option) apply(c *config) { o(c) }
 
 type config struct {
-	brokers  []string
-	prefix   string
-	clientID string
-	now      func() time.Time
-	sasl     plain.Auth
-	kgoOpts  []kgo.Opt
+	brokers         []string
+	prefix          string
+	clientID        string
+	now             func() time.Time
+	sasl            plain.Auth
+	kgoOpts         []kgo.Opt
+	checkNamespaces bool
 }
 
 // Brokers sets the seed brokers ("host:port"). Required.
@@ -54,8 +55,8 @@ func Clock(now func() time.Time) Option {
 // SASLPlain authenticates to the brokers with SASL/PLAIN as user. The
 // embedded broker of `chime dev` requires it, with the credential that
 // chime dev keeps in <state dir>/kafka-credential as "user:password" (the
-// broker's address is in chime dev's log: "embedded broker started ...
-// addr=..."); a cluster that authenticates with PLAIN takes its own. PLAIN
+// broker's address is in <state dir>/kafka-brokers); a cluster that
+// authenticates with PLAIN takes its own. PLAIN
 // sends the password as it is: beyond the local machine, add TLS with
 // KgoOptions(kgo.DialTLSConfig(...)).
 //
@@ -64,6 +65,23 @@ func Clock(now func() time.Time) Option {
 // mechanism is tried before any other passed with KgoOptions(kgo.SASL(...)).
 func SASLPlain(user, password string) Option {
 	return option(func(c *config) { c.sasl = plain.Auth{User: user, Pass: password} })
+}
+
+// CheckNamespaces makes the producer refuse a job (an Upsert: Schedule,
+// ScheduleAsync, ScheduleMany, or one given to Publish) whose namespace
+// chime does not know, with an error wrapping [ErrUnknownNamespace],
+// before anything is published. Without it the scheduler holds such a job
+// for a minute (its view of the namespaces may lag the API's), then
+// rejects it on the rejections topic, and the caller never hears of it.
+//
+// The producer reads chime's namespace table (the topic
+// [schema.Topics.NamespaceTable], one partition of it) the first time it
+// publishes for a namespace, and remembers those it found: namespaces are
+// never deleted. It needs read access to that topic. The namespace must be
+// created over the API first (PUT /v1/namespaces/{ns}, which answers once
+// the table holds it).
+func CheckNamespaces() Option {
+	return option(func(c *config) { c.checkNamespaces = true })
 }
 
 // KgoOptions passes options to the underlying franz-go client: TLS, SASL,

@@ -21,6 +21,10 @@ type Producer struct {
 	cl    *kgo.Client
 	topic string
 	now   func() time.Time
+	dials *dials
+	// namespaces checks a job's namespace before it is published
+	// (CheckNamespaces); nil, not checked.
+	namespaces *namespaceCheck
 }
 
 // Receipt identifies a published command.
@@ -36,7 +40,10 @@ type Receipt struct {
 }
 
 // New returns a Producer for the brokers given with [Brokers]. It does not
-// contact them: the first publish does, and reports an unreachable cluster.
+// contact them: the first publish does. If every seed broker refuses the
+// connection, and none was ever made, that publish fails at once with an
+// [*UnreachableError] (nothing listens there; the command was not
+// published) rather than when its context ends.
 // The job-commands topic must exist (chime provisions it); the producer
 // never creates it.
 func New(opts ...Option) (*Producer, error) {
@@ -44,7 +51,9 @@ func New(opts ...Option) (*Producer, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl, err := kgo.NewClient(c.clientOpts()...)
+	d := newDials(c.brokers)
+	kopts := append(c.clientOpts(), kgo.WithHooks(d))
+	cl, err := kgo.NewClient(kopts...)
 	if err != nil {
 		return nil, fmt.Errorf("producer: kafka client: %w", err)
 	}
@@ -53,7 +62,11 @@ func New(opts ...Option) (*Producer, error) {
 		return nil, errors.New("producer: KgoOptions: kgo.DisableIdempotentWrite is not allowed: " +
 			"without it, retries after a lost connection can publish a command twice")
 	}
-	return &Producer{cl: cl, topic: schema.NewTopics(c.prefix).JobCommands(), now: c.now}, nil
+	p := &Producer{cl: cl, topic: schema.NewTopics(c.prefix).JobCommands(), now: c.now, dials: d}
+	if c.checkNamespaces {
+		p.namespaces = newNamespaceCheck(schema.NewTopics(c.prefix).NamespaceTable(), kopts)
+	}
+	return p, nil
 }
 
 // Schedule creates the job spec describes, or replaces its spec and
@@ -111,6 +124,9 @@ func (p *Producer) Ack(ctx context.Context, e command.Emission, attempt uint32, 
 // wrapping ctx.Err(), and the command may still be published.
 func (p *Producer) Publish(ctx context.Context, cmd *chimev1.JobCommand) (Receipt, error) {
 	r, err := p.prepare(cmd)
+	if err == nil {
+		err = p.checkNamespace(ctx, cmd)
+	}
 	if err != nil {
 		return r, err
 	}
@@ -152,6 +168,9 @@ func (p *Producer) PublishAsync(ctx context.Context, cmd *chimev1.JobCommand, do
 		done = func(Receipt, error) {}
 	}
 	r, err := p.prepare(cmd)
+	if err == nil {
+		err = p.checkNamespace(ctx, cmd)
+	}
 	if err != nil {
 		done(r, err)
 		return
@@ -210,13 +229,20 @@ func (p *Producer) produce(ctx context.Context, cmd *chimev1.JobCommand, r Recei
 		done(r, fmt.Errorf("producer: encode command %s for %s: %w", r.CommandID, key, err))
 		return
 	}
-	rec := &kgo.Record{Topic: p.topic, Key: []byte(key), Value: value, Context: ctx}
+	rctx, release := p.dials.bind(ctx)
+	rec := &kgo.Record{Topic: p.topic, Key: []byte(key), Value: value, Context: rctx}
 	if kind := command.Kind(cmd); kind != "" {
 		rec.Headers = []kgo.RecordHeader{{Key: HeaderCommand, Value: []byte(kind)}}
 	}
 	p.cl.Produce(ctx, rec, func(rec *kgo.Record, err error) {
+		u := unreachable(rctx)
+		release()
 		if err != nil {
-			if errors.Is(err, kerr.UnknownTopicOrPartition) {
+			switch {
+			case u != nil && errors.Is(err, context.Canceled):
+				err = fmt.Errorf("%w; it was not published: is the broker running, and is that its address? "+
+					"(chime dev writes its broker's address to <state dir>/kafka-brokers)", u)
+			case errors.Is(err, kerr.UnknownTopicOrPartition):
 				err = fmt.Errorf("%w (create topic %q with the scheduler's partition count first)", err, p.topic)
 			}
 			done(r, fmt.Errorf("producer: publish command %s for %s: %w", r.CommandID, key, err))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +19,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/chime-sched/chime/infra/broker"
+	"github.com/chime-sched/chime/internal/freeport"
 	"github.com/chime-sched/chime/internal/kafkatest"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
@@ -605,4 +608,86 @@ func TestPublishErrors(t *testing.T) {
 			require.Equal(t, int64(-1), r.Offset)
 		})
 	}
+}
+
+// createNamespace writes ns into topics' namespace table, as chime's
+// namespace processor does when the API creates it.
+func createNamespace(t testing.TB, kafka *kafkatest.Cluster, topics schema.Topics, ns string) {
+	t.Helper()
+	value, err := proto.Marshal(&chimev1.NamespaceConfig{Namespace: ns})
+	require.NoError(t, err)
+	cl := kafka.Client(t, kgo.RecordPartitioner(producer.GokaPartitioner()))
+	require.NoError(t, cl.ProduceSync(testContext(t), &kgo.Record{Topic: topics.NamespaceTable(), Key: []byte(ns), Value: value}).FirstErr())
+}
+
+// TestCheckNamespaces: with CheckNamespaces, a job of a namespace chime
+// does not know is refused before anything is published; one of a known
+// namespace is published, as are the other commands.
+func TestCheckNamespaces(t *testing.T) {
+	t.Parallel()
+	b := setup(t, producer.CheckNamespaces())
+	ctx := testContext(t)
+
+	_, err := b.p.Schedule(ctx, spec("ghost", "a"))
+	require.ErrorIs(t, err, producer.ErrUnknownNamespace)
+	require.ErrorContains(t, err, `namespace "ghost"`)
+	require.ErrorContains(t, err, "PUT /v1/namespaces/ghost")
+	errc := make(chan error, 1)
+	b.p.ScheduleAsync(ctx, spec("ghost", "b"), func(_ producer.Receipt, err error) { errc <- err })
+	require.ErrorIs(t, <-errc, producer.ErrUnknownNamespace)
+
+	for _, ns := range []string{"acme", "other"} {
+		createNamespace(t, b.kafka, b.kafka.Topics(), ns)
+	}
+	_, err = b.p.ScheduleMany(ctx, []*chimev1.JobSpec{spec("acme", "a"), spec("ghost", "c")})
+	require.ErrorIs(t, err, producer.ErrUnknownNamespace)
+	require.ErrorContains(t, err, "specs[1] (ghost/c)")
+	require.Zero(t, b.published(t), "nothing was published")
+
+	_, err = b.p.Schedule(ctx, spec("acme", "a"))
+	require.NoError(t, err)
+	_, err = b.p.ScheduleMany(ctx, []*chimev1.JobSpec{spec("acme", "b"), spec("other", "a")})
+	require.NoError(t, err)
+	_, err = b.p.Cancel(ctx, "ghost", "a", "not a create: the scheduler answers it")
+	require.NoError(t, err)
+	require.EqualValues(t, 4, b.published(t))
+}
+
+// TestPublishWhereNothingListens: a publish to an address where nothing
+// listens fails with an *UnreachableError, not the caller's deadline; the
+// command was not published, and once a broker listens there the same
+// producer publishes.
+func TestPublishWhereNothingListens(t *testing.T) {
+	t.Parallel()
+	port := freeport.For(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	for _, opts := range [][]producer.Option{nil, {producer.CheckNamespaces()}} {
+		p, err := producer.New(append([]producer.Option{producer.Brokers([]string{addr})}, opts...)...)
+		require.NoError(t, err)
+		defer p.Close()
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+		defer cancel()
+		_, err = p.Schedule(ctx, spec("acme", "a"))
+		var u *producer.UnreachableError
+		require.ErrorAs(t, err, &u, "%v", err)
+		require.Equal(t, []string{addr}, u.Addrs)
+		require.ErrorIs(t, err, syscall.ECONNREFUSED)
+		require.ErrorContains(t, err, "nothing listens at "+addr)
+		require.NotErrorIs(t, err, context.DeadlineExceeded, "answered before the caller's deadline")
+	}
+
+	p, err := producer.New(producer.Brokers([]string{addr}))
+	require.NoError(t, err)
+	defer p.Close()
+	_, err = p.Schedule(testContext(t), spec("acme", "a"))
+	require.ErrorAs(t, err, new(*producer.UnreachableError))
+	b, err := broker.Start(broker.Options{DataDir: t.TempDir(), Port: port})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	adm := kadm.NewClient(p.Client())
+	_, err = adm.CreateTopic(testContext(t), partitions, 1, nil, schema.NewTopics("").JobCommands())
+	require.NoError(t, err)
+	r, err := p.Schedule(testContext(t), spec("acme", "a"))
+	require.NoError(t, err, "published once a broker listens there")
+	require.GreaterOrEqual(t, r.Offset, int64(0))
 }

@@ -21,7 +21,7 @@ func roleBreaker(e *env, g *lifecycle.Group) error {
 	if err != nil {
 		return err
 	}
-	g.Add(rm.parts()...).Add(nsp, brk)
+	g.Add(rm.parts()...).Add(nsp, brk).OnReady(func() { e.log.Info("breaker ready") }, nsp, brk)
 	return nil
 }
 

@@ -33,6 +33,7 @@ const clientUsage = `chime client: call the chime HTTP API.
 
 Usage: ` + clientSynopsis + `
 
+These flags go before the command or after its arguments:
   --url URL        $CHIME_API_URL, else http://127.0.0.1:8080; plain http only to
                    a loopback address (127.0.0.1, ::1, localhost) unless --insecure-http
   --token TOKEN    else $CHIME_TOKEN, else $CHIME_ADMIN_TOKEN, else the admin-token
@@ -183,8 +184,7 @@ var clientCommands = map[string]clientCommand{
 		return clientCall{"POST", nsPath(p[0], "/breaker/reset"), jsonBody(map[string]string{"note": f["note"]}), breakerAnswer}, nil
 	}},
 	"stats": {1, []string{"from", "to", "step"}, func(p []string, f map[string]string) (clientCall, error) {
-		return clientCall{"GET", nsPath(p[0], "/stats") + query(f, "from", "to", "step"), "", tableOf("points",
-			col("TIME", "t"), col("REQUESTS", "requests"), col("OK", "successes"), col("FAILED", "failures"), col("EXPIRED", "expired"), col("P50 MS", "p50_ms"), col("P99 MS", "p99_ms"))}, nil
+		return clientCall{"GET", nsPath(p[0], "/stats") + query(f, "from", "to", "step"), "", statsAnswer}, nil
 	}},
 }
 
@@ -234,11 +234,60 @@ func clientRequest(args []string) (clientCall, error) {
 	if len(args) < 2 || !strings.HasPrefix(args[1], "/") {
 		return clientCall{}, fmt.Errorf("%s needs a PATH starting with /", m)
 	}
+	for _, a := range args[2:] {
+		if strings.HasPrefix(a, "-") && a != "-" {
+			return clientCall{}, fmt.Errorf("%s: unknown flag %s (put query parameters in PATH)", m, a)
+		}
+	}
+	if len(args) > 3 {
+		return clientCall{}, fmt.Errorf("%s: unexpected argument %q (it takes PATH and at most one BODY; quote a BODY with spaces)", m, args[3])
+	}
 	call := clientCall{method: m, path: args[1]}
 	if len(args) > 2 {
 		call.body = args[2]
 	}
 	return call, nil
+}
+
+// takeClientFlags sets in fs the client's own flags (-o, --utc, --url, ...)
+// that args, a command and its arguments, carries after the command, and
+// returns args without them: `jobs acme -o json` is `-o json jobs acme`.
+// A command's own flag keeps its value, even one that starts with "-".
+func takeClientFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	own := clientCommands[args[0]].flags
+	kept := args[:1:1]
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		f := fs.Lookup(name)
+		switch {
+		case !strings.HasPrefix(a, "-") || a == "-":
+		case slices.Contains(own, name):
+			if !hasValue && i+1 < len(args) {
+				kept = append(kept, a)
+				i++
+				a = args[i]
+			}
+		case f != nil:
+			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+				if !hasValue {
+					value = "true"
+				}
+			} else if !hasValue {
+				if i+1 >= len(args) {
+					return nil, fmt.Errorf("flag %s needs a value", a)
+				}
+				i++
+				value = args[i]
+			}
+			if err := fs.Set(name, value); err != nil {
+				return nil, fmt.Errorf("flag %s: %w", a, err)
+			}
+			continue
+		}
+		kept = append(kept, a)
+	}
+	return kept, nil
 }
 
 func isMethod(name string) bool {
@@ -446,6 +495,10 @@ func runClient(ctx context.Context, p proc) int {
 		return 2
 	}
 	err := fs.Parse(args)
+	var cmdArgs []string
+	if err == nil && fs.NArg() > 0 {
+		cmdArgs, err = takeClientFlags(fs, fs.Args())
+	}
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		fmt.Fprint(stdout, clientUsage)
@@ -454,7 +507,7 @@ func runClient(ctx context.Context, p proc) int {
 		return usageError(err, clientSynopsis)
 	case *output != "table" && *output != "json":
 		return usageError(fmt.Errorf("-o %q: use table or json", *output), clientSynopsis)
-	case fs.NArg() == 0:
+	case len(cmdArgs) == 0:
 		fmt.Fprint(stderr, clientUsage)
 		return 2
 	}
@@ -462,9 +515,9 @@ func runClient(ctx context.Context, p proc) int {
 	if *utc {
 		format.loc = time.UTC
 	}
-	call, err := clientRequest(fs.Args())
+	call, err := clientRequest(cmdArgs)
 	if err != nil {
-		return usageError(err, usageLine(fs.Args()))
+		return usageError(err, usageLine(cmdArgs))
 	}
 	if *base == "" {
 		*base = "http://" + config.Default().APIAddr

@@ -190,3 +190,31 @@ func breakerAnswer(w io.Writer, v map[string]any) {
 		fieldsTable(w, b)
 	}
 }
+
+// statsCounts are the fields of a stats point that count something; a
+// step where all are zero saw no call and no outcome.
+var statsCounts = []string{"requests", "successes", "failures", "retryable", "permanent", "deferred", "expired", "refused"}
+
+// statsAnswer prints the steps of a stats answer that saw something (the
+// API answers every step of the range, most of them zero for a quiet
+// namespace), and says how many it left out; a range with nothing in it is
+// one line.
+func statsAnswer(w io.Writer, v map[string]any) {
+	points, _ := v["points"].([]any)
+	var shown []any
+	for _, p := range points {
+		m, _ := p.(map[string]any)
+		if slices.ContainsFunc(statsCounts, func(k string) bool { n, _ := m[k].(float64); return n != 0 }) {
+			shown = append(shown, p)
+		}
+	}
+	if len(shown) == 0 {
+		fmt.Fprintf(w, "no calls from %s to %s (%d steps of %s)\n", cell(v["from"]), cell(v["to"]), len(points), cell(v["step"]))
+		return
+	}
+	tableOf("points", col("TIME", "t"), col("REQUESTS", "requests"), col("OK", "successes"), col("FAILED", "failures"),
+		col("DEFERRED", "deferred"), col("EXPIRED", "expired"), col("REFUSED", "refused"), col("P50 MS", "p50_ms"), col("P99 MS", "p99_ms"))(w, map[string]any{"points": shown})
+	if n := len(points) - len(shown); n > 0 {
+		fmt.Fprintf(w, "(%d of %d steps of %s had no calls and are not shown; -o json shows them)\n", n, len(points), cell(v["step"]))
+	}
+}

@@ -140,6 +140,13 @@ func fakeAPI(w http.ResponseWriter, r *http.Request) {
 		"POST /v1/namespaces/acme/keys":                  `{"id":"key_0011","key":"chk_acme_s3cret","namespace":"acme"}`,
 		"PUT /v1/namespaces/acme":                        `{"namespace":"acme","keys":1,"version":3,"updated_at":"2026-11-27T14:03:00Z","defaulted":["spread"]}`,
 		"POST /v1/namespaces/acme/signing-secret:rotate": `{"namespace":"acme","signing_secret":"whsec_x","previous_valid_until":"2026-11-28T14:03:00Z"}`,
+		"GET /v1/namespaces/acme/stats": `{"namespace":"acme","from":"2026-11-27T14:00:00Z","to":"2026-11-27T14:03:00Z","step":"1m0s","points":[` +
+			`{"t":"2026-11-27T14:00:00Z","requests":0,"successes":0,"failures":0,"retryable":0,"permanent":0,"deferred":0,"expired":0,"refused":0,"p50_ms":0,"p99_ms":0},` +
+			`{"t":"2026-11-27T14:01:00Z","requests":3,"successes":2,"failures":1,"retryable":1,"permanent":0,"deferred":0,"expired":0,"refused":0,"p50_ms":12.5,"p99_ms":40},` +
+			`{"t":"2026-11-27T14:02:00Z","requests":0,"successes":0,"failures":0,"retryable":0,"permanent":0,"deferred":0,"expired":0,"refused":0,"p50_ms":0,"p99_ms":0}]}`,
+		"GET /v1/namespaces/quiet/stats": `{"namespace":"quiet","from":"2026-11-27T14:00:00Z","to":"2026-11-27T14:02:00Z","step":"1m0s","points":[` +
+			`{"t":"2026-11-27T14:00:00Z","requests":0,"successes":0,"failures":0,"retryable":0,"permanent":0,"deferred":0,"expired":0,"refused":0,"p50_ms":0,"p99_ms":0},` +
+			`{"t":"2026-11-27T14:01:00Z","requests":0,"successes":0,"failures":0,"retryable":0,"permanent":0,"deferred":0,"expired":0,"refused":0,"p50_ms":0,"p99_ms":0}]}`,
 	}
 	switch key := r.Method + " " + r.URL.Path; {
 	case key == "DELETE /v1/namespaces/acme/keys/key_0011":
@@ -222,6 +229,20 @@ func TestClientOutput(t *testing.T) {
 			[]string{`^GET /v1/namespaces/nope: 404 Not Found$`, `^title\s+Not Found$`, `^detail\s+no namespace nope$`}, []string{"{"}},
 		{"a problem as JSON", []string{"-o", "json", "ns", "nope"}, 1, "err",
 			[]string{`^  "title": "Not Found",$`}, nil},
+		{"flags after the arguments", []string{"jobs", "acme", "-o", "json"}, 0, "out",
+			[]string{`^\{$`, `^  "jobs": \[$`}, nil},
+		{"--utc and -o=json after the arguments", []string{"job", "acme", "tick", "--utc", "-o=json"}, 0, "out",
+			[]string{`^  "next_fire_at": "2026-11-27T14:03:00.5Z"`}, nil},
+		{"a command flag's value is its own", []string{"-o", "json", "force", "acme", "open", "--note", "-o"}, 0, "out",
+			[]string{`"note": "-o"`}, nil},
+		{"METHOD PATH BODY, then flags: the body is the body", []string{"put", "/v1/namespaces/acme/x", `{"a":1}`, "-o", "json"}, 0, "out",
+			[]string{`^  "body": \{$`, `^    "a": 1$`}, []string{"json\""}},
+		{"stats: only the steps that saw calls", []string{"--utc", "stats", "acme"}, 0, "out",
+			[]string{`^TIME\s+REQUESTS\s+OK\s+FAILED\s+DEFERRED\s+EXPIRED\s+REFUSED\s+P50 MS\s+P99 MS$`,
+				`^2026-11-27 14:01:00 UTC\s+3\s+2\s+1\s+0\s+0\s+0\s+12.5\s+40$`,
+				`^\(2 of 3 steps of 1m0s had no calls and are not shown; -o json shows them\)$`}, []string{"14:00:00 UTC  ", "14:02:00 UTC  "}},
+		{"stats: a quiet range is one line", []string{"--utc", "stats", "quiet"}, 0, "out",
+			[]string{`^no calls from 2026-11-27 14:00:00 UTC to 2026-11-27 14:02:00 UTC \(2 steps of 1m0s\)$`}, []string{"TIME"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -258,6 +279,10 @@ func TestClientUsageErrors(t *testing.T) {
 		{[]string{"get", "healthz"}, "chime client: GET needs a PATH starting with /\nusage: chime client METHOD PATH [BODY|-]\n"},
 		{[]string{"fetch"}, "chime client: unknown command or method \"fetch\"\nusage: " + clientSynopsis + " (\"chime client\" alone lists the commands)\n"},
 		{[]string{"-o", "yaml", "jobs", "acme"}, "chime client: -o \"yaml\": use table or json\nusage: " + clientSynopsis + "\n"},
+		{[]string{"jobs", "acme", "-o", "yaml"}, "chime client: -o \"yaml\": use table or json\nusage: " + clientSynopsis + "\n"},
+		{[]string{"jobs", "acme", "-o"}, "chime client: flag -o needs a value\nusage: " + clientSynopsis + "\n"},
+		{[]string{"get", "/healthz", "{}", "extra"}, "chime client: GET: unexpected argument \"extra\" (it takes PATH and at most one BODY; quote a BODY with spaces)\nusage: chime client METHOD PATH [BODY|-]\n"},
+		{[]string{"get", "/healthz", "--limit", "5"}, "chime client: GET: unknown flag --limit (put query parameters in PATH)\nusage: chime client METHOD PATH [BODY|-]\n"},
 	}
 	for _, tt := range tests {
 		code, out, errOut := b.run(tokEnv, tt.args...)

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/chime-sched/chime/dispatcher"
+	"github.com/chime-sched/chime/schema"
 )
 
 // DefaultEchoAddr is where `chime echo` listens unless told otherwise: the
@@ -42,6 +43,13 @@ func runEcho(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if *fail < 0 || *fail > 1 {
 		return fmt.Errorf("--fail %g must be from 0 to 1", *fail)
+	}
+	if *secret != "" {
+		// Checked as the dispatcher signs with it: a mistyped secret would
+		// otherwise mark every callback "signature: invalid".
+		if _, err := schema.SigningKey(*secret); err != nil {
+			return fmt.Errorf("-secret: %w; pass the namespace's secret as chime client rotate-secret NS printed it", err)
+		}
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -99,5 +100,22 @@ func TestEchoPrintsAndVerifies(t *testing.T) {
 				require.NotContains(t, out.String(), w)
 			}
 		})
+	}
+}
+
+// TestEchoRefusesAMalformedSecret: a secret that cannot be the namespace's
+// (the dispatcher could not sign with it) stops echo before it listens.
+func TestEchoRefusesAMalformedSecret(t *testing.T) {
+	t.Parallel()
+	for secret, want := range map[string]string{
+		"nonsense":          `-secret: signing secret must start with "whsec_"`,
+		"whsec_not base64!": "-secret: signing secret: the part after \"whsec_\" is not valid base64",
+		"whsec_c2hvcnQ=":    "-secret: signing secret: key must be 24 to 64 bytes, got 5",
+	} {
+		var out strings.Builder
+		err := runEcho(context.Background(), []string{"-addr", "127.0.0.1:0", "-secret", secret}, &out, io.Discard)
+		require.ErrorContains(t, err, want, secret)
+		require.ErrorContains(t, err, "chime client rotate-secret NS", secret)
+		require.Empty(t, out.String(), "%s: echo did not start", secret)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chime-sched/chime/infra/broker"
+	"github.com/chime-sched/chime/infra/config"
 	"github.com/chime-sched/chime/internal/lifecycle"
 )
 
@@ -66,8 +67,8 @@ func lineWith(lines []string, msg string) string {
 // TestEmbeddedBrokerKeepsItsPort: the embedded broker comes back on the
 // port of its last start, so the address chime dev printed stays good for
 // other processes and Go services; if another process took that port it
-// moves and warns. Every start logs the address and where the SASL
-// credential is, as docs/operations.md shows it.
+// moves and warns. Every start writes the address to the state dir and
+// logs it, and where the SASL credential is, as docs/operations.md shows it.
 func TestEmbeddedBrokerKeepsItsPort(t *testing.T) {
 	t.Parallel()
 	stateDir := filepath.Join(t.TempDir(), "state")
@@ -99,6 +100,10 @@ func TestEmbeddedBrokerKeepsItsPort(t *testing.T) {
 		a := logAttrs(started)
 		addr := a["addr"]
 		require.Regexp(t, `^127\.0\.0\.1:\d+$`, addr, st.name)
+		written, err := os.ReadFile(filepath.Join(stateDir, config.KafkaBrokersFile))
+		require.NoError(t, err, st.name)
+		require.Equal(t, addr+"\n", string(written), "%s: the address file holds the address of this start", st.name)
+		require.Equal(t, filepath.Join(stateDir, config.KafkaBrokersFile), a["addr_file"], st.name)
 		require.Equal(t, "chime", a["sasl_user"], st.name)
 		require.Equal(t, credential, a["credential"], st.name)
 		for _, want := range []string{"CHIME_BROKERS=" + addr, "CHIME_KAFKA_SASL_USER=chime", "CHIME_KAFKA_SASL_PASSWORD=$(cut -d: -f2 " + credential + ")", "producer.SASLPlain"} {

@@ -23,6 +23,7 @@ Usage:
   chime breaker    [flags]   the circuit breaker and namespace-config processors
   chime api        [flags]   the HTTP API on --addr (docs/api.md)
   chime sink       [flags]   the analytics sink: outcomes and breaker history into ClickHouse
+  chime broker     [flags]   the embedded broker alone, for roles run as processes of their own
   chime topics     [flags]   create or check every topic, then exit
   chime client     ...       call the HTTP API ("chime client" for the shortcuts)
   chime echo       [flags]   a callback receiver that prints what it gets (on 127.0.0.1:9999)
@@ -82,6 +83,8 @@ func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 		err = runRole(ctx, p, "api", roleAPI)
 	case "sink":
 		err = runRole(ctx, p, "sink", roleSink)
+	case "broker":
+		err = runRole(ctx, p, "broker", roleBroker)
 	case "client":
 		return runClient(ctx, p)
 	case "echo":

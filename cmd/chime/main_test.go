@@ -243,6 +243,7 @@ func TestUsageAndBadFlags(t *testing.T) {
 		{[]string{"nope"}, 2, `unknown command "nope"`},
 		{[]string{"scheduler", "--partitions", "x"}, 1, "partitions"},
 		{[]string{"scheduler", "extra"}, 1, "unexpected arguments"},
+		{[]string{"broker", "--brokers", "kafka-1:9092"}, 1, "chime broker runs the embedded broker, and CHIME_BROKERS (--brokers) names other brokers: unset it"},
 	}
 	for _, tt := range tests {
 		var out, errOut strings.Builder

@@ -108,16 +108,20 @@ func readQueryPort(e *env) string {
 	return p
 }
 
-// writeQueryPort writes the file aside and renames it, so a kill in the
-// middle leaves the old port or the new one.
+// writeQueryPort keeps the port for the next start.
 func writeQueryPort(e *env, port int) error {
-	path := e.cfg.QueryPortPath()
+	return replaceFile(e.cfg.QueryPortPath(), fmt.Sprintln(port))
+}
+
+// replaceFile writes content to a file beside path and renames it over
+// path, so a kill in the middle leaves the old content or the new.
+func replaceFile(path, content string) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := fmt.Fprintln(tmp, port); err != nil {
+	if _, err := tmp.WriteString(content); err != nil {
 		tmp.Close()
 		return err
 	}

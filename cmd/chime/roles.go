@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -74,6 +75,9 @@ func runRole(ctx context.Context, p proc, name string, r role) (err error) {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("chime %s: unexpected arguments %q", name, fs.Args())
+	}
+	if name == "broker" && !cfg.Embedded() {
+		return errors.New("chime broker runs the embedded broker, and CHIME_BROKERS (--brokers) names other brokers: unset it")
 	}
 	log := slog.New(slog.NewTextHandler(p.stderr, &slog.HandlerOptions{Level: cfg.LogLevel})).With("role", name)
 	if err := securePrivateDir(cfg.StateDir, log); err != nil {
@@ -202,6 +206,9 @@ func (e *env) connect(ctx context.Context, g *lifecycle.Group) error {
 			return err
 		}
 		e.brokers = b.Addrs()
+		if err := replaceFile(e.cfg.KafkaBrokersPath(), strings.Join(e.brokers, ",")+"\n"); err != nil {
+			return fmt.Errorf("embedded broker: writing its address: %w", err)
+		}
 		e.logEmbeddedBroker(b, cred, fromEnv)
 	}
 	// Before any client is made: every one of them authenticates with it.
@@ -258,7 +265,7 @@ func (e *env) logEmbeddedBroker(b *broker.Broker, cred kafkaauth.Credential, fro
 	if fromEnv {
 		credential, password = "CHIME_KAFKA_SASL_USER, CHIME_KAFKA_SASL_PASSWORD", "<this process's>"
 	}
-	e.log.Info("embedded broker started", "addr", addr, "data_dir", b.DataDir(),
+	e.log.Info("embedded broker started", "addr", addr, "addr_file", e.cfg.KafkaBrokersPath(), "data_dir", b.DataDir(),
 		"sasl_user", cred.User, "credential", credential,
 		"hint", "other chime processes share it with CHIME_BROKERS="+addr+" CHIME_KAFKA_SASL_USER="+cred.User+
 			" CHIME_KAFKA_SASL_PASSWORD="+password+"; Go services with producer.SASLPlain (SASL/PLAIN)")
@@ -302,6 +309,21 @@ func (e *env) schedulerConfig() scheduler.Config {
 		KafkaTargetTopics: e.cfg.KafkaTargetTopics,
 		TerminalRetention: e.cfg.JobRetention,
 	}
+}
+
+// roleBroker runs the embedded broker alone (runRole starts it, as in any
+// process without CHIME_BROKERS), for roles that each run as a process of
+// their own: they share it, and restarting one of them leaves it running.
+func roleBroker(e *env, g *lifecycle.Group) error {
+	p := lifecycle.Func("broker role", func(ctx context.Context, ready func()) error {
+		ready()
+		<-ctx.Done()
+		return nil
+	})
+	g.Add(p).OnReady(func() {
+		e.log.Info("broker ready", "addr", strings.Join(e.brokers, ","), "addr_file", e.cfg.KafkaBrokersPath())
+	}, p)
+	return nil
 }
 
 func roleTopics(e *env, _ *lifecycle.Group) error {

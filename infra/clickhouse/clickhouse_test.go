@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,20 +114,39 @@ func TestServerRefusesClientsWithoutItsCredential(t *testing.T) {
 	} {
 		err := open(t, dsn).Ping(ctx)
 		require.Error(t, err, "%s must be refused", dsn)
-		require.Regexp(t, "Authentication failed|USER_SESSION_LIMIT_EXCEEDED", err.Error(), dsn)
+		require.Regexp(t, "Authentication failed|cannot log in", err.Error(), dsn)
 	}
-	for _, user := range []string{"", "default"} {
+	// Over plain HTTP, a request is refused with 401 or 403 and a reason,
+	// never a 500 naming an internal user id.
+	for _, tc := range []struct {
+		name   string
+		auth   func(*http.Request)
+		status int
+		says   string
+	}{
+		{"no credential", func(*http.Request) {}, http.StatusUnauthorized, clickhouse.NoCredentialAnswer},
+		{"credential in the URL", func(r *http.Request) {
+			r.URL.RawQuery = url.Values{"user": {srv.User()}, "password": {srv.Password()}}.Encode()
+		}, http.StatusUnauthorized, clickhouse.NoCredentialAnswer},
+		{"basic default, no password", func(r *http.Request) { r.SetBasicAuth("default", "") }, http.StatusForbidden, clickhouse.DefaultUserAnswer},
+		{"basic default, a password", func(r *http.Request) { r.SetBasicAuth("default", "x") }, http.StatusForbidden, clickhouse.DefaultUserAnswer},
+		{"header default", func(r *http.Request) { r.Header.Set("X-ClickHouse-User", "default") }, http.StatusForbidden, clickhouse.DefaultUserAnswer},
+		{"wrong password", func(r *http.Request) { r.SetBasicAuth(srv.User(), "wrong") }, http.StatusForbidden, "Authentication failed"},
+	} {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.HTTPURL()+"/", strings.NewReader("SELECT name FROM system.databases"))
 		require.NoError(t, err)
-		if user != "" {
-			req.SetBasicAuth(user, "")
-		}
+		tc.auth(req)
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		require.NotEqual(t, http.StatusOK, resp.StatusCode, "HTTP as %q answered %s", user, body)
+		require.Equal(t, tc.status, resp.StatusCode, "%s: %s", tc.name, body)
+		require.Contains(t, string(body), tc.says, tc.name)
 	}
+	res, err := http.Get(srv.HTTPURL() + "/ping")
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode, "/ping answers without a credential")
 	require.NoError(t, open(t, srv.DSN("default")).QueryRow(ctx, "SELECT 1").Scan(&n), "the refusals did not stop the server")
 
 	// The users file holds the password's hash only; both files are the

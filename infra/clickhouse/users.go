@@ -29,6 +29,16 @@ import (
 // Clients log in as the one other user, with its password (stored as its
 // SHA-256 here). Both files are written at every start, so the credential
 // Start is given is the one that works.
+//
+// A request with no credential at all is taken by the engine as one from
+// `default`, which then fails on the session limit with HTTP 500, naming the
+// user's internal id. So config.xml routes the HTTP requests itself
+// (http_handlers): one that names `default` is answered 403, one that
+// carries no credential in its headers (HTTP Basic, or X-ClickHouse-User
+// and X-ClickHouse-Key, as clickhouse-go sends them) 401, and /ping is
+// answered without one; only requests with a credential reach the query
+// handler, which checks it. Credentials in the URL (?user=...) are refused
+// with the 401: they end up in logs.
 var usersXML = template.Must(template.New("users.xml").Parse(`<clickhouse>
   <!-- Written by chime at every start (infra/clickhouse/users.go); edits are lost. -->
   <profiles>
@@ -61,8 +71,52 @@ var usersXML = template.Must(template.New("users.xml").Parse(`<clickhouse>
 const configXML = `<clickhouse>
   <!-- Written by chime at every start (infra/clickhouse/users.go); edits are lost. -->
   <users_config>users.xml</users_config>
+  <http_handlers>
+    <rule>
+      <headers><X-ClickHouse-User>regex:^default$</X-ClickHouse-User></headers>
+      <handler>` + refuseDefault + `</handler>
+    </rule>
+    <rule>
+      <!-- Basic credentials of "default:...": base64 of "default:" and of any byte after it starts so. -->
+      <headers><Authorization>regex:^Basic ZGVmYXVsdD[o-r].*$</Authorization></headers>
+      <handler>` + refuseDefault + `</handler>
+    </rule>
+    <rule>
+      <headers><Authorization>regex:.+</Authorization></headers>
+      <handler><type>dynamic_query_handler</type><query_param_name>query</query_param_name></handler>
+    </rule>
+    <rule>
+      <headers><X-ClickHouse-User>regex:.+</X-ClickHouse-User></headers>
+      <handler><type>dynamic_query_handler</type><query_param_name>query</query_param_name></handler>
+    </rule>
+    <rule>
+      <url>/ping</url>
+      <methods>GET,HEAD</methods>
+      <handler><type>static</type><response_content>Ok.
+</response_content></handler>
+    </rule>
+    <rule>
+      <handler><type>static</type><status>401</status><content_type>text/plain; charset=UTF-8</content_type>
+        <response_content>` + NoCredentialAnswer + `
+</response_content></handler>
+    </rule>
+  </http_handlers>
 </clickhouse>
 `
+
+// NoCredentialAnswer is the body of the 401 the local server answers a
+// request that carries no credential.
+const NoCredentialAnswer = "chime's local ClickHouse: authentication required: send the user and password of the credential file " +
+	"(clickhouse-credential in chime's state dir) with HTTP Basic auth, or as X-ClickHouse-User and X-ClickHouse-Key; credentials in the URL are not accepted"
+
+// DefaultUserAnswer is the body of the 403 it answers a request as the
+// engine's own user.
+const DefaultUserAnswer = "chime's local ClickHouse: the user default is the engine's own and cannot log in; " +
+	"log in as the user of the credential file (clickhouse-credential in chime's state dir)"
+
+const refuseDefault = `<type>static</type><status>403</status><content_type>text/plain; charset=UTF-8</content_type>
+        <response_content>` + DefaultUserAnswer + `
+</response_content>`
 
 // writeUsers writes config.xml and users.xml into dir, the engine's
 // working dir, readable by their owner only.

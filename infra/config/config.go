@@ -42,6 +42,12 @@ const AdminTokenFile = "admin-token"
 // generated at its first start.
 const KafkaCredentialFile = "kafka-credential"
 
+// KafkaBrokersFile is the file in the state dir where a process that
+// started the embedded broker writes its address ("127.0.0.1:port"), at
+// every start: other processes on the machine, and Go services with the
+// producer, read it instead of the log line.
+const KafkaBrokersFile = "kafka-brokers"
+
 // Scheduler storage back ends.
 const (
 	StorageDisk = "disk"
@@ -185,6 +191,9 @@ func (c Config) BrokerDataDir() string { return filepath.Join(c.StateDir, "broke
 
 // KafkaCredentialPath is the embedded broker's credential file.
 func (c Config) KafkaCredentialPath() string { return filepath.Join(c.StateDir, KafkaCredentialFile) }
+
+// KafkaBrokersPath is the embedded broker's address file.
+func (c Config) KafkaBrokersPath() string { return filepath.Join(c.StateDir, KafkaBrokersFile) }
 
 // QueryCredentialFile is the file in the state dir that holds the query
 // secret ("chime:<secret>", 0600) when CHIME_QUERY_SECRET is unset,

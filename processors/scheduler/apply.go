@@ -114,7 +114,7 @@ func (s *Scheduler) apply(ctx goka.Context, d decision, held []byte, tick bool) 
 	}
 	if r := d.rejection; r != nil {
 		ctx.Emit(goka.Stream(t.Rejections()), ctx.Key(), r)
-		s.cfg.Logger.Info("command rejected", "key", ctx.Key(), "reason", r.GetReason())
+		s.cfg.Logger.Warn("command rejected", "key", ctx.Key(), "reason", r.GetReason())
 	}
 	switch {
 	case d.del:

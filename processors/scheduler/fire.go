@@ -77,7 +77,11 @@ func (d *decider) fire(in *input, dec *decision, o occurrence, now time.Time) {
 	if o.attempt <= 1 && o.deferrals == 0 {
 		st.Fires++
 	}
-	st.LastFiredAt = timestamppb.New(now)
+	firedAt := now
+	if o.fireAt.After(now) {
+		firedAt = o.fireAt // emitted ahead of its time: the call goes out then
+	}
+	st.LastFiredAt = timestamppb.New(firedAt)
 	if k != nil {
 		// Kafka targets are delivered by the scheduler itself, beside the
 		// row update; the row keeps the write until it counts as stored

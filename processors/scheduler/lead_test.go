@@ -46,6 +46,7 @@ func TestHTTPFiresLeaveAheadOfTime(t *testing.T) {
 	require.Equal(t, early, d.EmittedAt.AsTime(), "emitted early")
 	require.Equal(t, first, d.FireAt.AsTime(), "called at its time")
 	require.Equal(t, first, d.ScheduledAt.AsTime())
+	require.Equal(t, first, r.st.GetLastFiredAt().AsTime(), "last_fired_at is the fire's time, not its emission's")
 	// The occurrences within the lead go too, one per tick, none skipped.
 	r.tickEarly()
 	r.tickEarly()
