@@ -228,7 +228,7 @@ func (r *readers) listing() error {
 // count reads the live count the pending-jobs quota uses (the API's
 // JobView: no route shows it).
 func (r *readers) count() error {
-	n, err := r.api.jobs.LiveJobs(r.ns)
+	n, err := r.api.jobs.LiveJobs(r.ns, nil)
 	switch {
 	case errors.Is(err, jobquery.ErrUnavailable):
 		return fmt.Errorf("live count: %w (%v)", errBusy, err)
@@ -333,7 +333,7 @@ func TestQueryInstanceHelper(t *testing.T) {
 		Namespaces: kafkatest.EveryNamespace{},
 	})
 	require.NoError(t, err)
-	srv, err := jobquery.NewServer(jobquery.ServerConfig{Source: s, Partitions: testPartitions, Secret: testSecret, Logger: testLogger(t)})
+	srv, err := jobquery.NewServer(jobquery.ServerConfig{Source: jobquery.Legacy(s), Partitions: testPartitions, Secret: testSecret, Logger: testLogger(t)})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -91,7 +91,7 @@ func (b *bundle) startInstance() *instance {
 		Namespaces: kafkatest.EveryNamespace{},
 	})
 	require.NoError(t, err)
-	srv, err := jobquery.NewServer(jobquery.ServerConfig{Source: s, Partitions: testPartitions, Secret: testSecret, Logger: testLogger(t)})
+	srv, err := jobquery.NewServer(jobquery.ServerConfig{Source: jobquery.Legacy(s), Partitions: testPartitions, Secret: testSecret, Logger: testLogger(t)})
 	require.NoError(t, err)
 	query := jobquery.Listen(srv, ln)
 	lifecycletest.Start(t, s, query)
@@ -196,7 +196,7 @@ func settled(t *testing.T, what string, owners ...*instance) {
 func walk(r *jobquery.Router, ns string, q jobindex.Query) ([]jobindex.Entry, error) {
 	var all []jobindex.Entry
 	for range 1000 {
-		page, more, err := r.ListJobs(ns, q)
+		page, more, err := r.ListJobs(ns, q, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -242,7 +242,7 @@ func TestRouterReadsAcrossOwners(t *testing.T) {
 	// The reads are retried while the group's description catches up
 	// with the assignment (the group was described before the rebalance).
 	kafkatest.WaitFor(t, time.Minute, "the router to answer", func() bool {
-		_, err := b.router.LiveJobs("a")
+		_, err := b.router.LiveJobs("a", nil)
 		return err == nil
 	})
 
@@ -271,14 +271,14 @@ func TestRouterReadsAcrossOwners(t *testing.T) {
 		})
 	}
 	// A cursor from the middle goes on where it left off.
-	page, more, err := b.router.ListJobs("a", jobindex.Query{Limit: 10, After: jobindex.CursorAt(truth[24])})
+	page, more, err := b.router.ListJobs("a", jobindex.Query{Limit: 10, After: jobindex.CursorAt(truth[24])}, nil)
 	require.NoError(t, err)
 	require.True(t, more)
 	require.Len(t, page, 10)
 	require.Equal(t, truth[25].ID, page[0].ID)
 
 	for ns, want := range b.want {
-		n, err := b.router.LiveJobs(ns)
+		n, err := b.router.LiveJobs(ns, nil)
 		require.NoError(t, err)
 		require.Equal(t, b.live(ns), n, "live jobs of %s", ns)
 		var names []string
@@ -293,7 +293,7 @@ func TestRouterReadsAcrossOwners(t *testing.T) {
 		}
 		require.Nil(t, rows[len(names)], "a job that does not exist has no row")
 	}
-	n, err := b.router.LiveJobs("nobody")
+	n, err := b.router.LiveJobs("nobody", nil)
 	require.NoError(t, err)
 	require.Zero(t, n)
 	row, err := b.router.Get("a", "a-001")
