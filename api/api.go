@@ -247,10 +247,8 @@ func New(cfg Config) (*fiber.App, error) {
 		reg := prometheus.NewRegistry()
 		cfg.Registerer, cfg.Gatherer = reg, reg
 	}
-	pub := newPublished()
 	cfg.Namespaces = namespaceReader{cfg.Namespaces}
 	cfg.JobStates = jobReader{cfg.JobStates}
-	cfg.Jobs = recordingPublisher{JobPublisher: cfg.Jobs, published: pub}
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, err
@@ -268,9 +266,10 @@ func New(cfg Config) (*fiber.App, error) {
 		metrics: m,
 		quotas:  quotas,
 
-		published: pub,
+		published: newPublished(),
 	}
 	s.live = newLiveCounts(s.liveJobs, cfg.Now, m.liveCountRead)
+	s.cfg.Jobs = ackingPublisher{JobPublisher: cfg.Jobs, acked: s.acked}
 	if err := s.registerState(cfg.Registerer); err != nil {
 		return nil, err
 	}

@@ -1033,6 +1033,7 @@ func TestPendingJobsQuota(t *testing.T) {
 		c.Quotas = quota.Limits{RequestsPerSecond: -1, JobsPerSecond: -1, PendingJobs: 3}
 		c.Now = clk.now
 	})
+	b.jobs.apply = b.states.apply
 	shop := b.namespace(t, "shop", nil)
 	other := b.namespace(t, "other", nil)
 	for i, st := range []chimev1.JobStatus{chimev1.JobStatus_JOB_STATUS_SCHEDULED, chimev1.JobStatus_JOB_STATUS_PAUSED, chimev1.JobStatus_JOB_STATUS_COMPLETED, chimev1.JobStatus_JOB_STATUS_DEAD} {
@@ -1044,7 +1045,7 @@ func TestPendingJobsQuota(t *testing.T) {
 		return b.do(t, "POST", "/v1/namespaces/shop/jobs", token, job)
 	}
 	// The namespace's first create is not held for its count: it is
-	// admitted, and the count read in the background.
+	// admitted, and the count read in the background once Kafka has it.
 	require.Equal(t, 201, create(shop, "a").status, "no count yet")
 	b.counted(t, 1)
 	r := create(shop, "b")
@@ -1063,8 +1064,8 @@ func TestPendingJobsQuota(t *testing.T) {
 	require.Equal(t, 201, create(shop, "f").status, "two jobs cancelled here: room again")
 
 	// A job that ends elsewhere (fired, cancelled through another API
-	// process) shows at the next read: a create finding the count old
-	// has it read, and is admitted against what is known meanwhile.
+	// process) shows at the next read: a create refused on an old count
+	// has it read.
 	b.states.put("shop", "old0", &chimev1.JobState{Status: chimev1.JobStatus_JOB_STATUS_COMPLETED})
 	requireProblem(t, create(shop, "g"), 429, "")
 	clk.add(3 * time.Second)

@@ -44,6 +44,7 @@ func TestReplayCountsAgainstJobQuotas(t *testing.T) {
 	t.Run("single replay at the pending quota gets the create's 429", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, withAnalytics(deadLetters(30)), func(c *api.Config) { c.Quotas = quota.Limits{PendingJobs: 5} })
+		b.jobs.apply = b.states.apply
 		key := b.namespace(t, "shop", nil)
 		liveJobs(b, "shop", 4)
 		b.primeCount(t, "shop") // 4 and the admin's
@@ -81,6 +82,7 @@ func TestReplayCountsAgainstJobQuotas(t *testing.T) {
 	t.Run("bulk replay replays what fits and says what the quota refused", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, withAnalytics(deadLetters(30)), func(c *api.Config) { c.Quotas = quota.Limits{PendingJobs: 5} })
+		b.jobs.apply = b.states.apply
 		key := b.namespace(t, "shop", nil)
 		b.primeCount(t, "shop") // the admin's job
 

@@ -30,6 +30,10 @@ type fakeJobs struct {
 	// at is each command's offset, by command id.
 	at  map[string]int64
 	err error
+	// apply, if set, is given each command before it is acknowledged:
+	// the jobs table showing it by the time a read carrying its offset
+	// is answered, as the schedulers do.
+	apply func(*chimev1.JobCommand)
 }
 
 func (f *fakeJobs) offsetOf(commandID string) int64 {
@@ -54,6 +58,9 @@ func (f *fakeJobs) Publish(_ context.Context, cmd *chimev1.JobCommand) (producer
 	off := f.offsets[p]
 	f.offsets[p]++
 	f.at[cmd.GetCommandId()] = off
+	if f.apply != nil {
+		f.apply(cmd)
+	}
 	return producer.Receipt{CommandID: cmd.GetCommandId(), Partition: p, Offset: off}, nil
 }
 
@@ -199,6 +206,17 @@ func (f *fakeJobStates) index(ns string) *jobindex.Index {
 		}
 	}
 	return x
+}
+
+// apply makes the table show an upsert (a scheduled row) or a cancel.
+func (f *fakeJobStates) apply(cmd *chimev1.JobCommand) {
+	ns, id := cmd.GetNamespace(), cmd.GetJobId()
+	switch {
+	case cmd.GetUpsert() != nil:
+		f.put(ns, id, &chimev1.JobState{Spec: cmd.GetUpsert().GetSpec(), Status: chimev1.JobStatus_JOB_STATUS_SCHEDULED, LastCommandId: cmd.GetCommandId()})
+	case cmd.GetCancel() != nil:
+		f.put(ns, id, &chimev1.JobState{Status: chimev1.JobStatus_JOB_STATUS_CANCELLED, LastCommandId: cmd.GetCommandId()})
+	}
 }
 
 func (f *fakeJobStates) put(ns, id string, st *chimev1.JobState) {

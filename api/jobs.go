@@ -227,9 +227,6 @@ func (s *server) control(c *fiber.Ctx, to chimev1.JobStatus, build func(ns, id s
 	if _, err := s.cfg.Jobs.Publish(ctx, cmd); err != nil {
 		return unavailable("the command", err)
 	}
-	if to == chimev1.JobStatus_JOB_STATUS_CANCELLED {
-		s.ended(ns)
-	}
 	next := proto.Clone(row).(*chimev1.JobState)
 	next.Status, next.UpdatedAt, next.LastCommandId = to, timestamppb.New(now), cmd.GetCommandId()
 	if to == chimev1.JobStatus_JOB_STATUS_CANCELLED {

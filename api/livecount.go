@@ -11,15 +11,17 @@ import (
 // that have not ended: the count the schedulers gave when last asked, plus
 // the jobs this process admitted since that read began, less the live
 // jobs it cancelled since. A create never waits for a count: one older
-// than liveCountAge is read again in the background, and the create is
-// admitted against what is known meanwhile.
+// than liveCountAge is read again in the background, after a command of
+// the namespace is acknowledged (the read then shows it) or a create is
+// refused (jobs may have ended since), and creates are admitted against
+// what is known meanwhile.
 //
 // A namespace this process has no count of yet (its first create here,
 // or every read failed so far) is admitted against the jobs this process
 // admitted for it since: it can overshoot its quota by what it creates
 // before the first read answers, a few milliseconds of its
 // jobs-per-second quota when the schedulers answer, more while none can.
-// A count trails the commands in flight when it was read (published, not
+// A count misses the creates in flight when it was read (admitted, not
 // yet acknowledged by Kafka); the next read corrects it.
 type liveCounts struct {
 	// read counts ns's live jobs, once the schedulers have applied the
@@ -65,12 +67,22 @@ func newLiveCounts(read func(string) (int64, error), now func() time.Time, readD
 	return &liveCounts{read: read, now: now, readDone: readDone, by: expirable.NewLRU[string, *liveCount](liveCountMax, nil, liveCountTTL)}
 }
 
-// get returns ns's count, starting a read if it is due. Call with mu held.
+// get returns ns's count. Call with mu held.
 func (l *liveCounts) get(ns string) *liveCount {
 	c, ok := l.by.Get(ns)
 	if !ok {
 		c = &liveCount{}
+		l.by.Add(ns, c)
 	}
+	return c
+}
+
+// touch has ns's count read if it is due: unknown or older than
+// liveCountAge, and no read in flight or failed a moment ago.
+func (l *liveCounts) touch(ns string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.get(ns)
 	l.by.Add(ns, c) // keeps it another liveCountTTL
 	now := l.now()
 	due := !c.known || now.Sub(c.readAt) >= liveCountAge
@@ -78,7 +90,6 @@ func (l *liveCounts) get(ns string) *liveCount {
 		c.reading, c.tried = true, now
 		go l.refresh(ns, c, c.change, now)
 	}
-	return c
 }
 
 // refresh reads ns's count; base is c.change as the read began.

@@ -68,25 +68,28 @@ func (w *published) offsets(ns string) jobquery.Offsets {
 	return maps.Clone(o)
 }
 
-// recordingPublisher is the job publisher that records what it published.
-type recordingPublisher struct {
+// ackingPublisher is the job publisher that tells acked about every
+// command Kafka acknowledged: its namespace, whether it is a cancel, and
+// where it went.
+type ackingPublisher struct {
 	JobPublisher
-	published *published
+	acked func(ns string, cancel bool, r producer.Receipt)
 }
 
-func (p recordingPublisher) Publish(ctx context.Context, cmd *chimev1.JobCommand) (producer.Receipt, error) {
+func (p ackingPublisher) Publish(ctx context.Context, cmd *chimev1.JobCommand) (producer.Receipt, error) {
 	r, err := p.JobPublisher.Publish(ctx, cmd)
 	if err == nil {
-		p.published.record(cmd.GetNamespace(), r.Partition, r.Offset)
+		p.acked(cmd.GetNamespace(), cmd.GetCancel() != nil, r)
 	}
 	return r, err
 }
 
-func (p recordingPublisher) PublishAsync(ctx context.Context, cmd *chimev1.JobCommand, done func(producer.Receipt, error)) {
-	ns := cmd.GetNamespace() // done may run after the caller reused cmd
+func (p ackingPublisher) PublishAsync(ctx context.Context, cmd *chimev1.JobCommand, done func(producer.Receipt, error)) {
+	// done may run after the caller reused cmd.
+	ns, cancel := cmd.GetNamespace(), cmd.GetCancel() != nil
 	p.JobPublisher.PublishAsync(ctx, cmd, func(r producer.Receipt, err error) {
 		if err == nil {
-			p.published.record(ns, r.Partition, r.Offset)
+			p.acked(ns, cancel, r)
 		}
 		if done != nil {
 			done(r, err)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/chime-sched/chime/producer"
 )
 
 // This file is the API's side of the namespace quotas: the middleware and
@@ -75,6 +77,7 @@ func (q *jobQuota) take(n int) *jobRefusal {
 	}
 	if counted {
 		if live := q.s.live.estimate(q.ns); float64(live+int64(n)) > cfg.PendingJobs {
+			q.s.live.touch(q.ns) // jobs may have ended since the count
 			return &jobRefusal{pendingRetryAfter, fmt.Sprintf("namespace %s has %d jobs that have not ended, and its quota is %g (%d asked); cancel jobs or wait for them to fire",
 				q.ns, live, cfg.PendingJobs, n)}
 		}
@@ -88,11 +91,17 @@ func (q *jobQuota) take(n int) *jobRefusal {
 	return nil
 }
 
-// ended counts a live job of ns this process cancelled: the pending-jobs
-// quota has room for one more at once.
-func (s *server) ended(ns string) {
+// acked follows a job command of ns this process published: its offset
+// is what the namespace's listings and counts must show, and the
+// pending-jobs quota counts a cancel (the API cancels only live jobs) and
+// has the count read if it is due, which then shows the command.
+func (s *server) acked(ns string, cancel bool, r producer.Receipt) {
+	s.published.record(ns, r.Partition, r.Offset)
 	if s.quotas.Limits().PendingJobs > 0 {
-		s.live.add(ns, -1)
+		if cancel {
+			s.live.add(ns, -1)
+		}
+		s.live.touch(ns)
 	}
 }
 
