@@ -20,10 +20,9 @@ import (
 )
 
 // SaramaConfig returns the sarama configuration every chime goka component
-// uses, authenticating with c.SASL. goka's defaults are wrong for us:
-// streams must start at the oldest offset (a command published before the
-// group first ran is still a command), and every write must be
-// acknowledged by all in-sync replicas.
+// consumes with, authenticating with c.SASL. goka's defaults are wrong for
+// us: streams must start at the oldest offset (a command published before
+// the group first ran is still a command).
 func SaramaConfig(c Client) *sarama.Config {
 	cfg := goka.DefaultConfig()
 	cfg.ClientID = c.ClientID
@@ -35,13 +34,8 @@ func SaramaConfig(c Client) *sarama.Config {
 	// chime dev 3% of a core.
 	cfg.Consumer.MaxWaitTime = schema.IdleFetchWait
 	cfg.Consumer.Fetch.Default = 4 << 20
-	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	// A due event waits in the producer for at most this long; the fire-lag
-	// budget is one second, so the default 100 ms is too generous.
-	cfg.Producer.Flush.Frequency = 10 * time.Millisecond
-	cfg.Producer.Flush.Bytes = 512 << 10
-	cfg.Producer.Compression = sarama.CompressionNone
-	cfg.Producer.Idempotent = false
+	// No sarama producer: processors produce through franz-go
+	// (producer.go).
 	cfg.Metadata.RefreshFrequency = 30 * time.Second
 	withSASL(cfg, c.SASL)
 	return cfg
@@ -134,11 +128,6 @@ func ProcessorOptions(c Config) []goka.ProcessorOption {
 		goka.WithHasher(Hasher),
 		goka.WithLogger(slogLogger{c.Logger}),
 	}
-}
-
-// ProducerBuilder builds the producer of a chime processor.
-func ProducerBuilder(c Client) goka.ProducerBuilder {
-	return goka.ProducerBuilderWithConfig(SaramaConfig(c))
 }
 
 // RecoveryFetchWait bounds the fetch wait of the consumer a processor

@@ -2,37 +2,42 @@
 // partitions a scheduler process holds, the indexes derived from the rows
 // (when each row next needs a tick, which rows hold work of an earlier
 // scheduler incarnation, each namespace's jobs newest first and how many
-// of them are live), and the changelog offset they stand at, in one Pebble
-// database (github.com/cockroachdb/pebble/v2).
+// of them are live), and, per partition, the changelog offset they stand
+// at, in one Pebble database (github.com/cockroachdb/pebble/v2).
 //
-// A pending job costs disk, not memory: nothing here holds a structure per
-// row, so a job due next month costs its row and a few index keys on disk.
-// The scheduler keeps in memory only the timers of the next few minutes
-// (processors/scheduler, storage.go), which it reads from the time index
-// here.
+// The model is Kafka Streams' state stores: the changelog topic is the
+// truth and the store a cache of it that can prove what it mirrors, and is
+// wiped and rebuilt from the changelog when it cannot.
 //
-// # Rows and the changelog
+//   - What it mirrors (mirror.go): the cluster, the changelog topic (its
+//     name and, where the broker has them, its topic ID) and its partition
+//     count. A store that was built from anything else, or cannot say, is
+//     wiped before a processor uses it.
+//   - Where it stands (checkpoint.go): per partition, the offset of the
+//     last changelog record its rows reflect, and when this process last
+//     held the partition. A partition is rebuilt from the changelog when
+//     that offset is not inside the log (at or past its end: the topic was
+//     recreated; before its start: records in between are gone), and when
+//     it was last held longer ago than MaxCheckpointAge (a compacted
+//     changelog may have dropped tombstones since). A partition not held
+//     for that long is removed.
+//   - Writes after recovery (overlay.go) are held in memory, where reads
+//     see them, until Kafka has stored their changelog record; the
+//     processor's producer confirms each write with its own record's offset
+//     (DB.Emitting). Confirmed writes are applied in the order made, with
+//     the offset of the last, in one atomic batch, so the database always
+//     holds the table exactly as the changelog is at its stored offset, and
+//     a restart (clean, after kill -9, or a partition handed back) reads
+//     only the changelog after it. A write that failed, offsets out of
+//     order, or a gap (records this process did not write: another
+//     scheduler wrote the partition) stop the partition from applying
+//     anything after; its next write fails, and the processor recovers it
+//     from the changelog.
+//   - Recovery (recovery.go) applies the changelog's records directly, in
+//     batches, with their offsets.
 //
-// goka writes a row to its storage (Set) before Kafka has stored the row's
-// changelog record and the events emitted with it. Applied at once, the
-// local rows would run ahead of Kafka after a kill -9: a row saying "fired"
-// whose due event never reached the broker. So a write after recovery is
-// held in memory (the overlay: reads see it) until Kafka has stored its
-// changelog record (Confirm, called from the processor's producer with the
-// record's offset); confirmed writes are applied in the order they were
-// made, together with their index changes and the offset of the last of
-// them, in one atomic batch. The database therefore always holds the table
-// exactly as the changelog is at its stored offset, and a scheduler that
-// restarts, after a clean stop or a kill -9, or that is handed back a
-// partition it held before, reads only the changelog records after that
-// offset (goka's GetOffset). Writes during recovery come from the
-// changelog itself and are applied directly, with the offset, in batches.
-//
-// A database that cannot be opened is wiped and rebuilt from Kafka, and so
-// is a partition whose stored offset is older than MaxCheckpointAge: the
-// changelog is compacted, and a tombstone older than the topic's
-// delete.retention.ms (1 day by default) may be gone, which would leave a
-// deleted row behind.
+// Reads (reader.go) see the applied rows and the overlay together: the row
+// as last written, listings, live counts and timers.
 package jobstore
 
 import (
@@ -63,9 +68,9 @@ type Options struct {
 	// MemTableSize is the size of a Pebble memtable. Default
 	// DefaultMemTableSize.
 	MemTableSize uint64
-	// MaxCheckpointAge: a partition whose offset was stored longer ago is
-	// rebuilt from Kafka (see the package comment). Default
-	// DefaultMaxCheckpointAge.
+	// MaxCheckpointAge: a partition this process last held longer ago is
+	// rebuilt from Kafka when it is assigned again, and removed meanwhile
+	// (see the package comment). Default DefaultMaxCheckpointAge.
 	MaxCheckpointAge time.Duration
 	// FlushInterval is how long confirmed writes may wait to be applied
 	// together. Default DefaultFlushInterval.
@@ -73,6 +78,12 @@ type Options struct {
 	// FlushAfter applies confirmed writes at once when a partition holds
 	// this many. Default DefaultFlushAfter.
 	FlushAfter int
+	// MaxHeld bounds the writes a partition holds in memory, confirmed or
+	// not, because the database cannot apply them (it fails) or Kafka does
+	// not confirm them: beyond it the partition's writes fail, and so does
+	// its processor, instead of growing without bound. Default
+	// DefaultMaxHeld.
+	MaxHeld int
 	// AutoConfirm treats every write as confirmed when it is made: for a
 	// processor without a Kafka producer (goka's tester).
 	AutoConfirm bool
@@ -83,11 +94,15 @@ type Options struct {
 // The defaults of Options' fields; a field left at 0 takes its default, a
 // negative one is refused by Open.
 const (
-	DefaultCacheSize        = 128 << 20
-	DefaultMemTableSize     = 32 << 20
+	DefaultCacheSize    = 128 << 20
+	DefaultMemTableSize = 32 << 20
+	// DefaultMaxCheckpointAge stays below Kafka's default
+	// delete.retention.ms (1 day), how long a compacted topic keeps a
+	// tombstone: a store away for longer could keep a row deleted since.
 	DefaultMaxCheckpointAge = 20 * time.Hour
 	DefaultFlushInterval    = 5 * time.Millisecond
 	DefaultFlushAfter       = 4096
+	DefaultMaxHeld          = 1 << 20
 )
 
 // validate applies the defaults to the options left unset and refuses the
@@ -106,6 +121,7 @@ func (o *Options) validate() error {
 		setting.Positive(n, "MaxCheckpointAge", &o.MaxCheckpointAge, DefaultMaxCheckpointAge),
 		setting.Positive(n, "FlushInterval", &o.FlushInterval, DefaultFlushInterval),
 		setting.Positive(n, "FlushAfter", &o.FlushAfter, DefaultFlushAfter),
+		setting.Positive(n, "MaxHeld", &o.MaxHeld, DefaultMaxHeld),
 	)
 }
 
@@ -118,6 +134,8 @@ type DB struct {
 
 	// replayed counts the changelog records applied during recoveries.
 	replayed atomic.Int64
+	// bounds reads the changelog's offsets (nil: not checked).
+	bounds atomic.Pointer[LogBounds]
 
 	mu    sync.Mutex
 	parts map[int32]*Partition
@@ -126,18 +144,19 @@ type DB struct {
 	done  chan struct{}
 }
 
-// Open opens (or creates) the database. One that does not open (corrupt,
-// or written by an incompatible version) is wiped and created again: its
-// contents are a cache of Kafka.
+// Open opens (or creates) the database. One that is corrupt, or not a
+// database of this format, is wiped and created again: its contents are a
+// cache of Kafka. Any other failure (the directory cannot be read, too
+// many open files, a full disk) is returned: wiping would not help, and
+// would throw away a store that is fine.
 func Open(opts Options) (*DB, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
 	db := &DB{opts: opts, parts: map[int32]*Partition{}, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	pdb, err := db.open()
-	var inUse *inUseError
-	if err != nil && opts.Dir != "" && !errors.As(err, &inUse) {
-		opts.Logger.Warn("scheduler table store does not open; wiping it and rebuilding from Kafka", "dir", opts.Dir, "err", err)
+	if err != nil && opts.Dir != "" && unreadable(err) {
+		opts.Logger.Warn("scheduler table store is unreadable; wiping it and rebuilding from Kafka", "dir", opts.Dir, "err", err)
 		if rerr := os.RemoveAll(opts.Dir); rerr != nil {
 			return nil, fmt.Errorf("jobstore: wiping %s: %w", opts.Dir, rerr)
 		}
@@ -147,8 +166,26 @@ func Open(opts Options) (*DB, error) {
 		return nil, fmt.Errorf("jobstore: %w", err)
 	}
 	db.pdb = pdb
+	if err := db.removeAbandoned(); err != nil {
+		_ = db.closeFiles()
+		return nil, fmt.Errorf("jobstore: %w", err)
+	}
 	go db.flusher()
 	return db, nil
+}
+
+// notAStore says a directory holds files but no Pebble database (the store
+// of an earlier version): its files would stay forever.
+type notAStore struct{ dir string }
+
+func (e *notAStore) Error() string { return e.dir + " holds files but no Pebble database" }
+
+// unreadable says an error from opening the store means its contents
+// cannot be used: corrupt, or not a store of this format.
+func unreadable(err error) bool {
+	var nas *notAStore
+	return pebble.IsCorruptionError(err) || errors.As(err, &nas) ||
+		errors.Is(err, pebble.ErrDBDoesNotExist) || isFormatError(err)
 }
 
 func (db *DB) open() (*pebble.DB, error) {
@@ -180,18 +217,20 @@ func (db *DB) open() (*pebble.DB, error) {
 	if err := os.MkdirAll(db.opts.Dir, 0o700); err != nil {
 		return nil, err
 	}
-	// A directory that holds files but no Pebble database (the store of
-	// an earlier version) is not a store: its files would stay forever.
-	if desc, err := pebble.Peek(db.opts.Dir, vfs.Default); err == nil && !desc.Exists {
+	desc, err := pebble.Peek(db.opts.Dir, vfs.Default)
+	if err != nil {
+		return nil, err
+	}
+	if !desc.Exists {
 		if ents, _ := os.ReadDir(db.opts.Dir); len(ents) > 0 {
-			return nil, fmt.Errorf("%s holds no Pebble database but %d other files", db.opts.Dir, len(ents))
+			return nil, &notAStore{dir: db.opts.Dir}
 		}
 	}
 	// Locked first, so that a store in use by another process is an
 	// error, not a store to wipe.
 	lock, err := pebble.LockDirectory(db.opts.Dir, vfs.Default)
 	if err != nil {
-		return nil, &inUseError{err}
+		return nil, fmt.Errorf("in use by another process: %w", err)
 	}
 	po.Lock = lock
 	pdb, err := pebble.Open(db.opts.Dir, po)
@@ -203,12 +242,6 @@ func (db *DB) open() (*pebble.DB, error) {
 	return pdb, nil
 }
 
-// inUseError says another process holds the store.
-type inUseError struct{ err error }
-
-func (e *inUseError) Error() string { return "in use by another process: " + e.err.Error() }
-func (e *inUseError) Unwrap() error { return e.err }
-
 // Close stops applying writes and closes the database. What is still held
 // unconfirmed is dropped: Kafka has it, or it never happened.
 func (db *DB) Close() error {
@@ -219,6 +252,10 @@ func (db *DB) Close() error {
 	}
 	close(db.stop)
 	<-db.done
+	return db.closeFiles()
+}
+
+func (db *DB) closeFiles() error {
 	err := db.pdb.Close()
 	db.cache.Unref()
 	if db.lock != nil {
@@ -229,7 +266,7 @@ func (db *DB) Close() error {
 
 // Partition returns the goka storage of table partition p. goka builds a
 // partition's storage anew for every assignment; the last one built is
-// the one confirmations and flushes go to.
+// the one confirmations, flushes and reads go to.
 func (db *DB) Partition(p int32) *Partition {
 	part := newPartition(db, p)
 	db.mu.Lock()
@@ -246,20 +283,38 @@ func (db *DB) forget(part *Partition) {
 	db.mu.Unlock()
 }
 
+func (db *DB) open1(p int32) *Partition {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return db.parts[p]
+}
+
+func (db *DB) openParts() []*Partition {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	parts := make([]*Partition, 0, len(db.parts))
+	for _, part := range db.parts {
+		parts = append(parts, part)
+	}
+	return parts
+}
+
 // Replayed is the number of changelog records the partitions' recoveries
 // applied since the database was opened: after a restart, only those
 // after each partition's stored offset.
 func (db *DB) Replayed() int64 { return db.replayed.Load() }
 
-// Confirm says that the changelog record of the oldest unconfirmed write
-// of key in partition p is stored at offset (see the package comment).
-func (db *DB) Confirm(p int32, key string, offset int64) {
-	db.mu.Lock()
-	part := db.parts[p]
-	db.mu.Unlock()
-	if part != nil && part.confirm(key, offset) >= db.opts.FlushAfter {
-		db.wake()
+// Health is nil while every open partition can apply its writes, or says
+// why one cannot (a failed changelog write, a gap, a database that
+// refuses writes).
+func (db *DB) Health() error {
+	var errs []error
+	for _, part := range db.openParts() {
+		if err := part.broken(); err != nil {
+			errs = append(errs, fmt.Errorf("partition %d: %w", part.p, err))
+		}
 	}
+	return errors.Join(errs...)
 }
 
 func (db *DB) wake() {
@@ -269,12 +324,18 @@ func (db *DB) wake() {
 	}
 }
 
+// touchEvery is how often the flusher records that the open partitions
+// are still held (checkpoint.go).
+const touchEvery = time.Minute
+
 // flusher applies confirmed writes every FlushInterval, or at once when a
-// partition holds FlushAfter of them.
+// partition holds FlushAfter of them; it records that the partitions are
+// held, and removes those not held for MaxCheckpointAge.
 func (db *DB) flusher() {
 	defer close(db.done)
 	t := time.NewTicker(db.opts.FlushInterval)
 	defer t.Stop()
+	lastTouch, lastSweep := db.opts.Now(), db.opts.Now()
 	for {
 		select {
 		case <-db.stop:
@@ -282,30 +343,42 @@ func (db *DB) flusher() {
 		case <-t.C:
 		case <-db.kick:
 		}
-		db.mu.Lock()
-		parts := make([]*Partition, 0, len(db.parts))
-		for _, part := range db.parts {
-			parts = append(parts, part)
-		}
-		db.mu.Unlock()
-		for _, part := range parts {
+		for _, part := range db.openParts() {
 			if err := part.flush(); err != nil {
-				db.opts.Logger.Error("scheduler table store: applying confirmed writes failed; they stay in memory and are retried", "partition", part.p, "err", err)
+				part.applyFailed(err)
+			}
+		}
+		now := db.opts.Now()
+		if now.Sub(lastTouch) >= touchEvery {
+			lastTouch = now
+			for _, part := range db.openParts() {
+				if err := part.touch(); err != nil {
+					db.opts.Logger.Warn("scheduler table store: recording that a partition is held failed", "partition", part.p, "err", err)
+				}
+			}
+		}
+		if now.Sub(lastSweep) >= db.opts.MaxCheckpointAge/8 {
+			lastSweep = now
+			if err := db.removeAbandoned(); err != nil {
+				db.opts.Logger.Warn("scheduler table store: removing partitions no longer held failed", "err", err)
 			}
 		}
 	}
 }
 
-// Key layout. Every key starts with its kind and the partition (4 bytes big
-// endian), so that a partition's keys of one kind are one range:
+// Key layout. Every key starts with its kind; a partition's keys then have
+// the partition (4 bytes big endian), so that a partition's keys of one
+// kind are one range:
 //
-//	'o' p                              → offset (8) + time it was stored (8, Unix ns)
+//	'm'                                → what the store mirrors (mirror.go)
+//	'o' p                              → offset (8) + when last held (8, Unix ns)
 //	'r' p key                          → the row (goka's value)
 //	't' p at(8) key                    → nothing: the row's timer (Unix ns)
 //	'v' p key                          → recover_at (8): rows holding work of an earlier incarnation
 //	'l' p ns 0x00 ^created(8) ^id 0xff → status (1): the listing, newest first
 //	'c' p ns                           → live jobs (8)
 const (
+	kindMirror  = 'm'
 	kindOffset  = 'o'
 	kindRow     = 'r'
 	kindTimer   = 't'
@@ -313,6 +386,9 @@ const (
 	kindListing = 'l'
 	kindCount   = 'c'
 )
+
+// partitionKinds are the kinds of key a partition has.
+var partitionKinds = []byte{kindOffset, kindRow, kindTimer, kindRecover, kindListing, kindCount}
 
 func prefix(kind byte, p int32, extra int) []byte {
 	b := make([]byte, 5, 5+extra)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/chime-sched/chime/internal/clocktest"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
@@ -51,8 +52,8 @@ func recovered(t *testing.T, db *DB, p int32) *Partition {
 }
 
 // TestWritesWaitForKafka: a write after recovery is read at once but
-// reaches the database only once its changelog record is confirmed, in
-// the order writes were made; what was not confirmed is gone after a crash
+// reaches the database only once its own changelog record is stored, in
+// the order writes were made; what was not stored is gone after a crash
 // and the stored offset is that of the last write applied.
 func TestWritesWaitForKafka(t *testing.T) {
 	t.Parallel()
@@ -61,32 +62,27 @@ func TestWritesWaitForKafka(t *testing.T) {
 	part := recovered(t, db, 3)
 	a := row(t, chimev1.JobStatus_JOB_STATUS_SCHEDULED, t0, t0.Add(time.Hour))
 	b := row(t, chimev1.JobStatus_JOB_STATUS_SCHEDULED, t0, t0.Add(2*time.Hour))
-	require.NoError(t, part.Set("ns/a", a))
-	require.NoError(t, part.Set("ns/b", b))
-	require.NoError(t, part.Set("ns/a", b))
+	wa := set(t, part, "ns/a", a)
+	wb := set(t, part, "ns/b", b)
+	set(t, part, "ns/a", b)
 	got, err := part.Get("ns/a")
 	require.NoError(t, err)
 	require.Equal(t, b, got, "the overlay answers reads")
 
-	// b's record confirmed before a's first: nothing can be applied yet.
-	db.Confirm(3, "ns/b", 11)
+	// b's record stored before a's first: nothing can be applied yet.
+	wb.Stored(11)
 	require.NoError(t, part.flush())
-	require.Zero(t, part.TimerCount(), "nothing applied while an earlier write waits")
-	db.Confirm(3, "ns/a", 10)
+	require.Zero(t, appliedTimers(t, part), "nothing applied while an earlier write waits")
+	wa.Stored(10)
 	require.NoError(t, part.flush())
-	require.EqualValues(t, 2, part.TimerCount())
+	require.EqualValues(t, 2, appliedTimers(t, part))
 	off, err := part.GetOffset(-1)
 	require.NoError(t, err)
 	require.EqualValues(t, 11, off)
 
-	// The second write of a is never confirmed: a kill -9 loses it from
+	// The second write of a is never stored: a kill -9 loses it from
 	// the database, and its stored offset still says where to replay from.
-	// A crash: no flush; the process's files and lock go with it.
-	close(db.stop)
-	<-db.done
-	require.NoError(t, db.pdb.Close())
-	db.cache.Unref()
-	require.NoError(t, db.lock.Close())
+	crash(t, db)
 	db2 := open(t, dir)
 	t.Cleanup(func() { _ = db2.Close() })
 	part2 := db2.Partition(3)
@@ -98,6 +94,34 @@ func TestWritesWaitForKafka(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, a, got, "the unconfirmed write is not there")
 	require.EqualValues(t, 2, part2.TimerCount())
+}
+
+// set writes a row and returns the write the producer would emit.
+func set(t *testing.T, part *Partition, key string, value []byte) *Write {
+	t.Helper()
+	require.NoError(t, part.Set(key, value))
+	w := part.db.Emitting(part.p, key)
+	require.NotNil(t, w)
+	return w
+}
+
+// appliedTimers counts the timers the database holds for the partition.
+func appliedTimers(t *testing.T, part *Partition) int64 {
+	t.Helper()
+	part.mu.Lock()
+	defer part.mu.Unlock()
+	return part.applied[timersName]
+}
+
+// crash stops db as a kill -9 would: no flush; the process's files and
+// lock go with it.
+func crash(t *testing.T, db *DB) {
+	t.Helper()
+	close(db.stop)
+	<-db.done
+	require.NoError(t, db.pdb.Close())
+	db.cache.Unref()
+	require.NoError(t, db.lock.Close())
 }
 
 // TestRecoveryWritesWithTheirOffset: the changelog's records, replayed
@@ -177,8 +201,8 @@ func TestListingAndCounts(t *testing.T) {
 func TestOldCheckpointIsRebuilt(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "db")
-	now := t0
-	db := open(t, dir, func(o *Options) { o.Now = func() time.Time { return now } })
+	clock := clocktest.New(t0)
+	db := open(t, dir, func(o *Options) { o.Now = clock.Now })
 	part := db.Partition(0)
 	require.NoError(t, part.Open())
 	require.NoError(t, part.Set("ns/a", row(t, chimev1.JobStatus_JOB_STATUS_SCHEDULED, t0, t0.Add(time.Hour))))
@@ -186,7 +210,7 @@ func TestOldCheckpointIsRebuilt(t *testing.T) {
 	require.NoError(t, part.MarkRecovered())
 	require.NoError(t, part.Close())
 
-	now = t0.Add(21 * time.Hour)
+	clock.Set(t0.Add(21 * time.Hour))
 	part = db.Partition(0)
 	require.NoError(t, part.Open())
 	off, err := part.GetOffset(-2)

@@ -35,6 +35,8 @@ func (s *Scheduler) onCommand(ctx goka.Context, msg any) {
 		held = nil
 	}
 	s.apply(ctx, dec, held, false)
+	// Its effect is in the storage now: reads waiting for it may go.
+	s.serving.reach(ctx.Partition(), ctx.Offset())
 }
 
 // refused reports a decision that was not written because a record of it

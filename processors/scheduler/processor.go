@@ -24,14 +24,13 @@ import (
 
 	"github.com/lovoo/goka"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/jobstore"
-	"github.com/chime-sched/chime/processors/scheduler/jobindex"
 	"github.com/chime-sched/chime/schema"
-	"github.com/chime-sched/chime/schema/chimev1"
 )
 
 // Scheduler is one scheduler instance; run several with the same topics and
@@ -43,11 +42,18 @@ type Scheduler struct {
 	namespaces schema.NamespaceSource
 	timers     *timers
 	// db is the table's store: LocalState's, or one in memory (ownDB).
-	db        *jobstore.DB
-	ownDB     bool
-	tickCl    *kgo.Client
+	db    *jobstore.DB
+	ownDB bool
+	// kcl is the franz-go client for ticks and metadata (nil in goka's
+	// tester, which has no broker).
+	kcl       *kgo.Client
 	targets   []string
 	unwritten *unwritten
+	// serving is which partitions job reads are answered for (serving.go).
+	serving *serving
+	// tablePartitions is the table topic's partition count (0 until
+	// known).
+	tablePartitions atomic.Int32
 
 	mu   sync.Mutex
 	proc *goka.Processor
@@ -76,7 +82,7 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.Namespaces == nil {
 		return nil, errors.New("scheduler: Config.Namespaces is required: start a views.Namespaces before the scheduler, or pass schema.StaticNamespaces")
 	}
-	s := &Scheduler{cfg: cfg, namespaces: cfg.Namespaces, unwritten: newUnwritten(cfg.MaxUnwritten)}
+	s := &Scheduler{cfg: cfg, namespaces: cfg.Namespaces, unwritten: newUnwritten(cfg.MaxUnwritten), serving: newServing()}
 	allowed := map[string]bool{cfg.Topics.BreakerTimers(): true}
 	for _, t := range cfg.KafkaTargetTopics {
 		if t != "" {
@@ -88,8 +94,7 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	slices.Sort(s.targets)
 	s.decider = &decider{cfg: cfg, allowed: allowed}
-	sender := cfg.tickSender
-	if sender == nil {
+	if len(cfg.Brokers) > 0 {
 		cl, err := kgo.NewClient(append(cfg.SASL.Kgo(),
 			kgo.SeedBrokers(cfg.Brokers...),
 			kgo.ClientID(cfg.ClientID+"-ticks"),
@@ -100,10 +105,14 @@ func New(cfg Config) (*Scheduler, error) {
 		if err != nil {
 			return nil, fmt.Errorf("scheduler: tick producer: %w", err)
 		}
-		s.tickCl = cl
-		sender = &kgoTickSender{cl: cl, topic: cfg.Topics.Ticks(), logger: cfg.Logger}
+		s.kcl = cl
+	}
+	sender := cfg.tickSender
+	if sender == nil && s.kcl != nil {
+		sender = &kgoTickSender{cl: s.kcl, topic: cfg.Topics.Ticks(), logger: cfg.Logger}
 	}
 	s.timers = newTimers(cfg, cfg.Topics.SchedulerTable(), sender)
+	s.timers.onRecovered = s.serving.recovered
 	if err := s.registerMetrics(cfg.Registerer); err != nil {
 		return nil, err
 	}
@@ -204,14 +213,15 @@ func (s *Scheduler) Start(ctx context.Context) error { return s.Go(ctx, s.run) }
 
 func (s *Scheduler) run(ctx context.Context, ready func()) error {
 	defer func() {
-		if s.tickCl != nil {
-			s.tickCl.Close()
+		s.serving.stopped()
+		if s.kcl != nil {
+			s.kcl.Close()
 		}
 	}()
-	if s.tickCl != nil {
+	if s.kcl != nil {
 		wctx, stopWatch := context.WithCancel(ctx)
 		defer stopWatch()
-		go watchPartitions(wctx, s.tickCl, map[string]*atomic.Int32{
+		go watchPartitions(wctx, s.kcl, map[string]*atomic.Int32{
 			s.cfg.Topics.Due():         &s.dueKeys.partitions,
 			s.cfg.Topics.JobCommands(): &s.cmdPartitions,
 		})
@@ -222,7 +232,7 @@ func (s *Scheduler) run(ctx context.Context, ready func()) error {
 	// A processor restarted after an error recovers each partition from
 	// the store's offset on: the store holds only what Kafka confirmed.
 	return processors.Supervise(ctx, "scheduler", s.cfg.Logger, func(ctx context.Context) error {
-		p, err := s.newProcessor()
+		p, err := s.newProcessor(ctx)
 		if err != nil {
 			return err
 		}
@@ -244,13 +254,29 @@ func (s *Scheduler) rebalanced(a goka.Assignment) {
 		keep[p] = true
 	}
 	s.unwritten.keep(keep)
+	s.serving.assigned(keep)
+	go s.reachCommitted(a)
 }
 
-func (s *Scheduler) newProcessor() (*goka.Processor, error) {
+func (s *Scheduler) newProcessor(ctx context.Context) (*goka.Processor, error) {
+	if s.kcl != nil {
+		// The store must be a copy of this changelog: checked at every
+		// processor start, while no partition is open.
+		adm := kadm.NewClient(s.kcl)
+		m, err := mirror(ctx, adm, s.cfg.Topics.SchedulerTable())
+		if err != nil {
+			return nil, err
+		}
+		b := &logBounds{adm: adm, table: s.cfg.Topics.SchedulerTable()}
+		if err := s.db.Verify(m, b.get); err != nil {
+			return nil, fmt.Errorf("scheduler: %w", err)
+		}
+		s.tablePartitions.Store(m.Partitions)
+	}
 	opts := append(s.options(), goka.WithStorageBuilder(s.timers.builder(s.db)))
 	if !s.cfg.autoConfirm {
 		// The table's writes reach the store once Kafka stored them.
-		opts = append(opts, goka.WithProducerBuilder(confirming(processors.ProducerBuilder(s.cfg.Client), s.cfg.Topics.SchedulerTable(), s.db.Confirm)))
+		opts = append(opts, goka.WithProducerBuilder(confirming(processors.ProducerBuilder(s.cfg.Client), s.cfg.Topics.SchedulerTable(), &s.tablePartitions, s.db, s.cfg.Logger)))
 	}
 	p, err := goka.NewProcessor(s.cfg.Brokers, s.Graph(), opts...)
 	if err != nil {
@@ -286,7 +312,7 @@ func (s *Scheduler) Ready() error {
 	if s.proc == nil || !s.proc.Recovered() {
 		return processors.ErrRecovering
 	}
-	return nil
+	return s.db.Health()
 }
 
 // PendingTimers is the number of rows with a timer in the partitions this
@@ -301,50 +327,6 @@ func (s *Scheduler) WindowTimers() int { return s.timers.InWindow() }
 // has read while recovering partitions: after a restart on its disk
 // store, only those written since the store's offset.
 func (s *Scheduler) RecoveredRecords() int64 { return s.db.Replayed() }
-
-// Get reads a job's row from this instance's local table (nil if it is
-// not here), with a fire not yet written.
-func (s *Scheduler) Get(key string) (st *chimev1.JobState, err error) {
-	s.mu.Lock()
-	p := s.proc
-	s.mu.Unlock()
-	if p == nil || !p.Recovered() {
-		return nil, errors.New("scheduler: not running or recovering its partitions")
-	}
-	// goka's Get reads a partition's storage without checking that it is
-	// set up: during a rebalance it dereferences a nil storage (seen under
-	// load). The partition is then recovering; say so.
-	defer func() {
-		if r := recover(); r != nil {
-			st, err = nil, fmt.Errorf("scheduler: reading %q while its partition moves: %v", key, r)
-		}
-	}()
-	if raw, ok := s.unwritten.peek(key); ok {
-		v, err := schema.JobStateCodec{}.Decode(raw)
-		if err != nil {
-			return nil, err
-		}
-		return v.(*chimev1.JobState), nil
-	}
-	v, err := p.Get(key)
-	if err != nil || v == nil {
-		return nil, err
-	}
-	return v.(*chimev1.JobState), nil
-}
-
-// LiveJobs returns the namespace's live (not ended) jobs in the partitions
-// this instance owns: the API's pending-jobs quota reads it.
-func (s *Scheduler) LiveJobs(ns string) int64 { return jobindex.LiveIn(s.timers.listings(), ns) }
-
-// ListJobs returns a page of the namespace's jobs in the partitions this
-// instance owns, newest first, and whether more follow.
-func (s *Scheduler) ListJobs(ns string, q jobindex.Query) ([]jobindex.Entry, bool) {
-	return jobindex.List(s.timers.listings(), ns, q)
-}
-
-// Partitions lists the partitions this instance actively owns.
-func (s *Scheduler) Partitions() []int32 { return s.timers.Partitions() }
 
 // Assignments counts the assignments this instance has taken: each
 // rebalance and each restart of the processor is one, counted before its

@@ -7,7 +7,6 @@ import (
 
 	"github.com/chime-sched/chime/internal/timerindex"
 	"github.com/chime-sched/chime/processors/jobstore"
-	"github.com/chime-sched/chime/processors/scheduler/jobindex"
 	"github.com/chime-sched/chime/schema"
 )
 
@@ -154,6 +153,9 @@ func (s *timerStorage) MarkRecovered() error {
 	}
 	s.timers.indexed(s.partition, s.pendingTimers())
 	s.startPump()
+	if s.timers.active(s.partition) && s.timers.onRecovered != nil {
+		s.timers.onRecovered(s.partition)
+	}
 	return nil
 }
 
@@ -230,18 +232,6 @@ func (s *timerStorage) windowTimers() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.idx.Len()
-}
-
-// Page implements jobindex.Source over the store's listing.
-func (s *timerStorage) Page(ns string, q jobindex.Query, n int, out []jobindex.Entry) []jobindex.Entry {
-	_ = s.Partition.List(ns, q.After.Created, q.After.ID, func(l jobstore.Listed) bool {
-		if q.Wants(l.Status) && (q.Internal || !jobstore.Internal(l.ID)) {
-			out = append(out, jobindex.Entry{ID: l.ID, Created: l.Created, Status: l.Status})
-			n--
-		}
-		return n > 0
-	})
-	return out
 }
 
 // pump turns due window entries into ticks for this partition, and keeps

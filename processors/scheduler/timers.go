@@ -16,7 +16,7 @@ import (
 	"github.com/chime-sched/chime/internal/timerindex"
 	"github.com/chime-sched/chime/processors/jobstore"
 	"github.com/chime-sched/chime/processors/memstore"
-	"github.com/chime-sched/chime/processors/scheduler/jobindex"
+
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
@@ -33,6 +33,9 @@ type timers struct {
 	now        func() time.Time
 	sender     tickSender
 	tableTopic string
+
+	// onRecovered hears of each actively owned partition that recovered.
+	onRecovered func(p int32)
 
 	mu       sync.Mutex
 	assigned map[int32]bool
@@ -144,17 +147,6 @@ func (t *timers) hint(p int32, key string, x *jobstore.RowIndex) {
 	if s := t.storage(p); s != nil {
 		s.Hint(key, x)
 	}
-}
-
-// listings are the job listings of the partitions this instance actively
-// owns.
-func (t *timers) listings() []jobindex.Source {
-	sts := t.activeStorages()
-	out := make([]jobindex.Source, len(sts))
-	for i, s := range sts {
-		out[i] = s
-	}
-	return out
 }
 
 func (t *timers) activeStorages() []*timerStorage {

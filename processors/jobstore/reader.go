@@ -1,0 +1,348 @@
+package jobstore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/lovoo/goka/storage"
+
+	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/schema/chimev1"
+)
+
+// Reads: the rows as last written (the applied ones with the overlay on
+// top), the time index, listings and live counts, for the scheduler's pump
+// and for job reads. Each holds the partition's lock while it reads both
+// the database and the overlay, so that no write moves from one to the
+// other in between.
+
+// Timer is an entry of the time index.
+type Timer struct {
+	At  int64 // Unix nanoseconds
+	Key string
+}
+
+// Less orders timers by time, then key.
+func (t Timer) Less(u Timer) bool {
+	if t.At != u.At {
+		return t.At < u.At
+	}
+	return t.Key < u.Key
+}
+
+// Timers calls fn with the timers of the rows as they are now, in (time,
+// key) order, from from (inclusive) up to to (exclusive) or until fn has
+// had max of them: the applied rows' from the time index, and the rows
+// written but not applied yet from the overlay (after the others, in no
+// particular order). It returns where the next call should start: to, or
+// the first timer it did not pass.
+func (part *Partition) Timers(from, to Timer, max int, fn func(Timer)) (end Timer, err error) {
+	part.mu.Lock()
+	defer part.mu.Unlock()
+	lo := timerKey(part.p, from.At, from.Key)
+	it, err := part.db.pdb.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(prefix(kindTimer, part.p, 0))})
+	if err != nil {
+		return from, err
+	}
+	end = to
+	n := 0
+	for it.First(); it.Valid(); it.Next() {
+		k := it.Key()
+		t := Timer{At: int64(binary.BigEndian.Uint64(k[5:13])), Key: string(k[13:])}
+		if !t.Less(to) {
+			break
+		}
+		if n == max {
+			end = t
+			break
+		}
+		if _, written := part.ov.latest[t.Key]; written {
+			continue // written since it was applied: the overlay has it
+		}
+		fn(t)
+		n++
+	}
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return from, err
+	}
+	for k, w := range part.ov.latest {
+		at, _ := schema.JobStateTimer(w.value)
+		if t := (Timer{At: at, Key: k}); at != 0 && !t.Less(from) && t.Less(end) {
+			fn(t)
+		}
+	}
+	return end, nil
+}
+
+// Recovering calls fn with every row that holds a fire or a Kafka write of
+// an earlier scheduler incarnation (recover_at), at the earlier of its
+// timer and recover_at: a recovering scheduler ticks them at once
+// (chimev1.JobState.recover_at).
+func (part *Partition) Recovering(fn func(Timer)) error {
+	lo := prefix(kindRecover, part.p, 0)
+	it, err := part.db.pdb.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(lo)})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		if v := it.Value(); len(v) == 8 {
+			fn(Timer{At: int64(binary.BigEndian.Uint64(v)), Key: string(it.Key()[5:])})
+		}
+	}
+	return it.Error()
+}
+
+// Live returns the namespace's live jobs (not ended; chime's own left
+// out), as last written.
+func (part *Partition) Live(ns string) int64 {
+	part.mu.Lock()
+	defer part.mu.Unlock()
+	return part.applied[ns] + part.ov.delta[ns]
+}
+
+// TimerCount is the partition's rows with a timer, as last written.
+func (part *Partition) TimerCount() int64 { return part.Live(timersName) }
+
+// Listed is a job as listings show it.
+type Listed struct {
+	ID      string
+	Created int64 // Unix nanoseconds
+	Status  chimev1.JobStatus
+}
+
+// newer orders listings: newest first, equal times by id descending.
+func (l Listed) newer(m Listed) bool {
+	if l.Created != m.Created {
+		return l.Created > m.Created
+	}
+	return l.ID > m.ID
+}
+
+// List calls fn with the namespace's jobs, newest first (equal times by
+// id, descending), as last written, starting after the job (afterCreated,
+// afterID) when afterID is set. fn returning false stops.
+func (part *Partition) List(ns string, afterCreated int64, afterID string, fn func(Listed) bool) error {
+	part.mu.Lock()
+	defer part.mu.Unlock()
+	// The overlay's rows of the namespace: those it lists, in order, and
+	// every key it has (its version hides the database's).
+	var ov []Listed
+	hidden := map[string]bool{}
+	after := Listed{ID: afterID, Created: afterCreated}
+	pre := ns + "/"
+	for k, w := range part.ov.latest {
+		id, ok := strings.CutPrefix(k, pre)
+		if !ok {
+			continue
+		}
+		hidden[id] = true
+		if x := IndexOf(w.value); x != nil && x.Listed {
+			l := Listed{ID: id, Created: x.Created, Status: x.Status}
+			if afterID == "" || after.newer(l) {
+				ov = append(ov, l)
+			}
+		}
+	}
+	slices.SortFunc(ov, func(a, b Listed) int {
+		if a.newer(b) {
+			return -1
+		}
+		return 1
+	})
+	more := true
+	err := listApplied(part.db.pdb, part.p, ns, afterCreated, afterID, func(l Listed) bool {
+		if hidden[l.ID] {
+			return true
+		}
+		for len(ov) > 0 && ov[0].newer(l) {
+			if more = fn(ov[0]); !more {
+				return false
+			}
+			ov = ov[1:]
+		}
+		more = fn(l)
+		return more
+	})
+	for _, l := range ov {
+		if !more || !fn(l) {
+			break
+		}
+	}
+	return err
+}
+
+// listApplied calls fn with the namespace's jobs in partition p as the
+// database holds them (see List).
+func listApplied(r iterable, p int32, ns string, afterCreated int64, afterID string, fn func(Listed) bool) error {
+	pre := listingPrefix(p, ns)
+	lo := pre
+	if afterID != "" {
+		lo = upperBound(listingKey(p, ns, afterCreated, afterID))
+	}
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(pre)})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		k := it.Key()[len(pre):]
+		if len(k) < 10 || len(it.Value()) != 1 {
+			continue
+		}
+		id := make([]byte, len(k)-9)
+		for i := range id {
+			id[i] = ^k[8+i]
+		}
+		if !fn(Listed{ID: string(id), Created: int64(^binary.BigEndian.Uint64(k)), Status: chimev1.JobStatus(it.Value()[0])}) {
+			return nil
+		}
+	}
+	return it.Error()
+}
+
+// View reads partition p as this process last wrote it: through its open
+// storage when it has one, else (between a rebalance's close of the
+// storage and the next one's recovery) from the database, which then holds
+// every write of the partition that Kafka stored. The caller decides that
+// p is one it may answer for.
+type View struct {
+	db *DB
+	p  int32
+}
+
+// View returns partition p's view.
+func (db *DB) View(p int32) View { return View{db: db, p: p} }
+
+// open is the partition's storage if it is open and recovered.
+func (v View) open() *Partition {
+	if part := v.db.open1(v.p); part != nil && part.Recovered() {
+		return part
+	}
+	return nil
+}
+
+// Get returns key's row (nil: none).
+func (v View) Get(key string) ([]byte, error) {
+	if part := v.open(); part != nil {
+		return part.Read(key)
+	}
+	return get(v.db.pdb, rowKey(v.p, key))
+}
+
+// List is Partition.List.
+func (v View) List(ns string, afterCreated int64, afterID string, fn func(Listed) bool) error {
+	if part := v.open(); part != nil {
+		return part.List(ns, afterCreated, afterID, fn)
+	}
+	return listApplied(v.db.pdb, v.p, ns, afterCreated, afterID, fn)
+}
+
+// Live is Partition.Live.
+func (v View) Live(ns string) (int64, error) {
+	if part := v.open(); part != nil {
+		return part.Live(ns), nil
+	}
+	raw, err := get(v.db.pdb, countKey(v.p, ns))
+	if err != nil || len(raw) != 8 {
+		return 0, err
+	}
+	return int64(binary.BigEndian.Uint64(raw)), nil
+}
+
+// SetIterateBefore bounds Iterator to the rows whose timer is before
+// bound() (Unix ns): the scheduler's sweep visits them through goka
+// (Processor.VisitAll iterates the storage), and must not read every row
+// of a table of millions.
+func (part *Partition) SetIterateBefore(bound func() int64) {
+	part.mu.Lock()
+	part.iterateBefore = bound
+	part.mu.Unlock()
+}
+
+// Iterator implements storage.Storage: every applied row, or with
+// SetIterateBefore the rows whose timer is before the bound, in timer
+// order.
+func (part *Partition) Iterator() (storage.Iterator, error) {
+	part.mu.Lock()
+	bound := part.iterateBefore
+	part.mu.Unlock()
+	if bound == nil {
+		lo := prefix(kindRow, part.p, 0)
+		return part.iter(lo, upperBound(lo), len(lo))
+	}
+	var keys [][]byte
+	_, err := part.Timers(Timer{}, Timer{At: bound()}, math.MaxInt, func(t Timer) { keys = append(keys, []byte(t.Key)) })
+	return &keysIterator{part: part, keys: keys, i: -1}, err
+}
+
+// IteratorWithRange implements storage.Storage over row keys.
+func (part *Partition) IteratorWithRange(start, limit []byte) (storage.Iterator, error) {
+	pre := prefix(kindRow, part.p, 0)
+	lo := append(bytes.Clone(pre), start...)
+	hi := upperBound(pre)
+	if len(limit) > 0 {
+		hi = append(bytes.Clone(pre), limit...)
+	}
+	return part.iter(lo, hi, len(pre))
+}
+
+func (part *Partition) iter(lo, hi []byte, strip int) (storage.Iterator, error) {
+	it, err := part.db.pdb.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return nil, err
+	}
+	return &rowIterator{it: it, pre: lo[:strip], strip: strip}, nil
+}
+
+// rowIterator adapts a Pebble iterator over row keys to goka's.
+type rowIterator struct {
+	it      *pebble.Iterator
+	pre     []byte
+	strip   int
+	started bool
+}
+
+func (r *rowIterator) Next() bool {
+	if !r.started {
+		r.started = true
+		return r.it.First()
+	}
+	return r.it.Next()
+}
+func (r *rowIterator) Err() error             { return r.it.Error() }
+func (r *rowIterator) Key() []byte            { return bytes.Clone(r.it.Key()[r.strip:]) }
+func (r *rowIterator) Value() ([]byte, error) { return bytes.Clone(r.it.Value()), nil }
+func (r *rowIterator) Release()               { _ = r.it.Close() }
+func (r *rowIterator) Seek(key []byte) bool {
+	r.started = true
+	return r.it.SeekGE(append(bytes.Clone(r.pre), key...))
+}
+
+// keysIterator iterates given keys, reading each row when asked.
+type keysIterator struct {
+	part *Partition
+	keys [][]byte
+	i    int
+}
+
+func (k *keysIterator) Next() bool { k.i++; return k.i < len(k.keys) }
+func (k *keysIterator) Err() error { return nil }
+func (k *keysIterator) Key() []byte {
+	return k.keys[k.i]
+}
+func (k *keysIterator) Value() ([]byte, error) { return k.part.Read(string(k.keys[k.i])) }
+func (k *keysIterator) Release()               {}
+func (k *keysIterator) Seek(key []byte) bool {
+	for k.i = 0; k.i < len(k.keys); k.i++ {
+		if bytes.Compare(k.keys[k.i], key) >= 0 {
+			return true
+		}
+	}
+	return false
+}
