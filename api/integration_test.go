@@ -80,7 +80,7 @@ func startKafka(t *testing.T) *liveKafka {
 		Namespaces: nsView,
 	})
 	require.NoError(t, err)
-	qs, err := jobquery.NewServer(jobquery.ServerConfig{Source: jobquery.Legacy(sched), Partitions: 4, Secret: querySecret, Logger: log})
+	qs, err := jobquery.NewServer(jobquery.ServerConfig{Source: sched, Partitions: 4, Secret: querySecret, Logger: log})
 	require.NoError(t, err)
 	brk, err := breaker.New(breaker.Config{Config: processors.Config{Client: processors.Client{Brokers: c.Brokers(), Logger: log}, Topics: topics}, Namespaces: schema.StaticNamespaces{}})
 	require.NoError(t, err)

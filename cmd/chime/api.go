@@ -20,7 +20,6 @@ import (
 	"github.com/chime-sched/chime/api/quota"
 	"github.com/chime-sched/chime/infra/config"
 	"github.com/chime-sched/chime/internal/lifecycle"
-	"github.com/chime-sched/chime/views/jobquery"
 )
 
 // roleAPI runs the HTTP API against the configured brokers, reading
@@ -96,7 +95,7 @@ func newAPI(e *env, dev bool, src *analyticsSource, rm *readModels, sr *schedule
 	}
 	a := &apiRole{log: log, reads: rm.parts()}
 	if sr != nil {
-		bcfg.LocalJobs, bcfg.LocalQueryAddr = jobquery.Legacy(sr.s), sr.queryAddr // TEMPORARY Legacy
+		bcfg.LocalJobs, bcfg.LocalQueryAddr = sr.s, sr.queryAddr
 		a.reads = append(a.reads, sr.s)
 	}
 	be, err := api.NewBackend(bcfg)

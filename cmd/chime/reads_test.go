@@ -27,22 +27,32 @@ import (
 // costs only the reads of the partitions that move.
 
 // checkQuickStart runs the README's quick start against dev: the job just
-// created is in `chime client jobs acme` at once.
+// created is in `chime client jobs acme` at once (five times over, each
+// job another id).
 func checkQuickStart(t *testing.T, dev *devAPI, admin string) {
 	t.Helper()
+	waitFor(t, 90*time.Second, "chime dev ready (its scheduler too)", func() bool {
+		st, _ := dev.call(t, "GET", "/readyz", "", "")
+		return st == 200
+	})
 	st, out := dev.call(t, "PUT", "/v1/namespaces/acme", admin, `{}`)
 	require.Equal(t, 201, st, "%v", out)
-	st, out = dev.call(t, "POST", "/v1/namespaces/acme/jobs", admin,
-		`{"id": "tick", "schedule": {"every": "5s"}, "callback": {"url": "http://127.0.0.1:9999/hook", "body": {"hello": "chime"}}}`)
-	require.Equal(t, 201, st, "%v", out)
-	var stdout, stderr strings.Builder
 	env := map[string]string{"CHIME_API_URL": dev.base, "CHIME_TOKEN": admin}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	code := runClient(context.Background(), proc{args: []string{"jobs", "acme"}, lookupEnv: lookup, stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr})
-	require.Equal(t, 0, code, stderr.String())
-	require.Regexp(t, `(?m)^tick\s+scheduled\s`, stdout.String(), "the job just created is listed")
-	st, out = dev.call(t, "DELETE", "/v1/namespaces/acme/jobs/tick", admin, "")
-	require.Equal(t, 200, st, "%v", out)
+	for i := range 5 {
+		id := fmt.Sprintf("tick%d", i)
+		st, out = dev.call(t, "POST", "/v1/namespaces/acme/jobs", admin,
+			`{"id": "`+id+`", "schedule": {"every": "5s"}, "callback": {"url": "http://127.0.0.1:9999/hook", "body": {"hello": "chime"}}}`)
+		require.Equal(t, 201, st, "%v", out)
+		var stdout, stderr strings.Builder
+		code := runClient(context.Background(), proc{args: []string{"jobs", "acme"}, lookupEnv: lookup, stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr})
+		require.Equal(t, 0, code, stderr.String())
+		require.Regexp(t, `(?m)^`+id+`\s+scheduled\s`, stdout.String(), "the job just created is listed")
+	}
+	for i := range 5 {
+		st, out = dev.call(t, "DELETE", fmt.Sprintf("/v1/namespaces/acme/jobs/tick%d", i), admin, "")
+		require.Equal(t, 200, st, "%v", out)
+	}
 }
 
 // checkReadsItsWrites: through api (a `chime api` of its own, reading

@@ -359,7 +359,7 @@ func newScheduler(e *env, rm *readModels) (*schedulerRole, error) {
 	}
 	var server *jobquery.Server
 	if sr.s, err = scheduler.New(cfg); err == nil {
-		server, err = jobquery.NewServer(jobquery.ServerConfig{Source: jobquery.Legacy(sr.s) /* TEMPORARY Legacy */, Partitions: e.cfg.Partitions, Secret: secret,
+		server, err = jobquery.NewServer(jobquery.ServerConfig{Source: sr.s, Partitions: e.cfg.Partitions, Secret: secret,
 			Logger: e.log.With("component", "scheduler-query")})
 	}
 	if err != nil {

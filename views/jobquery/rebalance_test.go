@@ -353,7 +353,7 @@ func TestQueryInstanceHelper(t *testing.T) {
 		Namespaces: kafkatest.EveryNamespace{},
 	})
 	require.NoError(t, err)
-	srv, err := jobquery.NewServer(jobquery.ServerConfig{Source: jobquery.Legacy(s), Partitions: testPartitions, Secret: testSecret, Logger: testLogger(t)})
+	srv, err := jobquery.NewServer(jobquery.ServerConfig{Source: s, Partitions: testPartitions, Secret: testSecret, Logger: testLogger(t)})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

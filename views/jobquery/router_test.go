@@ -91,7 +91,7 @@ func (b *bundle) startInstance() *instance {
 		Namespaces: kafkatest.EveryNamespace{},
 	})
 	require.NoError(t, err)
-	srv, err := jobquery.NewServer(jobquery.ServerConfig{Source: jobquery.Legacy(s), Partitions: testPartitions, Secret: testSecret, Logger: testLogger(t)})
+	srv, err := jobquery.NewServer(jobquery.ServerConfig{Source: s, Partitions: testPartitions, Secret: testSecret, Logger: testLogger(t)})
 	require.NoError(t, err)
 	query := jobquery.Listen(srv, ln)
 	lifecycletest.Start(t, s, query)
@@ -194,7 +194,7 @@ func settled(t *testing.T, what string, owners ...*instance) {
 
 // served is the partitions the instance serves now, sorted.
 func served(o *instance) []int32 {
-	ps, _ := jobquery.Legacy(o.s).Serving()
+	ps, _ := o.s.Serving()
 	return slices.Sorted(slices.Values(ps))
 }
 
