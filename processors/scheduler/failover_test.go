@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/scheduler"
+	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
@@ -60,6 +62,9 @@ func TestSchedulerProcessHelper(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	// SIGTERM stops it cleanly: the store is closed, its writes on disk.
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM)
+	defer stop()
 	go func() {
 		if err := lifecycle.Wait(ctx, s); err == nil {
 			fmt.Println("scheduler-ready")
@@ -76,6 +81,9 @@ func TestSchedulerProcessHelper(t *testing.T) {
 // helperStatus is what a scheduler helper process reports of itself.
 type helperStatus struct {
 	PID       int   `json:"pid"`
+	Ready     bool  `json:"ready"`
+	// Has: the row of ns/j0 is readable.
+	Has bool `json:"has"`
 	Pending   int   `json:"pending"`
 	Recovered int64 `json:"recovered"`
 }
@@ -83,7 +91,9 @@ type helperStatus struct {
 // writeStatus rewrites path with the process's status every 20 ms.
 func writeStatus(ctx context.Context, path string, s *scheduler.Scheduler) {
 	for ctx.Err() == nil {
-		b, _ := json.Marshal(helperStatus{PID: os.Getpid(), Pending: s.PendingTimers(), Recovered: s.RecoveredRecords()})
+		ready := s.Ready() == nil
+		row, _ := s.Get("ns/j0")
+		b, _ := json.Marshal(helperStatus{PID: os.Getpid(), Ready: ready, Has: row != nil, Pending: s.PendingTimers(), Recovered: s.RecoveredRecords()})
 		if os.WriteFile(path+".tmp", b, 0o600) == nil {
 			_ = os.Rename(path+".tmp", path)
 		}
@@ -300,4 +310,91 @@ func TestTwoInstancesShareTheWork(t *testing.T) {
 	stopA()
 	waitFor(t, 60*time.Second, "the survivor to own every partition", func() bool { return slices.Equal(owned(c), all) })
 	waitFor(t, 60*time.Second, "handed-over jobs to fire", func() bool { return b.dues.Keys() == 2*jobs+1 })
+}
+
+// TestStoreFollowsTheChangelog: a scheduler restarted on its store after
+// the changelog it was built from is gone (the topics deleted and created
+// again, as chime's startup error advises on a mismatch; another partition
+// count; another topic prefix on the same state dir) serves none of the
+// old rows: the store is rebuilt from what Kafka holds now.
+func TestStoreFollowsTheChangelog(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	dir := filepath.Join(t.TempDir(), "scheduler")
+	status := filepath.Join(t.TempDir(), "status.json")
+	const jobs = 5
+	later := time.Now().Add(time.Hour)
+	schedule := func(b *bundle) {
+		t.Helper()
+		for i := range jobs {
+			_, err := b.prod.Schedule(context.Background(), spec("ns", fmt.Sprintf("j%d", i), atSchedule(later)))
+			require.NoError(t, err)
+		}
+	}
+	schedule(b)
+	proc := startHelper(t, b, dir, "CHIME_STATUS_FILE="+status)
+	waitFor(t, 60*time.Second, "every job in the store", func() bool { return readStatus(status).Pending == jobs })
+
+	restart := func(what string, b *bundle, change func()) {
+		t.Helper()
+		// A clean stop: a kill -9 may lose the store's last writes (Pebble
+		// writes without syncing), and a store behind is no test.
+		require.NoError(t, proc.Process.Signal(syscall.SIGTERM))
+		require.NoError(t, proc.Wait())
+		change()
+		proc = startHelper(t, b, dir, "CHIME_STATUS_FILE="+status)
+		// Ready: every partition recovered; give the status a moment to
+		// be written by the new process.
+		var st helperStatus
+		waitFor(t, 30*time.Second, what+": the new process ready", func() bool {
+			st = readStatus(status)
+			return st.PID == proc.Process.Pid && st.Ready
+		})
+		require.Zero(t, st.Pending, "%s: rows of the old changelog are served", what)
+		require.False(t, st.Has, "%s: a row of the old changelog is read", what)
+		schedule(b)
+		waitFor(t, 60*time.Second, what+": the jobs created again", func() bool { return readStatus(status).Pending == jobs })
+	}
+	recreate := func(partitions int32) func() {
+		return func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			adm := b.cluster.Admin(t)
+			var names []string
+			for _, spec := range b.topics.All() {
+				names = append(names, spec.Name)
+			}
+			_, err := adm.DeleteTopics(ctx, names...)
+			require.NoError(t, err)
+			// A real cluster deletes topics in the background.
+			waitFor(t, 60*time.Second, "the topics deleted", func() bool {
+				td, err := adm.ListTopics(ctx, names...)
+				if err != nil {
+					return false
+				}
+				for _, d := range td {
+					if d.Err == nil {
+						return false
+					}
+				}
+				return true
+			})
+			b.cluster.Provision(t, b.topics, partitions)
+			// The producer knew the old topics' IDs.
+			p, err := producer.New(producer.Brokers(b.cluster.Brokers()), producer.TopicPrefix(b.topics.Prefix))
+			require.NoError(t, err)
+			t.Cleanup(p.Close)
+			b.prod = p
+		}
+	}
+	restart("topics deleted and created again", b, recreate(testPartitions))
+	restart("another partition count", b, recreate(testPartitions+1))
+
+	other := &bundle{t: t, cluster: b.cluster, topics: schema.NewTopics(b.topics.Prefix + "x.")}
+	b.cluster.Provision(t, other.topics, testPartitions)
+	p, err := producer.New(producer.Brokers(b.cluster.Brokers()), producer.TopicPrefix(other.topics.Prefix))
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	other.prod = p
+	restart("another topic prefix on the same state dir", other, func() {})
 }
