@@ -22,7 +22,9 @@ import (
 // before the first read answers, a few milliseconds of its
 // jobs-per-second quota when the schedulers answer, more while none can.
 // A count misses the creates in flight when it was read (admitted, not
-// yet acknowledged by Kafka); the next read corrects it.
+// yet acknowledged by Kafka), and jobs admitted but never published (a
+// request refused after the check, a publish that failed) count until the
+// next read; each read corrects both.
 type liveCounts struct {
 	// read counts ns's live jobs, once the schedulers have applied the
 	// commands this process published for it.
