@@ -65,8 +65,10 @@ type BreakerView interface {
 // JobView reads the scheduler's job table where it lives, in the
 // scheduler instances that own its partitions; *jobquery.Router is one.
 // An error means a part of the table cannot be read right now (its owner
-// recovering, moving or unreachable): the request answers 503 with
-// Retry-After, never a partial answer.
+// recovering, moving, behind or unreachable): the request answers 503
+// with Retry-After, never a partial answer. Listings and counts show the
+// effect of the job commands after locates (this process's commands of
+// the namespace: read-your-writes).
 type JobView interface {
 	// Get returns the job's row, nil if there is none.
 	Get(ns, id string) (*chimev1.JobState, error)
@@ -76,11 +78,11 @@ type JobView interface {
 	// LiveJobs counts the namespace's jobs that have not ended
 	// (scheduled, paused or firing), for the pending-jobs quota; chime's
 	// own jobs in it are not the namespace's and do not count.
-	LiveJobs(ns string) (int64, error)
+	LiveJobs(ns string, after jobquery.Offsets) (int64, error)
 	// ListJobs returns a page of the namespace's jobs with their rows,
 	// newest first, and whether more follow; chime's own jobs only with
 	// q.Internal.
-	ListJobs(ns string, q jobindex.Query) ([]jobquery.Job, bool, error)
+	ListJobs(ns string, q jobindex.Query, after jobquery.Offsets) ([]jobquery.Job, bool, error)
 }
 
 // Config is what New needs. Jobs, Control, Namespaces, Breakers and JobStates
@@ -199,6 +201,10 @@ type server struct {
 	quotas  *quota.Limiters
 	allow   *allowTable
 	bodies  *bodybudget.Budget
+	// published are the job commands' offsets this process's listings and
+	// counts must show; live, the pending-jobs quota's counts.
+	published *published
+	live      *liveCounts
 }
 
 // New builds the app. Serve it with app.Listen; stop it with
@@ -230,7 +236,11 @@ func New(cfg Config) (*fiber.App, error) {
 		metrics: m,
 		quotas:  quotas,
 		bodies:  cfg.Bodies,
+
+		published: newPublished(),
 	}
+	s.live = newLiveCounts(s.liveJobs, cfg.Now, m.liveCountRead)
+	s.cfg.Jobs = ackingPublisher{JobPublisher: cfg.Jobs, acked: s.acked}
 	if err := s.registerState(cfg.Registerer); err != nil {
 		return nil, err
 	}
@@ -392,20 +402,26 @@ func (r jobReader) Rows(ns string, ids []string) ([]*chimev1.JobState, error) {
 	return rows, nil
 }
 
-func (r jobReader) LiveJobs(ns string) (int64, error) {
-	n, err := r.JobView.LiveJobs(ns)
+func (r jobReader) LiveJobs(ns string, after jobquery.Offsets) (int64, error) {
+	n, err := r.JobView.LiveJobs(ns, after)
 	if err != nil {
 		return 0, viewUnavailable("job", err)
 	}
 	return n, nil
 }
 
-func (r jobReader) ListJobs(ns string, q jobindex.Query) ([]jobquery.Job, bool, error) {
-	jobs, more, err := r.JobView.ListJobs(ns, q)
+func (r jobReader) ListJobs(ns string, q jobindex.Query, after jobquery.Offsets) ([]jobquery.Job, bool, error) {
+	jobs, more, err := r.JobView.ListJobs(ns, q, after)
 	if err != nil {
 		return nil, false, viewUnavailable("job", err)
 	}
 	return jobs, more, nil
+}
+
+// liveJobs counts ns's live jobs with read-your-writes: what this process
+// published for it shows in the count.
+func (s *server) liveJobs(ns string) (int64, error) {
+	return s.cfg.JobStates.LiveJobs(ns, s.published.offsets(ns))
 }
 
 // viewRetryAfter is the Retry-After of a table that cannot be read: a

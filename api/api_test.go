@@ -9,7 +9,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +23,8 @@ import (
 
 	"github.com/chime-sched/chime/api"
 	"github.com/chime-sched/chime/api/quota"
+	"github.com/chime-sched/chime/internal/kafkatest"
+	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/scheduler/jobindex"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -148,6 +153,53 @@ func (b *testBundle) namespace(t *testing.T, ns string, cfg map[string]any) stri
 	return r.body["key"].(string)
 }
 
+// countReads is the number of the pending-jobs quota's count reads that
+// answered (chime_api_live_count_reads_total{result="ok"}).
+func (b *testBundle) countReads(t *testing.T) int {
+	t.Helper()
+	r := b.do(t, "GET", "/metrics", "", nil)
+	m := regexp.MustCompile(`chime_api_live_count_reads_total\{result="ok"\} (\d+)`).FindSubmatch(r.raw)
+	require.NotNil(t, m, "no count reads metric in %s", r.raw)
+	n, err := strconv.Atoi(string(m[1]))
+	require.NoError(t, err)
+	return n
+}
+
+// counted waits until the pending-jobs quota has read its counts n times
+// in all.
+func (b *testBundle) counted(t *testing.T, n int) {
+	t.Helper()
+	kafkatest.WaitFor(t, 10*time.Second, fmt.Sprintf("%d count reads", n), func() bool { return b.countReads(t) >= n })
+}
+
+// primeCount has the pending-jobs quota read ns's count: an admin create
+// (counted as one more live job, not limited) starts the read.
+func (b *testBundle) primeCount(t *testing.T, ns string) {
+	t.Helper()
+	before := b.countReads(t)
+	r := b.do(t, "POST", "/v1/namespaces/"+ns+"/jobs", adminToken, oneShot("2026-11-23T11:00:00Z"))
+	require.Equal(t, 201, r.status, "body: %s", r.raw)
+	b.counted(t, before+1)
+}
+
+// clock is a test's clock, moved by hand.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
 func oneShot(at string) map[string]any {
 	return map[string]any{
 		"schedule": map[string]any{"at": at},
@@ -190,8 +242,10 @@ func (brokenJobs) Get(string, string) (*chimev1.JobState, error) { return nil, j
 func (brokenJobs) Rows(string, []string) ([]*chimev1.JobState, error) {
 	return nil, jobquery.ErrUnavailable
 }
-func (brokenJobs) LiveJobs(string) (int64, error) { return 0, jobquery.ErrUnavailable }
-func (brokenJobs) ListJobs(string, jobindex.Query) ([]jobquery.Job, bool, error) {
+func (brokenJobs) LiveJobs(string, jobquery.Offsets) (int64, error) {
+	return 0, jobquery.ErrUnavailable
+}
+func (brokenJobs) ListJobs(string, jobindex.Query, jobquery.Offsets) ([]jobquery.Job, bool, error) {
 	return nil, false, jobquery.ErrUnavailable
 }
 
@@ -206,13 +260,18 @@ func TestViewFailureIs503(t *testing.T) {
 		{"GET", "/v1/namespaces/shop/jobs", ""},
 		{"DELETE", "/v1/namespaces/shop/jobs/x", ""},
 		{"POST", "/v1/namespaces/shop/jobs/x/trigger", ""},
-		// A namespace key's create needs the live count (pending quota).
-		{"POST", "/v1/namespaces/shop/jobs", `{"id":"a","schedule":{"in":"1h"},"callback":{"url":"https://example.com/"}}`},
 	} {
 		r := b.do(t, tc.method, tc.path, key, []byte(tc.body))
 		requireProblem(t, r, 503, "")
 		require.Equal(t, "1", r.header.Get("Retry-After"), "%s %s", tc.method, tc.path)
 	}
+	// A create does not wait for the pending-jobs count: with none read,
+	// it is admitted against this process's own creates.
+	r := b.do(t, "POST", "/v1/namespaces/shop/jobs", key, []byte(`{"id":"a","schedule":{"in":"1h"},"callback":{"url":"https://example.com/"}}`))
+	require.Equal(t, 201, r.status, "body: %s", r.raw)
+	kafkatest.WaitFor(t, 10*time.Second, "the failed count read", func() bool {
+		return strings.Contains(string(b.do(t, "GET", "/metrics", "", nil).raw), `chime_api_live_count_reads_total{result="failed"} 1`)
+	})
 }
 
 func TestAuth(t *testing.T) {
@@ -920,26 +979,90 @@ func TestNamespaceQuotas(t *testing.T) {
 
 // TestPendingJobsQuota: a namespace at its quota of jobs that have not
 // ended gets 429 for more, whatever their rate; ended jobs do not count.
+// The count is the table's, read in the background, plus what this
+// process admitted and cancelled since: a create never waits for it, and
+// a create or a cancel counts at once.
 func TestPendingJobsQuota(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(c *api.Config) { c.Quotas = quota.Limits{RequestsPerSecond: -1, JobsPerSecond: -1, PendingJobs: 3} })
+	clk := &clock{t: testNow}
+	b := setup(t, func(c *api.Config) {
+		c.Quotas = quota.Limits{RequestsPerSecond: -1, JobsPerSecond: -1, PendingJobs: 3}
+		c.Now = clk.now
+	})
+	b.jobs.apply = b.states.apply
 	shop := b.namespace(t, "shop", nil)
 	other := b.namespace(t, "other", nil)
 	for i, st := range []chimev1.JobStatus{chimev1.JobStatus_JOB_STATUS_SCHEDULED, chimev1.JobStatus_JOB_STATUS_PAUSED, chimev1.JobStatus_JOB_STATUS_COMPLETED, chimev1.JobStatus_JOB_STATUS_DEAD} {
 		b.states.put("shop", fmt.Sprintf("old%d", i), &chimev1.JobState{Status: st})
 	}
-	require.Equal(t, 201, b.do(t, "POST", "/v1/namespaces/shop/jobs", shop, oneShot("2026-11-23T11:00:00Z"), "Idempotency-Key", "a").status, "2 live jobs, quota 3")
-	b.states.put("shop", "new", &chimev1.JobState{Status: chimev1.JobStatus_JOB_STATUS_SCHEDULED})
-	r := b.do(t, "POST", "/v1/namespaces/shop/jobs", shop, oneShot("2026-11-23T11:00:00Z"), "Idempotency-Key", "b")
+	create := func(token, id string) response {
+		job := oneShot("2026-11-23T11:00:00Z")
+		job["id"] = id
+		return b.do(t, "POST", "/v1/namespaces/shop/jobs", token, job)
+	}
+	// The namespace's first create is not held for its count: it is
+	// admitted, and the count read in the background once Kafka has it.
+	require.Equal(t, 201, create(shop, "a").status, "no count yet")
+	b.counted(t, 1)
+	r := create(shop, "b")
 	requireProblem(t, r, 429, "")
 	require.Equal(t, "60", r.header.Get("Retry-After"))
-	require.Contains(t, r.body["detail"], "3 jobs that have not ended")
+	require.Contains(t, r.body["detail"], "3 jobs that have not ended", "2 in the table and a, created here")
 	batch := map[string]any{"jobs": []map[string]any{{"id": "x", "schedule": map[string]any{"in": "1s"}, "callback": map[string]any{"url": "https://example.com/h"}}}}
-	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs:batch", shop, batch, "Idempotency-Key", "c"), 429, "")
-	require.Equal(t, 201, b.do(t, "POST", "/v1/namespaces/other/jobs", other, oneShot("2026-11-23T11:00:00Z"), "Idempotency-Key", "d").status, "another namespace has its own count")
-	require.Equal(t, 201, b.do(t, "POST", "/v1/namespaces/shop/jobs", adminToken, oneShot("2026-11-23T11:00:00Z"), "Idempotency-Key", "e").status, "the admin token is not limited")
-	b.states.put("shop", "new", &chimev1.JobState{Status: chimev1.JobStatus_JOB_STATUS_CANCELLED})
-	require.Equal(t, 201, b.do(t, "POST", "/v1/namespaces/shop/jobs", shop, oneShot("2026-11-23T11:00:00Z"), "Idempotency-Key", "f").status, "a job ended: room again")
+	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs:batch", shop, batch), 429, "")
+	require.Equal(t, 201, b.do(t, "POST", "/v1/namespaces/other/jobs", other, oneShot("2026-11-23T11:00:00Z")).status, "another namespace has its own count")
+	require.Equal(t, 201, create(adminToken, "e").status, "the admin token is not limited")
+
+	// A cancel made here makes room at once: 2 + a + e - 2.
+	require.Equal(t, 200, b.do(t, "DELETE", "/v1/namespaces/shop/jobs/a", shop, nil).status)
+	requireProblem(t, create(shop, "f"), 429, "")
+	require.Equal(t, 200, b.do(t, "DELETE", "/v1/namespaces/shop/jobs/e", shop, nil).status)
+	require.Equal(t, 201, create(shop, "f").status, "two jobs cancelled here: room again")
+
+	// A job that ends elsewhere (fired, cancelled through another API
+	// process) shows at the next read: a create refused on an old count
+	// has it read.
+	b.states.put("shop", "old0", &chimev1.JobState{Status: chimev1.JobStatus_JOB_STATUS_COMPLETED})
+	requireProblem(t, create(shop, "g"), 429, "")
+	clk.add(3 * time.Second)
+	reads := b.countReads(t)
+	requireProblem(t, create(shop, "g"), 429, "") // the count is read after it
+	b.counted(t, reads+1)
+	require.Equal(t, 201, create(shop, "g").status, "a job ended: room again")
+}
+
+// TestReadsCarryThisProcessesCommands: a namespace's listings and counts
+// carry the offsets of the job commands this process published for it
+// (the newest of each partition), so that the schedulers answer only once
+// they show them; another namespace's commands are not waited for.
+func TestReadsCarryThisProcessesCommands(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	shop := b.namespace(t, "shop", nil)
+	other := b.namespace(t, "other", nil)
+	list := func(ns, token string) jobquery.Offsets {
+		t.Helper()
+		r := b.do(t, "GET", "/v1/namespaces/"+ns+"/jobs?state=paused", token, nil)
+		require.Equal(t, 200, r.status, "body: %s", r.raw)
+		return b.states.lastAfter(ns)
+	}
+	require.Nil(t, list("shop", shop), "nothing published: nothing to wait for")
+
+	for i := range 6 {
+		job := oneShot("2026-11-23T11:00:00Z")
+		job["id"] = fmt.Sprintf("j%d", i)
+		require.Equal(t, 201, b.do(t, "POST", "/v1/namespaces/shop/jobs", shop, job).status)
+	}
+	require.Equal(t, 201, b.do(t, "POST", "/v1/namespaces/other/jobs", other, oneShot("2026-11-23T11:00:00Z")).status)
+	require.Equal(t, 200, b.do(t, "POST", "/v1/namespaces/shop/jobs/j2/pause", shop, nil).status)
+	want := jobquery.Offsets{}
+	for _, cmd := range b.jobs.commands() {
+		if cmd.GetNamespace() == "shop" {
+			want.Add(processors.PartitionOf(schema.JobKey("shop", cmd.GetJobId()), fakePartitions), b.jobs.offsetOf(cmd.GetCommandId()))
+		}
+	}
+	require.Equal(t, want, list("shop", shop), "the newest offset of each partition shop's commands went to")
+	require.Len(t, list("other", other), 1, "other's one create")
 }
 
 // TestNamespaceCap: past CHIME_MAX_NAMESPACES a new namespace is refused;

@@ -250,10 +250,7 @@ func (s *server) replayDeadLetter(c *fiber.Ctx) error {
 		return problem(fiber.StatusNotFound, "dead-letter-not-found",
 			"namespace %q has no dead letter %q (GET /v1/namespaces/%s/dead-letters lists them; they are kept for the analytics retention)", ns, dlID, ns)
 	}
-	quota, err := s.jobQuota(c)
-	if err != nil {
-		return err
-	}
+	quota := s.jobQuota(c)
 	pctx, pcancel := s.publishCtx(c)
 	res, err := s.replayOne(pctx, jobScope{ns: ns, nsCfg: nsCfg, now: s.now()}, d, quota)
 	pcancel()
@@ -538,10 +535,7 @@ func (s *server) replayDeadLetters(c *fiber.Ctx) error {
 	list = list[:min(len(list), limit)]
 	out := bulkReplayResponse{Matched: len(list), AlreadyReplayed: skipped, Failed: []replayFailure{}, Jobs: []string{}, More: more}
 	now := s.now()
-	quota, err := s.jobQuota(c)
-	if err != nil {
-		return err
-	}
+	quota := s.jobQuota(c)
 	pctx, pcancel := s.publishCtx(c)
 	defer pcancel()
 	var (

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/chime-sched/chime/analytics"
+	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/namespaces"
 	"github.com/chime-sched/chime/processors/scheduler/jobindex"
 	"github.com/chime-sched/chime/producer"
@@ -20,21 +21,47 @@ import (
 	"github.com/chime-sched/chime/views/jobquery"
 )
 
-// fakeJobs records the job commands published.
+// fakeJobs records the job commands published, as Kafka would: each at
+// the next offset of its key's partition (of fakePartitions).
 type fakeJobs struct {
-	mu   sync.Mutex
-	cmds []*chimev1.JobCommand
-	err  error
+	mu      sync.Mutex
+	cmds    []*chimev1.JobCommand
+	offsets map[int32]int64
+	// at is each command's offset, by command id.
+	at  map[string]int64
+	err error
+	// apply, if set, is given each command before it is acknowledged:
+	// the jobs table showing it by the time a read carrying its offset
+	// is answered, as the schedulers do.
+	apply func(*chimev1.JobCommand)
 }
+
+func (f *fakeJobs) offsetOf(commandID string) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.at[commandID]
+}
+
+const fakePartitions = 4
 
 func (f *fakeJobs) Publish(_ context.Context, cmd *chimev1.JobCommand) (producer.Receipt, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {
-		return producer.Receipt{}, f.err
+		return producer.Receipt{Partition: -1, Offset: -1}, f.err
 	}
 	f.cmds = append(f.cmds, proto.Clone(cmd).(*chimev1.JobCommand))
-	return producer.Receipt{CommandID: cmd.GetCommandId()}, nil
+	if f.offsets == nil {
+		f.offsets, f.at = map[int32]int64{}, map[string]int64{}
+	}
+	p := processors.PartitionOf(schema.JobKey(cmd.GetNamespace(), cmd.GetJobId()), fakePartitions)
+	off := f.offsets[p]
+	f.offsets[p]++
+	f.at[cmd.GetCommandId()] = off
+	if f.apply != nil {
+		f.apply(cmd)
+	}
+	return producer.Receipt{CommandID: cmd.GetCommandId(), Partition: p, Offset: off}, nil
 }
 
 func (f *fakeJobs) PublishAsync(ctx context.Context, cmd *chimev1.JobCommand, done func(producer.Receipt, error)) {
@@ -116,6 +143,25 @@ func (f fakeBreakers) Get(ns string) *chimev1.BreakerStatus {
 type fakeJobStates struct {
 	mu   sync.Mutex
 	rows map[string]*chimev1.JobState
+	// after is the Offsets the last listing or count of each namespace
+	// carried.
+	after map[string]jobquery.Offsets
+}
+
+func (f *fakeJobStates) carried(ns string, after jobquery.Offsets) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.after == nil {
+		f.after = map[string]jobquery.Offsets{}
+	}
+	f.after[ns] = after
+}
+
+// lastAfter is the Offsets the last listing or count of ns carried.
+func (f *fakeJobStates) lastAfter(ns string) jobquery.Offsets {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.after[ns]
 }
 
 func (f *fakeJobStates) Get(ns, id string) (*chimev1.JobState, error) {
@@ -134,11 +180,13 @@ func (f *fakeJobStates) Rows(ns string, ids []string) ([]*chimev1.JobState, erro
 
 // LiveJobs and ListJobs answer from a listing index of the rows, as the
 // scheduler does.
-func (f *fakeJobStates) LiveJobs(ns string) (int64, error) {
+func (f *fakeJobStates) LiveJobs(ns string, after jobquery.Offsets) (int64, error) {
+	f.carried(ns, after)
 	return jobindex.LiveIn([]*jobindex.Index{f.index(ns)}, ns), nil
 }
 
-func (f *fakeJobStates) ListJobs(ns string, q jobindex.Query) ([]jobquery.Job, bool, error) {
+func (f *fakeJobStates) ListJobs(ns string, q jobindex.Query, after jobquery.Offsets) ([]jobquery.Job, bool, error) {
+	f.carried(ns, after)
 	entries, more := jobindex.List([]*jobindex.Index{f.index(ns)}, ns, q)
 	jobs := make([]jobquery.Job, len(entries))
 	for i, e := range entries {
@@ -158,6 +206,17 @@ func (f *fakeJobStates) index(ns string) *jobindex.Index {
 		}
 	}
 	return x
+}
+
+// apply makes the table show an upsert (a scheduled row) or a cancel.
+func (f *fakeJobStates) apply(cmd *chimev1.JobCommand) {
+	ns, id := cmd.GetNamespace(), cmd.GetJobId()
+	switch {
+	case cmd.GetUpsert() != nil:
+		f.put(ns, id, &chimev1.JobState{Spec: cmd.GetUpsert().GetSpec(), Status: chimev1.JobStatus_JOB_STATUS_SCHEDULED, LastCommandId: cmd.GetCommandId()})
+	case cmd.GetCancel() != nil:
+		f.put(ns, id, &chimev1.JobState{Status: chimev1.JobStatus_JOB_STATUS_CANCELLED, LastCommandId: cmd.GetCommandId()})
+	}
 }
 
 func (f *fakeJobStates) put(ns, id string, st *chimev1.JobState) {

@@ -55,7 +55,8 @@ type jobList struct {
 
 // listJobs answers GET /v1/namespaces/{ns}/jobs: the namespace's jobs
 // from the jobs table's listing index, newest first, optionally only those
-// in the given states (comma-separated). chime's own jobs in the namespace
+// in the given states (comma-separated), showing every job command this
+// process published for the namespace. chime's own jobs in the namespace
 // (the breaker's cool-off timer) are listed only with ?internal=true, for
 // the admin token: they are not the client's, and it could only stare at
 // them (their ids are refused on every other route).
@@ -82,7 +83,7 @@ func (s *server) listJobs(c *fiber.Ctx) error {
 	if q.Internal, err = internalParam(c); err != nil {
 		return err
 	}
-	jobs, more, err := s.cfg.JobStates.ListJobs(ns, q)
+	jobs, more, err := s.cfg.JobStates.ListJobs(ns, q, s.published.offsets(ns))
 	if err != nil {
 		return err
 	}

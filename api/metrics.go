@@ -17,6 +17,7 @@ type metrics struct {
 	latency      *prometheus.HistogramVec
 	jobsAccepted prometheus.Counter
 	replays      prometheus.Counter
+	liveReads    *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -38,13 +39,29 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "chime_api_idempotent_replays_total",
 			Help: "Requests answered from the Idempotency-Key store instead of publishing again.",
 		}),
+		liveReads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "chime_api_live_count_reads_total",
+			Help: "Reads of a namespace's live-job count for the pending-jobs quota, made in the background, by result (ok, failed).",
+		}, []string{"result"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.jobsAccepted, m.replays} {
+	for _, r := range []string{"ok", "failed"} {
+		m.liveReads.WithLabelValues(r)
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.jobsAccepted, m.replays, m.liveReads} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
 	return m, nil
+}
+
+// liveCountRead counts a read of the pending-jobs quota's count.
+func (m *metrics) liveCountRead(ok bool) {
+	if ok {
+		m.liveReads.WithLabelValues("ok").Inc()
+	} else {
+		m.liveReads.WithLabelValues("failed").Inc()
+	}
 }
 
 // middleware counts every request by its route pattern (not the raw path,

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/chime-sched/chime/producer"
 )
 
 // This file is the API's side of the namespace quotas: the middleware and
@@ -32,11 +34,7 @@ func (s *server) limitRequests(c *fiber.Ctx) error {
 // limitJobs is the per-namespace quota of jobs created, for n jobs (see
 // jobQuota.take); a refusal is the 429 problem.
 func (s *server) limitJobs(c *fiber.Ctx, n int) error {
-	q, err := s.jobQuota(c)
-	if err != nil {
-		return err
-	}
-	if r := q.take(n); r != nil {
+	if r := s.jobQuota(c).take(n); r != nil {
 		return r.problem(c)
 	}
 	return nil
@@ -46,56 +44,65 @@ func (s *server) limitJobs(c *fiber.Ctx, n int) error {
 // route that creates jobs (create, batch, dead-letter replay) takes them
 // from here, so no route creates jobs past them.
 //
-// The pending count is the jobs table as this process reads it, so it
-// trails the commands in flight by the scheduler's lag: a namespace can
-// overshoot by what it creates in that time (at most a few seconds of
-// its jobs-per-second quota). A job created again under an id it already
-// has counts as a new one here, so a namespace at its quota can update a
-// job by cancelling it first.
+// The pending count is liveCounts': the schedulers' count, read in the
+// background and at most a few seconds old, plus what this process
+// admitted and cancelled since. Another API process's creates show in it
+// at the next read, so a namespace created through several can overshoot
+// by what they create in that time (a few seconds of its jobs-per-second
+// quota at most). A job created again under an id it already has counts
+// as a new one here, so a namespace at its quota can update a job by
+// cancelling it first.
 type jobQuota struct {
 	s  *server
 	ns string
-	// off: the admin token is not limited.
+	// off: the admin token is not limited (its jobs are counted).
 	off bool
-	// live is the namespace's jobs not ended when the request came, and
-	// taken those this request was admitted since: the table shows
-	// neither of the latter yet.
-	live, taken int64
 }
 
-// jobQuota counts the namespace's live jobs, unless no quota applies; an
-// error is the 503 of a jobs table that cannot be read: without the count
-// the quota cannot be kept.
-func (s *server) jobQuota(c *fiber.Ctx) (*jobQuota, error) {
+func (s *server) jobQuota(c *fiber.Ctx) *jobQuota {
 	p, _ := c.Locals(principalKey).(principal)
-	q := &jobQuota{s: s, ns: p.namespace, off: p.admin}
-	if !q.off && s.quotas.Limits().PendingJobs > 0 {
-		var err error
-		if q.live, err = s.cfg.JobStates.LiveJobs(p.namespace); err != nil {
-			return nil, err
-		}
-	}
-	return q, nil
+	return &jobQuota{s: s, ns: c.Params("ns"), off: p.admin}
 }
 
 // take admits n more jobs, or says why not: the pending jobs first (a
 // refused request takes no rate), then the rate.
 func (q *jobQuota) take(n int) *jobRefusal {
+	cfg := q.s.quotas.Limits()
+	counted := cfg.PendingJobs > 0
 	if q.off {
+		if counted {
+			q.s.live.add(q.ns, int64(n))
+		}
 		return nil
 	}
-	cfg := q.s.quotas.Limits()
-	if limit := cfg.PendingJobs; limit > 0 {
-		if live := q.live + q.taken; float64(live+int64(n)) > limit {
+	if counted {
+		if live := q.s.live.estimate(q.ns); float64(live+int64(n)) > cfg.PendingJobs {
+			q.s.live.touch(q.ns) // jobs may have ended since the count
 			return &jobRefusal{pendingRetryAfter, fmt.Sprintf("namespace %s has %d jobs that have not ended, and its quota is %g (%d asked); cancel jobs or wait for them to fire",
-				q.ns, live, limit, n)}
+				q.ns, live, cfg.PendingJobs, n)}
 		}
 	}
 	if wait, ok := q.s.quotas.Jobs(q.ns, n, q.s.now()); !ok {
 		return &jobRefusal{wait, fmt.Sprintf("namespace %s is over its quota of %g jobs created/s on this API process (%d asked)", q.ns, cfg.JobsPerSecond, n)}
 	}
-	q.taken += int64(n)
+	if counted {
+		q.s.live.add(q.ns, int64(n))
+	}
 	return nil
+}
+
+// acked follows a job command of ns this process published: its offset
+// is what the namespace's listings and counts must show, and the
+// pending-jobs quota counts a cancel (the API cancels only live jobs) and
+// has the count read if it is due, which then shows the command.
+func (s *server) acked(ns string, cancel bool, r producer.Receipt) {
+	s.published.record(ns, r.Partition, r.Offset)
+	if s.quotas.Limits().PendingJobs > 0 {
+		if cancel {
+			s.live.add(ns, -1)
+		}
+		s.live.touch(ns)
+	}
 }
 
 // jobRefusal is why the job quotas refused new jobs, and how long to

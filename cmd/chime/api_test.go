@@ -209,6 +209,7 @@ func TestDevAPIEndToEnd(t *testing.T) {
 	st, out = dev.call(t, "POST", "/v1/namespaces/e2e/keys", admin, "")
 	require.Equal(t, 201, st, "%v", out)
 	key := out["key"].(string)
+	checkQuickStart(t, dev, admin)
 
 	job := func(path, schedule, extra string) string {
 		st, out := dev.call(t, "POST", "/v1/namespaces/e2e/jobs", key,
@@ -394,10 +395,11 @@ func standaloneAPIEnv(t *testing.T, stateDir string, port int, admin string) []s
 
 // checkStandaloneAPI: a `chime api` of its own beside `chime dev` holds no
 // job rows; it reads them from dev's scheduler, found in the scheduler
-// group's membership, and answers as dev's own API does.
+// group's membership, and answers as dev's own API does, its own writes
+// included.
 func checkStandaloneAPI(t *testing.T, dev *devAPI, stateDir string, port int, admin, key, onceID string) {
 	t.Helper()
-	other := startStandaloneAPI(t, stateDir, port, admin)
+	other := startStandaloneAPI(t, stateDir, port, admin, "CHIME_QUOTA_PENDING=20")
 	for _, path := range []string{"/v1/namespaces/e2e/jobs/" + onceID, "/v1/namespaces/e2e/jobs?limit=2", "/v1/namespaces/e2e/jobs?state=completed"} {
 		st, want := dev.call(t, "GET", path, key, "")
 		require.Equal(t, 200, st, "%s: %v", path, want)
@@ -413,6 +415,7 @@ func checkStandaloneAPI(t *testing.T, dev *devAPI, stateDir string, port int, ad
 		st, _ := dev.call(t, "GET", "/v1/namespaces/e2e/jobs/via-standalone", key, "")
 		return st == 200
 	})
+	checkReadsItsWrites(t, other, admin)
 	require.NoError(t, other.cmd.Process.Signal(syscall.SIGTERM))
 	<-other.exited
 }

@@ -34,6 +34,7 @@ func TestRouterConfigValidate(t *testing.T) {
 		{Name: "no partitions", Cfg: full(func(c *RouterConfig) { c.Partitions = 0 }), Err: "jobquery: RouterConfig needs Admin, Group, Topic and Partitions"},
 		{Name: "short secret", Cfg: full(func(c *RouterConfig) { c.Secret = "x" }), Err: "jobquery: the query secret has 1 characters; it needs at least 16"},
 		{Name: "CallTimeout", Cfg: full(func(c *RouterConfig) { c.CallTimeout = -time.Second }), Err: "jobquery: CallTimeout is -1s: must be positive, or 0 for the default 3s"},
+		{Name: "CallTimeout within ReadWait", Cfg: full(func(c *RouterConfig) { c.CallTimeout = ReadWait }), Err: "jobquery: CallTimeout is 2s: it must exceed ReadWait (2s), which an owner may spend reaching a read's offsets"},
 		{Name: "MaxAge", Cfg: full(func(c *RouterConfig) { c.MaxAge = -time.Second }), Err: "jobquery: MaxAge is -1s: must be positive, or 0 for the default 10s"},
 	})
 }

@@ -100,7 +100,7 @@ func (p *SecretProbe) run(ctx context.Context, ready func()) error {
 // probe asks every instance the group names whether it accepts this
 // process's signature. decided is false when none answered either way.
 func (p *SecretProbe) probe(ctx context.Context) (refused error, decided bool) {
-	o := p.r.describe()
+	o := p.r.describe(nil)
 	if o.err != nil {
 		return nil, false
 	}

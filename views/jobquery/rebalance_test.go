@@ -104,6 +104,9 @@ type readers struct {
 	rounds, clean int
 	right, busy   int // answers right, and 503s with Retry-After
 	mark          int // busy when the last settle returned
+	// busyRows counts the 503s of rows (GET .../jobs/{id}) by partition
+	// since the last settle: only a partition that moves may have them.
+	busyRows map[int32]int
 	// firstBusy and lastBusy bound the 503s since the last settle.
 	firstBusy, lastBusy time.Time
 	wrong               []string
@@ -112,7 +115,7 @@ type readers struct {
 }
 
 func (b *bundle) startReaders(p *apiProcess, ns string, list []jobindex.Entry, n int) *readers {
-	r := &readers{t: b.t, api: p, ns: ns, want: b.want[ns], list: ids(list), live: b.live(ns), stop: make(chan struct{})}
+	r := &readers{t: b.t, api: p, ns: ns, want: b.want[ns], list: ids(list), live: b.live(ns), stop: make(chan struct{}), busyRows: map[int32]int{}}
 	require.Len(b.t, r.list, len(r.want))
 	for range n {
 		r.done.Add(1)
@@ -142,7 +145,7 @@ var errBusy = errors.New("503 with Retry-After")
 
 func (r *readers) round() {
 	busy := false
-	judge := func(err error) {
+	judge := func(err error, partition int32) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		switch {
@@ -150,6 +153,9 @@ func (r *readers) round() {
 			r.right++
 		case errors.Is(err, errBusy):
 			r.busy++
+			if partition >= 0 {
+				r.busyRows[partition]++
+			}
 			busy = true
 			if r.firstBusy.IsZero() {
 				r.firstBusy = time.Now()
@@ -162,10 +168,10 @@ func (r *readers) round() {
 		}
 	}
 	for id, st := range r.want {
-		judge(r.getJob(id, st))
+		judge(r.getJob(id, st), processors.PartitionOf(schema.JobKey(r.ns, id), testPartitions))
 	}
-	judge(r.listing())
-	judge(r.count())
+	judge(r.listing(), -1)
+	judge(r.count(), -1)
 	r.mu.Lock()
 	r.rounds++
 	r.clean++
@@ -228,7 +234,7 @@ func (r *readers) listing() error {
 // count reads the live count the pending-jobs quota uses (the API's
 // JobView: no route shows it).
 func (r *readers) count() error {
-	n, err := r.api.jobs.LiveJobs(r.ns)
+	n, err := r.api.jobs.LiveJobs(r.ns, nil)
 	switch {
 	case errors.Is(err, jobquery.ErrUnavailable):
 		return fmt.Errorf("live count: %w (%v)", errBusy, err)
@@ -240,15 +246,25 @@ func (r *readers) count() error {
 	return nil
 }
 
-// phase is what the readers met between two settles: the 503s, and the
-// time from the first to the last.
+// phase is what the readers met between two settles: the 503s, the time
+// from the first to the last, and the 503s of rows by partition.
 type phase struct {
-	busy   int
-	window time.Duration
+	busy     int
+	window   time.Duration
+	busyRows map[int32]int
 }
 
 func (p phase) String() string {
-	return fmt.Sprintf("%d in %s", p.busy, p.window.Round(10*time.Millisecond))
+	return fmt.Sprintf("%d in %s, rows by partition %v", p.busy, p.window.Round(10*time.Millisecond), p.busyRows)
+}
+
+// onlyMoved fails the test if rows of a partition that did not move met
+// a 503.
+func (p phase) onlyMoved(t *testing.T, what string, moved []int32) {
+	t.Helper()
+	for part, n := range p.busyRows {
+		require.Contains(t, moved, part, "%s: %d reads of rows of partition %d, which did not move, were 503 (moved: %v)", what, n, part, moved)
+	}
 }
 
 // settle waits until the readers read clean rounds in a row started after
@@ -266,8 +282,8 @@ func (r *readers) settle(what string, rounds int) phase {
 	})
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	p := phase{busy: r.busy - r.mark, window: r.lastBusy.Sub(r.firstBusy)}
-	r.mark, r.firstBusy, r.lastBusy = r.busy, time.Time{}, time.Time{}
+	p := phase{busy: r.busy - r.mark, window: r.lastBusy.Sub(r.firstBusy), busyRows: r.busyRows}
+	r.mark, r.firstBusy, r.lastBusy, r.busyRows = r.busy, time.Time{}, time.Time{}, map[int32]int{}
 	return p
 }
 
@@ -291,8 +307,9 @@ func (r *readers) report() (right, busy int) {
 
 // TestReadsStayRightAcrossRebalances: while an API process reads every
 // job of a set, a second scheduler instance joins and later the first
-// stops. Each partition moves; the reads are right or 503 with
-// Retry-After throughout, and the 503s stop once the group settled.
+// stops. The reads are right or 503 with Retry-After throughout, and the
+// 503s stop once the group settled. A rebalance costs only the partitions
+// that move: rows of the others are read throughout it.
 func TestReadsStayRightAcrossRebalances(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -306,10 +323,13 @@ func TestReadsStayRightAcrossRebalances(t *testing.T) {
 	c := b.startInstance()
 	settled(t, "the second instance to take its share", a, c)
 	joined := rd.settle("after the join", 3)
+	joined.onlyMoved(t, "the join", served(c))
 
+	moved := served(a)
 	a.stop()
 	settled(t, "the survivor to own every partition", c)
 	left := rd.settle("after the first stopped", 3)
+	left.onlyMoved(t, "the stop", moved)
 
 	right, busy := rd.report()
 	require.Zero(t, before.busy, "no 503 while nothing moves")

@@ -29,8 +29,8 @@ import (
 // Router defaults.
 const (
 	// DefaultCallTimeout bounds one call to an owner, and one description
-	// of the group.
-	DefaultCallTimeout = 3 * time.Second
+	// of the group; it leaves an owner ReadWait to reach a read's Offsets.
+	DefaultCallTimeout = ReadWait + time.Second
 	// DefaultMaxAge is how long a description of the group is used before
 	// it is read again, failures aside.
 	DefaultMaxAge = 10 * time.Second
@@ -44,8 +44,8 @@ const (
 	// failures: during a rebalance every read fails, and one description
 	// serves them all.
 	refreshGap = 100 * time.Millisecond
-	// unsettledAge is how long a description that showed no usable
-	// assignment (the group rebalancing) is used: the assignment that
+	// unsettledAge is how long a description of a group that was
+	// rebalancing (or could not be described) is used: the assignment that
 	// follows is wanted at once.
 	unsettledAge = 250 * time.Millisecond
 	// downFor is how long an owner that did not answer is not asked
@@ -68,11 +68,13 @@ type RouterConfig struct {
 	// Secret signs every request (the scheduler instances' query secret).
 	Secret string
 	// Local, if set, is a scheduler instance of this process (chime dev):
-	// the partitions it owns are read from it directly, without HTTP or a
-	// look at the group. LocalAddr is what it advertises.
+	// the partitions it serves are read from it directly, without HTTP or
+	// a look at the group. LocalAddr is what it advertises.
 	Local     Source
 	LocalAddr string
 	// CallTimeout bounds a call to an owner; default DefaultCallTimeout.
+	// It must exceed ReadWait, which an owner may spend reaching a read's
+	// Offsets.
 	CallTimeout time.Duration
 	// MaxAge is how long a description of the group is used; default
 	// DefaultMaxAge.
@@ -109,8 +111,12 @@ type ownership struct {
 	addr []string // by partition: its owner's advertised host:port, "" if none
 	// why says, by partition, why it has no address.
 	why []string
-	// err is why the description shows no assignment (the group is
-	// rebalancing or empty, or could not be described).
+	// unsettled: the group was rebalancing (or could not be described),
+	// so addr is the last assignment known; the owners still serve the
+	// partitions they keep, and say which they no longer do.
+	unsettled bool
+	// err is why the description shows no owner at all (the group is
+	// empty, or no assignment was ever seen).
 	err error
 }
 
@@ -129,10 +135,14 @@ func (c *RouterConfig) validate() error {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	return errors.Join(
+	err := errors.Join(
 		setting.Positive("jobquery", "CallTimeout", &c.CallTimeout, DefaultCallTimeout),
 		setting.Positive("jobquery", "MaxAge", &c.MaxAge, DefaultMaxAge),
 	)
+	if err == nil && c.CallTimeout <= ReadWait {
+		err = fmt.Errorf("jobquery: CallTimeout is %s: it must exceed ReadWait (%s), which an owner may spend reaching a read's offsets", c.CallTimeout, ReadWait)
+	}
+	return err
 }
 
 // NewRouter builds a router; it describes the group on first use.
@@ -286,19 +296,20 @@ func (r *Router) callRows(addr string, keys []string) ([]*chimev1.JobState, erro
 }
 
 // ListJobs returns a page of the namespace's jobs, newest first, and
-// whether more follow: the newest of every owner's page.
-func (r *Router) ListJobs(ns string, q jobindex.Query) ([]Job, bool, error) {
+// whether more follow: the newest of every owner's page, once each owner
+// has applied the commands after locates (nil: none).
+func (r *Router) ListJobs(ns string, q jobindex.Query, after Offsets) ([]Job, bool, error) {
 	q.Limit = max(q.Limit, 1)
 	type page struct {
 		jobs []Job
 		more bool
 	}
 	pages, err := gather(r, func(l *local) (page, []int32, error) {
-		jobs, more, owned, err := l.list(ns, q)
-		return page{jobs, more}, owned, err
+		jobs, more, served, err := l.list(context.Background(), ns, q, after)
+		return page{jobs, more}, served, err
 	}, func(addr string) (page, []int32, error) {
 		var ans jobsAnswer
-		if err := r.call(addr, http.MethodGet, pathJobs+"?"+listingQuery(ns, q), nil, &ans); err != nil {
+		if err := r.call(addr, http.MethodGet, pathJobs+"?"+listingQuery(ns, q)+afterQuery(after), nil, &ans); err != nil {
 			return page{}, nil, err
 		}
 		pg := page{jobs: make([]Job, len(ans.Jobs)), more: ans.More}
@@ -328,13 +339,13 @@ func (r *Router) ListJobs(ns string, q jobindex.Query) ([]Job, bool, error) {
 }
 
 // LiveJobs counts the namespace's jobs that have not ended, over every
-// owner.
-func (r *Router) LiveJobs(ns string) (int64, error) {
+// owner, once each has applied the commands after locates (nil: none).
+func (r *Router) LiveJobs(ns string, after Offsets) (int64, error) {
 	counts, err := gather(r, func(l *local) (int64, []int32, error) {
-		return l.live(ns)
+		return l.live(context.Background(), ns, after)
 	}, func(addr string) (int64, []int32, error) {
 		var ans liveAnswer
-		if err := r.call(addr, http.MethodGet, pathLive+"?ns="+url.QueryEscape(ns), nil, &ans); err != nil {
+		if err := r.call(addr, http.MethodGet, pathLive+"?ns="+url.QueryEscape(ns)+afterQuery(after), nil, &ans); err != nil {
 			return 0, nil, err
 		}
 		return ans.Live, ans.Partitions, nil
@@ -344,6 +355,14 @@ func (r *Router) LiveJobs(ns string) (int64, error) {
 		n += c
 	}
 	return n, err
+}
+
+// afterQuery is the query parameter that carries after, if any.
+func afterQuery(after Offsets) string {
+	if len(after) == 0 {
+		return ""
+	}
+	return "&after=" + url.QueryEscape(after.String())
 }
 
 // gather asks the local instance, then an owner of every partition it
@@ -361,13 +380,13 @@ func gather[T any](r *Router, fromLocal func(*local) (T, []int32, error), fromOw
 		var parts []T
 		// add takes a part; false if it covers a partition already covered
 		// (it moved between two answers).
-		add := func(v T, owned []int32) bool {
-			for _, p := range owned {
+		add := func(v T, served []int32) bool {
+			for _, p := range served {
 				if p < 0 || p >= n || covered[p] {
 					return false
 				}
 			}
-			for _, p := range owned {
+			for _, p := range served {
 				covered[p] = true
 			}
 			parts = append(parts, v)
@@ -383,11 +402,15 @@ func gather[T any](r *Router, fromLocal func(*local) (T, []int32, error), fromOw
 			return ps
 		}
 		if r.local != nil {
-			v, owned, err := fromLocal(r.local)
-			if err == nil {
-				add(v, owned)
+			v, served, err := fromLocal(r.local)
+			var behind *behindError
+			switch {
+			case err == nil:
+				add(v, served)
+			case errors.As(err, &behind):
+				return nil, unavailable(err)
 			}
-			// Recovering: the partitions it may own are asked below.
+			// Its partitions changing: those it may serve are asked below.
 		}
 		need := missing()
 		if len(need) == 0 {
@@ -405,10 +428,10 @@ func gather[T any](r *Router, fromLocal func(*local) (T, []int32, error), fromOw
 			continue
 		}
 		type call struct {
-			addr  string
-			v     T
-			owned []int32
-			err   error
+			addr   string
+			v      T
+			served []int32
+			err    error
 		}
 		calls := make([]*call, 0, len(byAddr))
 		for a := range byAddr {
@@ -419,7 +442,7 @@ func gather[T any](r *Router, fromLocal func(*local) (T, []int32, error), fromOw
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				c.v, c.owned, c.err = fromOwner(c.addr)
+				c.v, c.served, c.err = fromOwner(c.addr)
 			}()
 		}
 		wg.Wait()
@@ -427,8 +450,8 @@ func gather[T any](r *Router, fromLocal func(*local) (T, []int32, error), fromOw
 		for _, c := range calls {
 			switch {
 			case c.err == nil:
-				if !add(c.v, c.owned) {
-					why, failed = fmt.Errorf("the scheduler at %s answered for partitions %s, some of which another instance answered for: they moved while read", c.addr, partitionList(c.owned)), true
+				if !add(c.v, c.served) {
+					why, failed = fmt.Errorf("the scheduler at %s answered for partitions %s, some of which another instance answered for: they moved while read", c.addr, partitionList(c.served)), true
 				}
 			case !retryable(c.err):
 				return nil, unavailable(c.err)
@@ -440,7 +463,7 @@ func gather[T any](r *Router, fromLocal func(*local) (T, []int32, error), fromOw
 			continue
 		}
 		if need := missing(); len(need) > 0 {
-			why = fmt.Errorf("no scheduler instance answered for partitions %s: they moved while read", partitionList(need))
+			why = fmt.Errorf("no scheduler instance serves partitions %s now: they are moving", partitionList(need))
 			continue
 		}
 		return parts, nil
@@ -448,13 +471,13 @@ func gather[T any](r *Router, fromLocal func(*local) (T, []int32, error), fromOw
 	return nil, unavailable(why)
 }
 
-// localPartitions are the partitions the local instance owns, if it is
-// ready.
+// localPartitions are the partitions the local instance serves.
 func (r *Router) localPartitions() []int32 {
-	if r.local == nil || r.local.src.Ready() != nil {
+	if r.local == nil {
 		return nil
 	}
-	return r.local.src.Partitions()
+	ps, _ := r.local.src.Serving()
+	return ps
 }
 
 // owners groups partitions by the address of their owner in o.
@@ -466,10 +489,10 @@ func (r *Router) owners(o *ownership, ps iter.Seq[int32]) (map[string][]int32, e
 		case a == "":
 			return nil, fmt.Errorf("partition %d: %s", p, o.why[p])
 		case a == r.cfg.LocalAddr && r.local != nil:
-			// This process's scheduler does not own it (yet): it is
+			// This process's scheduler does not serve it (yet): it is
 			// recovering it, or the description is older than the
 			// assignment.
-			return nil, fmt.Errorf("partition %d: %w", p, errRecovering)
+			return nil, fmt.Errorf("partition %d: this process's scheduler does not serve it now (it is recovering it, or it moved)", p)
 		}
 		out[a] = append(out[a], p)
 	}
@@ -492,7 +515,7 @@ func (r *Router) ownership() *ownership {
 }
 
 func (o *ownership) maxAge(settled time.Duration) time.Duration {
-	if o.err != nil {
+	if o.err != nil || o.unsettled {
 		return unsettledAge
 	}
 	return settled
@@ -509,7 +532,7 @@ func (r *Router) refresh(seen *ownership) {
 	if cur != seen || (cur != nil && r.cfg.Now().Sub(cur.at) < refreshGap) {
 		return
 	}
-	o := r.describe()
+	o := r.describe(cur)
 	r.mu.Lock()
 	r.own = o
 	r.mu.Unlock()
@@ -517,7 +540,10 @@ func (r *Router) refresh(seen *ownership) {
 
 // describe reads who owns which partition from the group's description:
 // the members' assignments of Topic, and the addresses they advertise.
-func (r *Router) describe() *ownership {
+// While the group rebalances (or cannot be described) it keeps prev's
+// owners: a rebalance costs only the partitions that move, whose owners
+// say they no longer serve them.
+func (r *Router) describe(prev *ownership) *ownership {
 	n := r.cfg.Partitions
 	o := &ownership{at: r.cfg.Now(), addr: make([]string, n), why: make([]string, n)}
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.CallTimeout)
@@ -533,12 +559,17 @@ func (r *Router) describe() *ownership {
 	case !ok:
 		o.err = fmt.Errorf("the scheduler group %s is not described", r.cfg.Group)
 	case g.State == "Empty" || g.State == "Dead" || len(g.Members) == 0:
-		o.err = fmt.Errorf("the scheduler group %s has no members: no chime scheduler is running", r.cfg.Group)
+		o.err = fmt.Errorf("the scheduler group %s has no members: %w", r.cfg.Group, errNoMembers)
 	case g.State != "Stable":
 		// Only a stable group's description shows the assignment.
 		o.err = fmt.Errorf("the scheduler group %s is rebalancing (%s)", r.cfg.Group, g.State)
 	}
 	if o.err != nil {
+		if prev != nil && prev.err == nil && !errors.Is(o.err, errNoMembers) {
+			kept := *prev
+			kept.at, kept.unsettled = o.at, true
+			return &kept
+		}
 		return o
 	}
 	for i := range o.why {
@@ -571,6 +602,9 @@ func (r *Router) describe() *ownership {
 	return o
 }
 
+// errNoMembers: the group is empty, so no partition has an owner.
+var errNoMembers = errors.New("no chime scheduler is running")
+
 // ownerError is a call to an owner that did not give an answer.
 type ownerError struct {
 	addr   string
@@ -582,8 +616,8 @@ type ownerErrorKind int
 
 const (
 	ownerUnreachable ownerErrorKind = iota // no answer: gone, or not yet listening
-	ownerNotOwner                          // 421: the partition moved
-	ownerRecovering                        // 503: the owner is recovering it
+	ownerNotOwner                          // 421: the partition moved, or is not served yet
+	ownerRecovering                        // 503: the owner's partitions kept changing, or it is behind
 	ownerRefused                           // 401: the query secret differs
 	ownerBroken                            // any other answer
 )
@@ -598,7 +632,8 @@ func (e *ownerError) Error() string {
 	return "the scheduler at " + e.addr + ": " + e.detail
 }
 
-// Is makes a recovering owner's answer an errRecovering.
+// Is makes an owner's 503 an errRecovering: asking again at once does
+// not help.
 func (e *ownerError) Is(target error) bool {
 	return target == errRecovering && e.kind == ownerRecovering
 }

@@ -192,11 +192,17 @@ func settled(t *testing.T, what string, owners ...*instance) {
 	})
 }
 
+// served is the partitions the instance serves now, sorted.
+func served(o *instance) []int32 {
+	ps, _ := o.s.Serving()
+	return slices.Sorted(slices.Values(ps))
+}
+
 // walk reads the whole listing page by page through the router.
 func walk(r *jobquery.Router, ns string, q jobindex.Query) ([]jobindex.Entry, error) {
 	var all []jobindex.Entry
 	for range 1000 {
-		page, more, err := r.ListJobs(ns, q)
+		page, more, err := r.ListJobs(ns, q, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -242,7 +248,7 @@ func TestRouterReadsAcrossOwners(t *testing.T) {
 	// The reads are retried while the group's description catches up
 	// with the assignment (the group was described before the rebalance).
 	kafkatest.WaitFor(t, time.Minute, "the router to answer", func() bool {
-		_, err := b.router.LiveJobs("a")
+		_, err := b.router.LiveJobs("a", nil)
 		return err == nil
 	})
 
@@ -271,14 +277,14 @@ func TestRouterReadsAcrossOwners(t *testing.T) {
 		})
 	}
 	// A cursor from the middle goes on where it left off.
-	page, more, err := b.router.ListJobs("a", jobindex.Query{Limit: 10, After: jobindex.CursorAt(truth[24])})
+	page, more, err := b.router.ListJobs("a", jobindex.Query{Limit: 10, After: jobindex.CursorAt(truth[24])}, nil)
 	require.NoError(t, err)
 	require.True(t, more)
 	require.Len(t, page, 10)
 	require.Equal(t, truth[25].ID, page[0].ID)
 
 	for ns, want := range b.want {
-		n, err := b.router.LiveJobs(ns)
+		n, err := b.router.LiveJobs(ns, nil)
 		require.NoError(t, err)
 		require.Equal(t, b.live(ns), n, "live jobs of %s", ns)
 		var names []string
@@ -293,7 +299,7 @@ func TestRouterReadsAcrossOwners(t *testing.T) {
 		}
 		require.Nil(t, rows[len(names)], "a job that does not exist has no row")
 	}
-	n, err := b.router.LiveJobs("nobody")
+	n, err := b.router.LiveJobs("nobody", nil)
 	require.NoError(t, err)
 	require.Zero(t, n)
 	row, err := b.router.Get("a", "a-001")
@@ -305,4 +311,61 @@ func TestRouterReadsAcrossOwners(t *testing.T) {
 	for _, e := range truth {
 		require.Equal(t, b.want["a"][e.ID], e.Status, "the index and the commands agree on %s", e.ID)
 	}
+}
+
+// TestRouterReadsItsWrites: a listing or a count carrying the offsets of
+// the commands just published shows them: 20 creates each followed at
+// once by a listing list every one, and a pause and a cancel show at
+// once in the state filters and the live count. Without the offsets the
+// owners answer from wherever they are.
+func TestRouterReadsItsWrites(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a := b.startInstance()
+	c := b.startInstance()
+	settled(t, "two instances sharing the partitions", a, c)
+	kafkatest.WaitFor(t, time.Minute, "the router to answer", func() bool {
+		_, err := b.router.LiveJobs("w", nil)
+		return err == nil
+	})
+
+	ctx := context.Background()
+	at := timestamppb.New(time.Now().Add(24 * time.Hour))
+	after := jobquery.Offsets{}
+	published := func(r producer.Receipt, err error) {
+		t.Helper()
+		require.NoError(t, err)
+		after.Add(r.Partition, r.Offset)
+	}
+	listed := func(q jobindex.Query) []string {
+		t.Helper()
+		q.Limit = 100
+		page, _, err := b.router.ListJobs("w", q, after)
+		require.NoError(t, err)
+		var ids []string
+		for _, j := range page {
+			ids = append(ids, j.ID)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	var want []string
+	for i := range 20 {
+		id := fmt.Sprintf("w-%02d", i)
+		published(b.prod.Schedule(ctx, &chimev1.JobSpec{Namespace: "w", Id: id, Schedule: &chimev1.Schedule{Kind: &chimev1.Schedule_At{At: at}},
+			Target: &chimev1.Target{Kind: &chimev1.Target_Http{Http: &chimev1.HttpCallback{Url: "http://127.0.0.1:9/hook"}}}}))
+		want = append(want, id)
+		require.Equal(t, want, listed(jobindex.Query{}), "the listing right after create %d", i+1)
+	}
+	n, err := b.router.LiveJobs("w", after)
+	require.NoError(t, err)
+	require.EqualValues(t, 20, n)
+
+	published(b.prod.Pause(ctx, "w", "w-03"))
+	require.Equal(t, []string{"w-03"}, listed(jobindex.Query{Statuses: []chimev1.JobStatus{chimev1.JobStatus_JOB_STATUS_PAUSED}}), "paused, at once")
+	published(b.prod.Cancel(ctx, "w", "w-07", "test"))
+	require.Equal(t, []string{"w-07"}, listed(jobindex.Query{Statuses: []chimev1.JobStatus{chimev1.JobStatus_JOB_STATUS_CANCELLED}}), "cancelled, at once")
+	n, err = b.router.LiveJobs("w", after)
+	require.NoError(t, err)
+	require.EqualValues(t, 19, n, "the cancel counted at once")
 }

@@ -31,16 +31,17 @@ import (
 // types.
 const (
 	pathRows = "/query/v1/rows" // POST {"keys": ["ns/id", ...]}
-	pathJobs = "/query/v1/jobs" // GET ?ns=&limit=&cursor=&status=&internal=
-	pathLive = "/query/v1/live" // GET ?ns=
+	pathJobs = "/query/v1/jobs" // GET ?ns=&limit=&cursor=&status=&internal=&after=
+	pathLive = "/query/v1/live" // GET ?ns=&after=
 	pathPing = "/query/v1/ping" // GET: 204, once the signature is checked (SecretProbe)
 )
 
 // Problem types of the query server.
 const (
 	problemBase         = "https://chime.dev/problems/query/"
-	problemNotOwner     = problemBase + "not-owner"    // 421: a key's partition is not this instance's
-	problemRecovering   = problemBase + "recovering"   // 503: not under one recovered assignment; Retry-After
+	problemNotOwner     = problemBase + "not-owner"    // 421: a key's partition is not served here
+	problemRecovering   = problemBase + "recovering"   // 503: the served partitions kept changing; Retry-After
+	problemBehind       = problemBase + "behind"       // 503: after not reached within ReadWait; Retry-After
 	problemUnauthorized = problemBase + "unauthorized" // 401: signature missing or wrong
 	problemInvalid      = problemBase + "invalid"      // 400; 408, 413 for a body
 	problemBusy         = problemBase + "busy"         // 503: over the body budget; Retry-After
@@ -56,7 +57,8 @@ const (
 	maxBody = 1 << 20
 )
 
-// retryAfter is what a recovering instance asks callers to wait.
+// retryAfter is what an instance that cannot answer now asks callers to
+// wait.
 const retryAfter = time.Second
 
 // rowsRequest is the body of POST /query/v1/rows.
@@ -89,7 +91,7 @@ type liveAnswer struct {
 }
 
 // problemAnswer is an error; Partitions are the partitions the instance
-// owns, on a not-owner answer.
+// serves, on a not-owner answer.
 type problemAnswer struct {
 	Type       string  `json:"type"`
 	Title      string  `json:"title"`
@@ -117,7 +119,7 @@ type ServerConfig struct {
 }
 
 // Server answers API processes' reads of the rows its scheduler instance
-// owns. It is an http.Handler.
+// serves. It is an http.Handler.
 type Server struct {
 	local  local
 	secret []byte
@@ -217,12 +219,12 @@ func (s *Server) rows(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	rows, owned, err := s.local.rows(req.Keys)
+	rows, served, err := s.local.rows(req.Keys)
 	if err != nil {
 		s.failed(w, err)
 		return
 	}
-	out := rowsAnswer{Partitions: owned, Rows: make([][]byte, len(rows))}
+	out := rowsAnswer{Partitions: served, Rows: make([][]byte, len(rows))}
 	for i, row := range rows {
 		if out.Rows[i], err = encodeRow(row); err != nil {
 			s.failed(w, err)
@@ -238,12 +240,17 @@ func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusBadRequest, problemInvalid, "%v", err)
 		return
 	}
-	jobs, more, owned, err := s.local.list(ns, q)
+	after, err := parseOffsets(r.URL.Query().Get("after"), s.local.partitions)
+	if err != nil {
+		writeProblem(w, http.StatusBadRequest, problemInvalid, "after: %v", err)
+		return
+	}
+	jobs, more, served, err := s.local.list(r.Context(), ns, q, after)
 	if err != nil {
 		s.failed(w, err)
 		return
 	}
-	out := jobsAnswer{Partitions: owned, Jobs: make([]jobAnswer, len(jobs)), More: more}
+	out := jobsAnswer{Partitions: served, Jobs: make([]jobAnswer, len(jobs)), More: more}
 	for i, j := range jobs {
 		out.Jobs[i] = jobAnswer{ID: j.ID, Created: j.Created, Status: int32(j.Status)}
 		if out.Jobs[i].Row, err = encodeRow(j.Row); err != nil {
@@ -260,24 +267,34 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusBadRequest, problemInvalid, "ns is missing")
 		return
 	}
-	n, owned, err := s.local.live(ns)
+	after, err := parseOffsets(r.URL.Query().Get("after"), s.local.partitions)
+	if err != nil {
+		writeProblem(w, http.StatusBadRequest, problemInvalid, "after: %v", err)
+		return
+	}
+	n, served, err := s.local.live(r.Context(), ns, after)
 	if err != nil {
 		s.failed(w, err)
 		return
 	}
-	writeJSON(w, liveAnswer{Partitions: owned, Live: n})
+	writeJSON(w, liveAnswer{Partitions: served, Live: n})
 }
 
-// failed answers a read that could not be made: not the owner (421, the
-// caller asks the owner), recovering (503 with Retry-After).
+// failed answers a read that could not be made: not served here (421,
+// the caller asks the owner), recovering or behind (503 with Retry-After).
 func (s *Server) failed(w http.ResponseWriter, err error) {
 	var no *notOwnerError
+	var behind *behindError
 	switch {
 	case errors.As(err, &no):
-		writeAnswer(w, problemAnswer{Type: problemNotOwner, Status: http.StatusMisdirectedRequest, Detail: err.Error(), Partitions: no.owned})
-	case errors.Is(err, errRecovering):
+		writeAnswer(w, problemAnswer{Type: problemNotOwner, Status: http.StatusMisdirectedRequest, Detail: err.Error(), Partitions: no.served})
+	case errors.As(err, &behind), errors.Is(err, errRecovering):
+		typ := problemRecovering
+		if behind != nil {
+			typ = problemBehind
+		}
 		w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter.Seconds())))
-		writeProblem(w, http.StatusServiceUnavailable, problemRecovering, "%v; retry shortly", err)
+		writeProblem(w, http.StatusServiceUnavailable, typ, "%v; retry shortly", err)
 	default:
 		s.log.Error("jobquery: read failed", "err", err)
 		writeProblem(w, http.StatusInternalServerError, problemBase+"internal", "%v", err)

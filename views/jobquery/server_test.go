@@ -2,10 +2,12 @@ package jobquery
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
-	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strconv"
 	"sync"
@@ -23,21 +25,24 @@ import (
 
 const testSecret = "test-query-secret-0123"
 
-// fakeSource is a scheduler instance owning some of 4 partitions.
+// fakeSource is a scheduler instance serving some of 4 partitions.
 type fakeSource struct {
-	mu          sync.Mutex
-	ready       bool
-	owned       []int32
-	assignments uint64
-	rows        map[string]*chimev1.JobState
+	mu     sync.Mutex
+	served []int32
+	epoch  uint64
+	rows   map[string]*chimev1.JobState
+	// applied is the job-commands offset applied, by partition; changed
+	// is closed (and replaced) whenever it grows.
+	applied map[int32]int64
+	changed chan struct{}
 	// duringRead runs inside every read: a rebalance in the middle.
 	duringRead func(*fakeSource)
 }
 
 const fakePartitions = 4
 
-func newFakeSource(owned ...int32) *fakeSource {
-	return &fakeSource{ready: true, owned: owned, assignments: 1, rows: map[string]*chimev1.JobState{}}
+func newFakeSource(served ...int32) *fakeSource {
+	return &fakeSource{served: served, epoch: 1, rows: map[string]*chimev1.JobState{}, applied: map[int32]int64{}, changed: make(chan struct{})}
 }
 
 // put adds a row to the fake, in whichever partition its key falls.
@@ -45,6 +50,25 @@ func (f *fakeSource) put(ns, id string, status chimev1.JobStatus, created time.T
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.rows[schema.JobKey(ns, id)] = &chimev1.JobState{Spec: &chimev1.JobSpec{Namespace: ns, Id: id}, Status: status, CreatedAt: timestamppb.New(created)}
+}
+
+// apply puts a row as the command at offset off of its partition, and
+// marks the offset applied.
+func (f *fakeSource) apply(ns, id string, status chimev1.JobStatus, created time.Time, off int64) {
+	f.put(ns, id, status, created)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.applied[partitionOf(schema.JobKey(ns, id), fakePartitions)] = off
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// move serves partitions instead, under a new epoch.
+func (f *fakeSource) move(served ...int32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.served = served
+	f.epoch++
 }
 
 func (f *fakeSource) read() {
@@ -57,6 +81,9 @@ func (f *fakeSource) Get(key string) (*chimev1.JobState, error) {
 	f.read()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if p := partitionOf(key, fakePartitions); !slices.Contains(f.served, p) {
+		return nil, fmt.Errorf("partition %d is not served", p)
+	}
 	return f.rows[key], nil
 }
 
@@ -65,7 +92,7 @@ func (f *fakeSource) index() *jobindex.Index {
 	defer f.mu.Unlock()
 	x := jobindex.New()
 	for k, st := range f.rows {
-		if !slices.Contains(f.owned, partitionOf(k, fakePartitions)) {
+		if !slices.Contains(f.served, partitionOf(k, fakePartitions)) {
 			continue
 		}
 		ns, id, _ := schema.SplitJobKey(k)
@@ -84,25 +111,32 @@ func (f *fakeSource) ListJobs(ns string, q jobindex.Query) ([]jobindex.Entry, bo
 	return jobindex.List([]*jobindex.Index{f.index()}, ns, q)
 }
 
-func (f *fakeSource) Partitions() []int32 {
+func (f *fakeSource) Serving() ([]int32, uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return slices.Clone(f.owned)
+	return slices.Clone(f.served), f.epoch
 }
 
-func (f *fakeSource) Ready() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.ready {
-		return errors.New("recovering its partitions")
+func (f *fakeSource) WaitReached(ctx context.Context, want map[int32]int64) error {
+	for {
+		f.mu.Lock()
+		reached := true
+		for p, off := range want {
+			if slices.Contains(f.served, p) && f.applied[p] < off {
+				reached = false
+			}
+		}
+		changed := f.changed
+		f.mu.Unlock()
+		if reached {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	return nil
-}
-
-func (f *fakeSource) Assignments() uint64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.assignments
 }
 
 // keyIn returns a job id of ns whose key falls in partition p.
@@ -215,7 +249,7 @@ func TestServerRefusesUnsignedRequests(t *testing.T) {
 }
 
 // TestServerSaysNotTheOwner: a key of a partition the instance does not
-// own is a 421 naming the partition and listing those it owns, so the
+// serve is a 421 naming the partition and listing those it serves, so the
 // router asks the owner instead.
 func TestServerSaysNotTheOwner(t *testing.T) {
 	t.Parallel()
@@ -227,7 +261,7 @@ func TestServerSaysNotTheOwner(t *testing.T) {
 	a := ts.rows(t, "a/"+mine, "a/"+theirs)
 	require.Equal(t, http.StatusMisdirectedRequest, a.status)
 	require.Equal(t, problemNotOwner, a.body["type"])
-	require.Equal(t, "partition 2 is not owned by this scheduler instance (it owns [0 1])", a.body["detail"])
+	require.Equal(t, "partition 2 is not served by this scheduler instance (it serves [0 1])", a.body["detail"])
 	require.Equal(t, []any{0.0, 1.0}, a.body["partitions"])
 
 	a = ts.rows(t, "a/"+mine)
@@ -237,44 +271,107 @@ func TestServerSaysNotTheOwner(t *testing.T) {
 	require.NotNil(t, a.body["rows"].([]any)[0])
 }
 
-// TestServerRecovering: an instance that is not running one recovered
-// assignment, before or during a read, answers 503 with Retry-After
-// rather than what it holds.
-func TestServerRecovering(t *testing.T) {
+// TestServerAnswersOverWhatItServes: a read during which the served
+// partitions change once is read again over the new set, and says so;
+// one under which they keep changing is a 503 with Retry-After rather
+// than an answer over a set no one can name. An instance serving nothing
+// yet answers for no partition.
+func TestServerAnswersOverWhatItServes(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name string
-		set  func(*fakeSource)
+		name   string
+		during func(*fakeSource)
+		want   []any // partitions answered for; nil: 503
 	}{
-		{"not ready", func(f *fakeSource) { f.ready = false }},
-		{"rebalanced during the read", func(f *fakeSource) {
-			f.duringRead = func(f *fakeSource) {
-				f.mu.Lock()
-				f.assignments++
-				f.mu.Unlock()
+		{"settled", nil, []any{0.0, 1.0, 2.0, 3.0}},
+		{"a partition lost during the read", func(f *fakeSource) {
+			if len(f.served) == 4 {
+				f.move(0, 1, 2)
 			}
-		}},
-		{"stopped during the read", func(f *fakeSource) {
-			f.duringRead = func(f *fakeSource) {
-				f.mu.Lock()
-				f.ready = false
-				f.mu.Unlock()
+		}, []any{0.0, 1.0, 2.0}},
+		{"partitions changing under every read", func(f *fakeSource) { f.move(0, 1, 2, 3) }, nil},
+		{"nothing served yet", func(f *fakeSource) {
+			if len(f.served) == 4 {
+				f.move()
 			}
-		}},
+		}, []any{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			src := newFakeSource(0, 1, 2, 3)
-			src.put("a", "x", chimev1.JobStatus_JOB_STATUS_SCHEDULED, time.Now())
-			tc.set(src)
-			ts := newTestServer(t, src)
-			for _, a := range []answer{ts.rows(t, "a/x"), ts.get(t, pathJobs+"?ns=a&limit=10"), ts.get(t, pathLive+"?ns=a")} {
-				require.Equal(t, http.StatusServiceUnavailable, a.status)
-				require.Equal(t, problemRecovering, a.body["type"])
-				require.Equal(t, "1", a.header.Get("Retry-After"))
+			mk := func() (*fakeSource, *testServer) {
+				src := newFakeSource(0, 1, 2, 3)
+				src.put("a", keyIn(t, "a", 0), chimev1.JobStatus_JOB_STATUS_SCHEDULED, time.Now())
+				src.duringRead = tc.during
+				return src, newTestServer(t, src)
+			}
+			for _, read := range []func(*testServer) answer{
+				func(ts *testServer) answer { return ts.get(t, pathJobs+"?ns=a&limit=10") },
+				func(ts *testServer) answer { return ts.get(t, pathLive+"?ns=a") },
+			} {
+				_, ts := mk()
+				a := read(ts)
+				if tc.want == nil {
+					require.Equal(t, http.StatusServiceUnavailable, a.status)
+					require.Equal(t, problemRecovering, a.body["type"])
+					require.Equal(t, "1", a.header.Get("Retry-After"))
+					continue
+				}
+				require.Equal(t, http.StatusOK, a.status, "%v", a.body)
+				require.Equal(t, tc.want, a.body["partitions"])
 			}
 		})
 	}
+}
+
+// TestServerWaitsForOffsets: a read carrying offsets is answered once
+// the instance has applied them, and shows their effect; offsets of
+// partitions it does not serve are not waited for; offsets it does not
+// reach within ReadWait are a 503 behind, with Retry-After.
+func TestServerWaitsForOffsets(t *testing.T) {
+	t.Parallel()
+	src := newFakeSource(0, 1)
+	ts := newTestServer(t, src)
+	id := keyIn(t, "a", 1)
+	after := Offsets{1: 7, 3: 100} // 3 is not served here
+	go func() {
+		time.Sleep(50 * time.Millisecond) // the read waits meanwhile
+		src.apply("a", id, chimev1.JobStatus_JOB_STATUS_PAUSED, time.Now(), 7)
+	}()
+	a := ts.get(t, pathLive+"?ns=a&after="+url.QueryEscape(after.String()))
+	require.Equal(t, http.StatusOK, a.status, "%v", a.body)
+	require.EqualValues(t, 1, a.body["live"], "the job of offset 7 is counted")
+	a = ts.get(t, pathJobs+"?"+listingQuery("a", jobindex.Query{Limit: 10, Statuses: []chimev1.JobStatus{chimev1.JobStatus_JOB_STATUS_PAUSED}})+"&after="+url.QueryEscape(after.String()))
+	require.Equal(t, http.StatusOK, a.status, "%v", a.body)
+	require.Len(t, a.body["jobs"], 1)
+
+	start := time.Now()
+	a = ts.get(t, pathJobs+"?ns=a&limit=10&after="+url.QueryEscape(Offsets{0: 1}.String()))
+	require.Equal(t, http.StatusServiceUnavailable, a.status)
+	require.Equal(t, problemBehind, a.body["type"])
+	require.Equal(t, "1", a.header.Get("Retry-After"))
+	require.Contains(t, a.body["detail"], "0:1")
+	require.GreaterOrEqual(t, time.Since(start), ReadWait, "it waited ReadWait first")
+
+	for _, bad := range []string{"x", "0:-1", "4:1", "-1:2", "1"} {
+		a := ts.get(t, pathLive+"?ns=a&after="+url.QueryEscape(bad))
+		require.Equal(t, http.StatusBadRequest, a.status, bad)
+		require.Equal(t, problemInvalid, a.body["type"], bad)
+	}
+}
+
+func TestOffsetsString(t *testing.T) {
+	t.Parallel()
+	o := Offsets{}
+	o.Add(3, 10)
+	o.Add(0, 5)
+	o.Add(3, 2) // an older offset does not lower it
+	require.Equal(t, "0:5,3:10", o.String())
+	back, err := parseOffsets(o.String(), 4)
+	require.NoError(t, err)
+	require.Equal(t, o, back)
+	none, err := parseOffsets("", 4)
+	require.NoError(t, err)
+	require.Nil(t, none)
 }
 
 // TestServerAnswers: rows, a listing page and the live count over the
