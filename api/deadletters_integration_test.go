@@ -104,6 +104,16 @@ func TestDeadLetterReplayAcrossAPIProcesses(t *testing.T) {
 		jobs, _ := r.body["jobs"].([]any)
 		return len(jobs) == 3
 	})
+	// A's quota count is read in the background (creates never wait for
+	// it): have it read again, after a command of the namespace, and wait
+	// for the read.
+	reads := a.countReads(t)
+	kafkatest.WaitFor(t, 60*time.Second, "A's quota to read the namespace's count again", func() bool {
+		for _, verb := range []string{"pause", "resume"} {
+			require.Contains(t, []int{200, 202}, a.do(t, "POST", "/v1/namespaces/shop/jobs/"+url.PathEscape(job)+"/"+verb, key, "").status)
+		}
+		return a.countReads(t) > reads
+	})
 	r = a.do(t, "POST", "/v1/namespaces/shop/dead-letters:replay", key, "")
 	requireProblem(t, r, 429, "")
 	require.Equal(t, "60", r.header.Get("Retry-After"))

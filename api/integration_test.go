@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -312,4 +314,16 @@ func TestInternalJobsIntegration(t *testing.T) {
 	r = l.do(t, "POST", "/v1/namespaces/shop/jobs", key, strings.Replace(job, `"a"`, `"c"`, 1))
 	requireProblem(t, r, 429, "")
 	require.Contains(t, r.body["detail"], "has 2 jobs that have not ended")
+}
+
+// countReads is the number of the pending-jobs quota's count reads that
+// answered (chime_api_live_count_reads_total{result="ok"}).
+func (l *liveAPI) countReads(t *testing.T) int {
+	t.Helper()
+	r := l.do(t, "GET", "/metrics", "", "")
+	m := regexp.MustCompile(`chime_api_live_count_reads_total\{result="ok"\} (\d+)`).FindSubmatch(r.raw)
+	require.NotNil(t, m, "no count reads metric in %s", r.raw)
+	n, err := strconv.Atoi(string(m[1]))
+	require.NoError(t, err)
+	return n
 }

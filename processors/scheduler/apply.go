@@ -16,7 +16,14 @@ import (
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
-func (s *Scheduler) onCommand(ctx goka.Context, msg any) {
+func (s *Scheduler) onCommand(gctx goka.Context, msg any) {
+	// The partition's rows have one writer at a time: this callback, or
+	// the pump's tick (rowctx.go).
+	if st := s.timers.storage(gctx.Partition()); st != nil {
+		st.writer.Lock()
+		defer st.writer.Unlock()
+	}
+	ctx := gokaRow{gctx}
 	in := &input{key: ctx.Key(), topic: string(ctx.Topic()), partition: ctx.Partition(), offset: ctx.Offset(), partitions: s.cmdPartitions.Load()}
 	in.raw, _ = msg.([]byte)
 	s.namespaceOf(ctx, in)
@@ -40,7 +47,7 @@ func (s *Scheduler) onCommand(ctx goka.Context, msg any) {
 
 // refused reports a decision that was not written because a record of it
 // would not fit in Kafka.
-func (s *Scheduler) refused(ctx goka.Context, err error) {
+func (s *Scheduler) refused(ctx rowCtx, err error) {
 	s.oversized.Inc()
 	s.cfg.Logger.Error("scheduler: decision not written", "key", ctx.Key(), "err", err)
 }
@@ -48,7 +55,7 @@ func (s *Scheduler) refused(ctx goka.Context, err error) {
 // tick applies a tick's decision (from the pump or the sweep). One that
 // would not fit in Kafka is not written: the row stays as it was and is
 // looked at again at its next tick.
-func (s *Scheduler) tick(ctx goka.Context, in *input, cur *chimev1.JobState, held []byte, now time.Time) {
+func (s *Scheduler) tick(ctx rowCtx, in *input, cur *chimev1.JobState, held []byte, now time.Time) {
 	dec := s.decider.onTick(in, cur, now)
 	if err := dec.oversized(); err != nil {
 		s.refused(ctx, err)
@@ -59,7 +66,7 @@ func (s *Scheduler) tick(ctx goka.Context, in *input, cur *chimev1.JobState, hel
 
 // namespaceOf reads what decisions take from the row's namespace config:
 // its relevancy window and spread.
-func (s *Scheduler) namespaceOf(ctx goka.Context, in *input) {
+func (s *Scheduler) namespaceOf(ctx rowCtx, in *input) {
 	in.nsSpread = 1
 	ns, _, ok := schema.SplitJobKey(ctx.Key())
 	if !ok {
@@ -82,7 +89,7 @@ func (s *Scheduler) namespaceOf(ctx goka.Context, in *input) {
 // A tick's decision that only fires is held unwritten (held.go);
 // held is the row current took out of it, put back when the decision
 // changes nothing.
-func (s *Scheduler) apply(ctx goka.Context, d decision, held []byte, tick bool) {
+func (s *Scheduler) apply(ctx rowCtx, d decision, held []byte, tick bool) {
 	t := s.cfg.Topics
 	for _, due := range d.dues {
 		ctx.Emit(goka.Stream(t.Due()), s.dueKeys.key(due), due)
@@ -99,15 +106,14 @@ func (s *Scheduler) apply(ctx goka.Context, d decision, held []byte, tick bool) 
 		s.fires.WithLabelValues("kafka").Add(float64(len(d.deliver)))
 	}
 	for _, k := range d.deliver {
-		var opts []goka.ContextOption
+		var h goka.Headers
 		if len(k.GetHeaders()) > 0 {
-			h := goka.Headers{}
+			h = goka.Headers{}
 			for hk, hv := range k.GetHeaders() {
 				h[hk] = []byte(hv)
 			}
-			opts = append(opts, goka.WithCtxEmitHeaders(h))
 		}
-		ctx.Emit(goka.Stream(k.GetTopic()), string(k.GetKey()), k.GetValue(), opts...)
+		ctx.emitRaw(k.GetTopic(), string(k.GetKey()), k.GetValue(), h)
 	}
 	for _, ev := range d.events {
 		ctx.Emit(goka.Stream(t.JobEvents()), ev.GetNamespace(), ev)

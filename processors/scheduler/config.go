@@ -109,6 +109,8 @@ type Config struct {
 	// missTimer keeps the timers of the keys it is true for out of the
 	// window, as a bug would: unit tests of the sweep.
 	missTimer func(key string) bool
+	// testProducer replaces the Kafka producer (goka's tester's).
+	testProducer goka.ProducerBuilder
 	// autoConfirm: no Kafka producer confirms the table's writes (goka's
 	// tester); the store takes them as confirmed when made.
 	autoConfirm bool

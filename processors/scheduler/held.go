@@ -13,8 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lovoo/goka"
-
 	"github.com/chime-sched/chime/processors/jobstore"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -136,7 +134,7 @@ func timerOf(value []byte) int64 {
 
 // current is the row as last decided: the one held unwritten (taken out;
 // apply writes it or puts it back) or the stored one.
-func (s *Scheduler) current(ctx goka.Context) (st *chimev1.JobState, held []byte) {
+func (s *Scheduler) current(ctx rowCtx) (st *chimev1.JobState, held []byte) {
 	if r, ok := s.unwritten.take(ctx.Key(), ctx.Partition()); ok {
 		if r.storedOK {
 			// The store still holds the row as it was before it was
@@ -156,7 +154,7 @@ func (s *Scheduler) current(ctx goka.Context) (st *chimev1.JobState, held []byte
 
 // holdRow holds raw as key's row unwritten, with what the store holds of
 // it; false when the memory for held rows is full.
-func (s *Scheduler) holdRow(ctx goka.Context, raw []byte) bool {
+func (s *Scheduler) holdRow(ctx rowCtx, raw []byte) bool {
 	r := unwrittenRow{partition: ctx.Partition(), value: raw}
 	r.stored, r.storedOK = s.timers.stored(ctx.Partition(), ctx.Key())
 	return s.unwritten.put(ctx.Key(), r)
@@ -167,7 +165,7 @@ func (s *Scheduler) holdRow(ctx goka.Context, raw []byte) bool {
 // a held row as it was (a stale tick, or the first tick after a rebalance
 // kept the partition). false: it must be written (it does more, or the
 // memory for held rows is full).
-func (s *Scheduler) hold(ctx goka.Context, d decision, held []byte) bool {
+func (s *Scheduler) hold(ctx rowCtx, d decision, held []byte) bool {
 	switch {
 	case held == nil && d.onlyFires():
 	case held != nil && d.emitsNothing():

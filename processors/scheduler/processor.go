@@ -17,6 +17,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -58,6 +59,9 @@ type Scheduler struct {
 	proc *goka.Processor
 	// tickMu makes each round of ticks one step (pump.go).
 	tickMu sync.Mutex
+	// codecs are the outputs' codecs, by topic: a tick encodes its
+	// records itself (rowctx.go).
+	codecs map[string]goka.Codec
 
 	fireLag prometheus.Histogram
 	fires   *prometheus.CounterVec
@@ -95,6 +99,11 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	slices.Sort(s.targets)
 	s.decider = &decider{cfg: cfg, allowed: allowed}
+	s.codecs = map[string]goka.Codec{}
+	for _, e := range s.Graph().OutputStreams() {
+		s.codecs[e.Topic()] = e.Codec()
+	}
+	s.codecs[cfg.Topics.SchedulerTable()] = new(schema.JobStateCodec)
 	if len(cfg.Brokers) > 0 {
 		cl, err := kgo.NewClient(append(cfg.SASL.Kgo(), kgo.SeedBrokers(cfg.Brokers...), kgo.ClientID(cfg.ClientID+"-admin"))...)
 		if err != nil {
@@ -174,8 +183,6 @@ func (s *Scheduler) Graph() *goka.GroupGraph {
 		// callback: a record that does not decode must become a rejection,
 		// not a processor failure.
 		goka.Input(goka.Stream(t.JobCommands()), new(schema.BytesCodec), s.onCommand),
-		// Ticks are visits, not records (pump.go).
-		goka.Visitor(tickVisitor, s.onTick),
 		goka.Persist(new(schema.JobStateCodec)),
 		goka.Output(goka.Stream(t.Due()), new(schema.DueCodec)),
 		goka.Output(goka.Stream(t.JobEvents()), new(schema.JobEventCodec)),
@@ -196,6 +203,29 @@ func (s *Scheduler) options() []goka.ProcessorOption {
 		goka.WithRebalanceCallback(s.rebalanced),
 		goka.WithNilHandling(goka.NilProcess),
 	)
+	return opts
+}
+
+// processorOptions are the goka options of a processor whose ticks write
+// through out.
+func (s *Scheduler) processorOptions(out *tickOut) []goka.ProcessorOption {
+	opts := append(s.options(), goka.WithStorageBuilder(s.timers.builder(s.db)))
+	build := s.cfg.testProducer
+	if build == nil {
+		build = processors.ProducerBuilder(s.cfg.Client)
+	}
+	if !s.cfg.autoConfirm {
+		// The table's writes reach the store once Kafka stored them.
+		build = confirming(build, s.cfg.Topics.SchedulerTable(), &s.tablePartitions, s.db, s.cfg.Logger)
+	}
+	// The pump's ticks write through the processor's producer.
+	opts = append(opts, goka.WithProducerBuilder(func(brokers []string, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {
+		p, err := build(brokers, clientID, hasher)
+		if err == nil {
+			out.set(p)
+		}
+		return p, err
+	}))
 	return opts
 }
 
@@ -228,15 +258,21 @@ func (s *Scheduler) run(ctx context.Context, ready func()) error {
 	// A processor restarted after an error recovers each partition from
 	// the store's offset on: the store holds only what Kafka confirmed.
 	return processors.Supervise(ctx, "scheduler", s.cfg.Logger, func(ctx context.Context) error {
-		p, err := s.newProcessor(ctx)
+		out := &tickOut{}
+		p, err := s.newProcessor(ctx, out)
 		if err != nil {
 			return err
 		}
 		pctx, stop := context.WithCancel(ctx)
 		defer stop()
-		go s.pump(pctx, p)
+		out.stop = stop
+		go s.pump(pctx, out)
 		go processors.SignalReady(pctx, p, ready)
-		return p.Run(pctx)
+		err = p.Run(pctx)
+		if ferr := out.failed(); ferr != nil {
+			return ferr
+		}
+		return err
 	})
 }
 
@@ -254,7 +290,7 @@ func (s *Scheduler) rebalanced(a goka.Assignment) {
 	go s.reachCommitted(a)
 }
 
-func (s *Scheduler) newProcessor(ctx context.Context) (*goka.Processor, error) {
+func (s *Scheduler) newProcessor(ctx context.Context, out *tickOut) (*goka.Processor, error) {
 	if s.kcl != nil {
 		// The store must be a copy of this changelog: checked at every
 		// processor start, while no partition is open.
@@ -269,12 +305,7 @@ func (s *Scheduler) newProcessor(ctx context.Context) (*goka.Processor, error) {
 		}
 		s.tablePartitions.Store(m.Partitions)
 	}
-	opts := append(s.options(), goka.WithStorageBuilder(s.timers.builder(s.db)))
-	if !s.cfg.autoConfirm {
-		// The table's writes reach the store once Kafka stored them.
-		opts = append(opts, goka.WithProducerBuilder(confirming(processors.ProducerBuilder(s.cfg.Client), s.cfg.Topics.SchedulerTable(), &s.tablePartitions, s.db, s.cfg.Logger)))
-	}
-	p, err := goka.NewProcessor(s.cfg.Brokers, s.Graph(), opts...)
+	p, err := goka.NewProcessor(s.cfg.Brokers, s.Graph(), s.processorOptions(out)...)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}

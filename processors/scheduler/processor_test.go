@@ -31,19 +31,20 @@ func TestProcessorWithGokaTester(t *testing.T) {
 		Namespaces:   schema.StaticNamespaces{"ns1": {Namespace: "ns1"}, "ns2": {Namespace: "ns2", RelevancyWindow: durationpb.New(30 * time.Second)}},
 		PumpIdle:     10 * time.Millisecond,
 		extraOptions: []goka.ProcessorOption{goka.WithTester(tt)},
+		testProducer: tt.ProducerBuilder(),
 		autoConfirm:  true,
 	})
 	require.NoError(t, err)
 	// The table's store replaces the tester's storage: rows are read
 	// with s.Get.
 	s.timers.rebalanced(goka.Assignment{0: 0})
-	opts := append(s.options(), goka.WithStorageBuilder(s.timers.builder(s.db)))
-	proc, err := goka.NewProcessor(nil, s.Graph(), opts...)
-	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
+	out := &tickOut{stop: cancel}
+	proc, err := goka.NewProcessor(nil, s.Graph(), s.processorOptions(out)...)
+	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() { done <- proc.Run(ctx) }()
-	go s.pump(ctx, proc)
+	go s.pump(ctx, out)
 	t.Cleanup(func() {
 		cancel()
 		require.NoError(t, <-done)
@@ -94,7 +95,7 @@ func TestProcessorWithGokaTester(t *testing.T) {
 	clock.Set(t0.Add(2 * time.Minute))
 	require.Never(t, func() bool { return nextDue() != nil }, 100*time.Millisecond, 10*time.Millisecond)
 	// A stale tick leaves it held; the ack writes fire and answer in one row.
-	require.NoError(t, tickNow(ctx, s, proc, key))
+	require.NoError(t, tickNow(s, out, key))
 	heldRow()
 	require.Nil(t, nextDue())
 	ack := &chimev1.JobCommand{CommandId: "a1", Namespace: "ns1", JobId: "job1", Command: &chimev1.JobCommand_Ack{Ack: &chimev1.Ack{
@@ -159,7 +160,7 @@ func tableRow(t *testing.T, s *Scheduler, key string) *chimev1.JobState {
 }
 
 // tickNow ticks key's row now, as the pump would, whatever its timer.
-func tickNow(ctx context.Context, s *Scheduler, proc *goka.Processor, key string) error {
+func tickNow(s *Scheduler, out *tickOut, key string) error {
 	s.tickMu.Lock()
 	defer s.tickMu.Unlock()
 	st := s.timers.storage(s.partitionOf(key))
@@ -169,7 +170,10 @@ func tickNow(ctx context.Context, s *Scheduler, proc *goka.Processor, key string
 	st.mu.Lock()
 	st.ticking = append(st.ticking[:0], timerindex.Item{Key: key})
 	st.mu.Unlock()
-	err := proc.VisitAll(ctx, tickVisitor, nil)
-	st.ticked(err != nil, s.cfg.Now())
-	return err
+	ok := s.tickAll(st, out)
+	st.ticked(!ok, s.cfg.Now())
+	if !ok {
+		return fmt.Errorf("tick of %q not made", key)
+	}
+	return out.failed()
 }

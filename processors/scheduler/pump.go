@@ -1,32 +1,27 @@
 package scheduler
 
-// The pump turns due timers into ticks. A tick is a goka visit of the row
-// (Processor.VisitAll runs the tick visitor's callback on the partition's
-// goroutine, like an input record), not a Kafka record: nothing is
-// produced or consumed to look at a row, and nothing can be lost or
-// repeated in between. A tick is a hint to look at the row; the row
-// decides (decide.go).
+// The pump turns due timers into ticks. A tick is not a Kafka record: the
+// pump decides it itself, under the partition storage's writer lock
+// (rowctx.go), so nothing is produced or consumed to look at a row, and
+// nothing can be lost or repeated in between. A tick is a hint to look at
+// the row; the row decides (decide.go).
 //
 // One pump per processor: each round takes what is due in every actively
-// owned partition's window (storage.go), visits those rows, and waits for
-// the visits (and what they emitted) to finish before the next round. The
-// sweep is the pump's safety net: every SweepInterval a round also takes
-// the rows whose timer is more than SweepOverdue past that the window does
-// not hold (nor a row held unwritten): a timer the window missed, logged at
-// WARN with the count.
+// owned partition's window (storage.go) and ticks those rows, the
+// partitions side by side. The sweep is the pump's safety net: every
+// SweepInterval a round also takes the rows whose timer is more than
+// SweepOverdue past that the window does not hold (nor a row held
+// unwritten): a timer the window missed, logged at WARN with the count.
 
 import (
 	"context"
 	"math"
+	"sync"
 	"time"
-
-	"github.com/lovoo/goka"
 )
 
-const tickVisitor = "tick"
-
-// pump runs rounds of ticks on p until ctx ends.
-func (s *Scheduler) pump(ctx context.Context, p *goka.Processor) {
+// pump runs rounds of ticks through out until ctx ends.
+func (s *Scheduler) pump(ctx context.Context, out *tickOut) {
 	cfg := s.cfg
 	idle := time.NewTimer(time.Hour)
 	defer idle.Stop()
@@ -52,15 +47,11 @@ func (s *Scheduler) pump(ctx context.Context, p *goka.Processor) {
 			cfg.Logger.Warn("sweep found overdue timers the timer window did not hold, and ticked them", "rows", missed)
 		}
 		if taken > 0 {
-			err := p.VisitAll(ctx, tickVisitor, nil)
-			if err != nil && ctx.Err() == nil {
-				// Partitions move (goka aborts visits while it stops
-				// them); the entries are taken again.
-				cfg.Logger.Debug("scheduler: ticks interrupted", "err", err)
-			}
+			var wg sync.WaitGroup
 			for _, st := range sts {
-				st.ticked(err != nil, cfg.Now())
+				wg.Go(func() { st.ticked(!s.tickAll(st, out), cfg.Now()) })
 			}
+			wg.Wait()
 			s.tickMu.Unlock()
 			continue
 		}
@@ -85,8 +76,25 @@ func (s *Scheduler) pump(ctx context.Context, p *goka.Processor) {
 	}
 }
 
-// onTick is the tick visitor's callback: the row is looked at now.
-func (s *Scheduler) onTick(ctx goka.Context, _ any) {
+// tickAll ticks the rows taken in st, each under its writer lock; false
+// if it could not (the storage closed meanwhile, no processor runs).
+func (s *Scheduler) tickAll(st *timerStorage, out *tickOut) bool {
+	for _, it := range st.takenKeys() {
+		st.writer.Lock()
+		ok := !st.isClosed() && out.ready()
+		if ok {
+			s.onTick(&tickCtx{s: s, st: st, out: out, key: it})
+		}
+		st.writer.Unlock()
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// onTick looks at a row now.
+func (s *Scheduler) onTick(ctx rowCtx) {
 	cur, held := s.current(ctx)
 	// A tick's events are named after the row's timer: the same decision
 	// made again (by the next owner of a row whose decision was lost) has

@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lovoo/goka/storage"
-
 	"github.com/chime-sched/chime/internal/timerindex"
 	"github.com/chime-sched/chime/processors/jobstore"
 	"github.com/chime-sched/chime/schema"
@@ -54,9 +52,13 @@ type timerStorage struct {
 	windowEnd jobstore.Timer
 	recovered bool
 	closed    bool
-	// ticking are the entries taken for the tick in progress; the visit
-	// iterates their keys (Iterator).
+	// ticking are the entries taken for the tick in progress.
 	ticking []timerindex.Item
+
+	// writer makes the partition's rows have one writer at a time: the
+	// command callback on goka's goroutine, or the pump's tick. Held
+	// before mu.
+	writer sync.Mutex
 }
 
 // parked is the action time of an entry whose tick is in progress.
@@ -264,9 +266,8 @@ func (s *timerStorage) refillAtLocked() int64 {
 	return s.windowEnd.At - int64(s.timers.cfg.TimerWindow/2)
 }
 
-// Iterator implements storage.Storage for goka's visits (Processor.VisitAll):
-// the keys of the tick in progress, nothing when there is none.
-func (s *timerStorage) Iterator() (storage.Iterator, error) {
+// takenKeys are the keys taken for the tick in progress, each once.
+func (s *timerStorage) takenKeys() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	keys := make([]string, len(s.ticking))
@@ -274,12 +275,19 @@ func (s *timerStorage) Iterator() (storage.Iterator, error) {
 		keys[i] = it.Key
 	}
 	slices.Sort(keys)
-	keys = slices.Compact(keys)
-	return &keysIterator{keys: keys, i: -1}, nil
+	return slices.Compact(keys)
 }
 
-// Close implements storage.Storage.
+func (s *timerStorage) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// Close implements storage.Storage. It waits for a tick in progress.
 func (s *timerStorage) Close() error {
+	s.writer.Lock()
+	defer s.writer.Unlock()
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -300,24 +308,4 @@ func (s *timerStorage) windowTimers() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.idx.Len()
-}
-
-// keysIterator iterates given keys (goka's visits use only the keys).
-type keysIterator struct {
-	keys []string
-	i    int
-}
-
-func (k *keysIterator) Next() bool             { k.i++; return k.i < len(k.keys) }
-func (k *keysIterator) Err() error             { return nil }
-func (k *keysIterator) Key() []byte            { return []byte(k.keys[k.i]) }
-func (k *keysIterator) Value() ([]byte, error) { return nil, nil }
-func (k *keysIterator) Release()               {}
-func (k *keysIterator) Seek(key []byte) bool {
-	for k.i = 0; k.i < len(k.keys); k.i++ {
-		if k.keys[k.i] >= string(key) {
-			return true
-		}
-	}
-	return false
 }
