@@ -15,15 +15,17 @@ import (
 func requireMetricsFollowStats(t *testing.T, reg *prometheus.Registry, s Stats) {
 	t.Helper()
 	want := map[string]float64{
-		"chime_dispatcher_dues_consumed_total":  float64(s.Consumed),
-		"chime_dispatcher_dues_completed_total": float64(s.Completed),
-		"chime_dispatcher_dues_in_flight":       float64(s.Consumed - s.Completed),
-		"chime_dispatcher_calls_total":          float64(s.Calls),
-		"chime_dispatcher_duplicates_total":     float64(s.Duplicates),
-		"chime_dispatcher_breaker_held_total":   float64(s.Held),
-		"chime_dispatcher_probes_total":         float64(s.Probes),
-		"chime_dispatcher_resent_total":         float64(s.Resent),
-		"chime_dispatcher_early_total":          float64(s.Early),
+		"chime_dispatcher_dues_consumed_total":    float64(s.Consumed),
+		"chime_dispatcher_dues_completed_total":   float64(s.Completed),
+		"chime_dispatcher_dues_in_flight":         float64(s.Consumed - s.Completed),
+		"chime_dispatcher_calls_total":            float64(s.Calls),
+		"chime_dispatcher_duplicates_total":       float64(s.Duplicates),
+		"chime_dispatcher_breaker_held_total":     float64(s.Held),
+		"chime_dispatcher_probes_total":           float64(s.Probes),
+		"chime_dispatcher_resent_total":           float64(s.Resent),
+		"chime_dispatcher_early_total":            float64(s.Early),
+		"chime_dispatcher_recalls_total":          float64(s.Recalls),
+		"chime_dispatcher_recalled_dropped_total": float64(s.Dropped),
 	}
 	for c := range chimev1.OutcomeClass_name {
 		if class := chimev1.OutcomeClass(c); class != chimev1.OutcomeClass_OUTCOME_CLASS_UNSPECIFIED {
