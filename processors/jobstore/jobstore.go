@@ -136,6 +136,8 @@ type DB struct {
 	replayed atomic.Int64
 	// bounds reads the changelog's offsets (nil: not checked).
 	bounds atomic.Pointer[LogBounds]
+	// onBroken hears of a partition that stopped applying writes.
+	onBroken atomic.Pointer[func(p int32, err error)]
 
 	mu    sync.Mutex
 	parts map[int32]*Partition
@@ -297,6 +299,18 @@ func (db *DB) openParts() []*Partition {
 		parts = append(parts, part)
 	}
 	return parts
+}
+
+// OnBroken sets what is told when a partition stops applying its writes
+// (a failed changelog record, a gap, too many writes held): its processor
+// must recover it from the changelog, and a partition that is not written
+// to again would not fail by itself.
+func (db *DB) OnBroken(fn func(p int32, err error)) { db.onBroken.Store(&fn) }
+
+func (db *DB) broke(p int32, err error) {
+	if fn := db.onBroken.Load(); fn != nil {
+		(*fn)(p, err)
+	}
 }
 
 // Replayed is the number of changelog records the partitions' recoveries

@@ -63,6 +63,7 @@ func (part *Partition) hold(key string, value []byte) error {
 	}
 	if n := len(part.ov.pending); n >= part.db.opts.MaxHeld {
 		part.ov.err = fmt.Errorf("%d writes are held in memory, unapplied (the store refuses them, or Kafka does not confirm them): %v", n, part.ov.applyErr)
+		go part.db.broke(part.p, part.ov.err)
 		return fmt.Errorf("jobstore: partition %d applies no more writes: %w", part.p, part.ov.err)
 	}
 	old, err := part.oldIndex(key)
@@ -162,6 +163,7 @@ func (w *Write) Failed(err error) {
 	}
 	part.ov.err = fmt.Errorf("the changelog record of %q was not stored: %w", w.key, err)
 	part.db.opts.Logger.Error("scheduler table store: a table write failed; the partition applies nothing after it until it is recovered from Kafka", "partition", part.p, "key", w.key, "err", err)
+	go part.db.broke(part.p, part.ov.err)
 }
 
 // countConfirmed extends the confirmed head of pending from n.
@@ -213,11 +215,7 @@ func (part *Partition) flush() error {
 	if !part.db.opts.AutoConfirm {
 		for i, w := range ws {
 			if next >= 0 && w.offset != next {
-				what := "a gap: records another writer put in between"
-				if w.offset < next {
-					what = "out of order"
-				}
-				gap = fmt.Errorf("changelog offsets %s: the write of %q is stored at offset %d, the partition's next is %d", what, w.key, w.offset, next)
+				gap = fmt.Errorf("the write of %q is stored at changelog offset %d where %d was next: another writer's records came in between, or this process's records were stored out of order", w.key, w.offset, next)
 				n = i
 				break
 			}
@@ -248,6 +246,7 @@ func (part *Partition) flush() error {
 	if gap != nil && part.ov.err == nil {
 		part.ov.err = gap
 		part.db.opts.Logger.Warn("scheduler table store: the changelog no longer follows this process's writes; the partition applies nothing more and is recovered from Kafka", "partition", part.p, "err", gap)
+		go part.db.broke(part.p, gap)
 	}
 	if len(ws) == 0 {
 		return nil

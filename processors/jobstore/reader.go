@@ -302,3 +302,20 @@ func (r *rowIterator) Seek(key []byte) bool {
 	r.started = true
 	return r.it.SeekGE(append(bytes.Clone(r.pre), key...))
 }
+
+// Rows calls fn with partition p's rows as the database holds them
+// (applied), in key order, until fn returns false: for tests and tools
+// that compare the store with the changelog.
+func (db *DB) Rows(p int32, fn func(key string, value []byte) bool) error {
+	lo := prefix(kindRow, p, 0)
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(lo)})
+	if err != nil {
+		return err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		if !fn(string(it.Key()[len(lo):]), bytes.Clone(it.Value())) {
+			break
+		}
+	}
+	return errors.Join(it.Error(), it.Close())
+}

@@ -62,6 +62,8 @@ type Scheduler struct {
 	// codecs are the outputs' codecs, by topic: a tick encodes its
 	// records itself (rowctx.go).
 	codecs map[string]goka.Codec
+	// running is the processor incarnation running now (nil between).
+	running atomic.Pointer[tickOut]
 
 	fireLag prometheus.Histogram
 	fires   *prometheus.CounterVec
@@ -126,6 +128,13 @@ func New(cfg Config) (*Scheduler, error) {
 		}
 		s.db, s.ownDB = db, true
 	}
+	// A partition that stops applying its writes is recovered from the
+	// changelog by a new processor.
+	s.db.OnBroken(func(p int32, err error) {
+		if out := s.running.Load(); out != nil {
+			out.fail(fmt.Errorf("scheduler: partition %d of the table store: %w", p, err))
+		}
+	})
 	return s, nil
 }
 
@@ -266,6 +275,8 @@ func (s *Scheduler) run(ctx context.Context, ready func()) error {
 		pctx, stop := context.WithCancel(ctx)
 		defer stop()
 		out.stop = stop
+		s.running.Store(out)
+		defer s.running.CompareAndSwap(out, nil)
 		go s.pump(pctx, out)
 		go processors.SignalReady(pctx, p, ready)
 		err = p.Run(pctx)
