@@ -182,12 +182,12 @@ func (f *fakeJobStates) Rows(ns string, ids []string) ([]*chimev1.JobState, erro
 // scheduler does.
 func (f *fakeJobStates) LiveJobs(ns string, after jobquery.Offsets) (int64, error) {
 	f.carried(ns, after)
-	return jobindex.LiveIn([]*jobindex.Index{f.index(ns)}, ns), nil
+	return jobindex.LiveIn([]*jobindex.Memory{f.index(ns)}, ns), nil
 }
 
 func (f *fakeJobStates) ListJobs(ns string, q jobindex.Query, after jobquery.Offsets) ([]jobquery.Job, bool, error) {
 	f.carried(ns, after)
-	entries, more := jobindex.List([]*jobindex.Index{f.index(ns)}, ns, q)
+	entries, more := jobindex.List([]*jobindex.Memory{f.index(ns)}, ns, q)
 	jobs := make([]jobquery.Job, len(entries))
 	for i, e := range entries {
 		jobs[i].Entry = e
@@ -196,10 +196,10 @@ func (f *fakeJobStates) ListJobs(ns string, q jobindex.Query, after jobquery.Off
 	return jobs, more, nil
 }
 
-func (f *fakeJobStates) index(ns string) *jobindex.Index {
+func (f *fakeJobStates) index(ns string) *jobindex.Memory {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := jobindex.New()
+	x := jobindex.NewMemory()
 	for k, st := range f.rows {
 		if rns, id, _ := schema.SplitJobKey(k); rns == ns {
 			x.Change(ns, id, nil, &schema.JobSummary{Status: st.GetStatus(), Created: st.GetCreatedAt().AsTime().UnixNano()})

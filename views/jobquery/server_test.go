@@ -87,10 +87,10 @@ func (f *fakeSource) Get(key string) (*chimev1.JobState, error) {
 	return f.rows[key], nil
 }
 
-func (f *fakeSource) index() *jobindex.Index {
+func (f *fakeSource) index() *jobindex.Memory {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	x := jobindex.New()
+	x := jobindex.NewMemory()
 	for k, st := range f.rows {
 		if !slices.Contains(f.served, partitionOf(k, fakePartitions)) {
 			continue
@@ -108,7 +108,7 @@ func (f *fakeSource) LiveJobs(ns string) int64 {
 
 func (f *fakeSource) ListJobs(ns string, q jobindex.Query) ([]jobindex.Entry, bool) {
 	f.read()
-	return jobindex.List([]*jobindex.Index{f.index()}, ns, q)
+	return jobindex.List([]*jobindex.Memory{f.index()}, ns, q)
 }
 
 func (f *fakeSource) Serving() ([]int32, uint64) {

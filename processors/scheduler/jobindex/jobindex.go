@@ -1,31 +1,24 @@
-// Package jobindex owns the listing index of jobs: per table partition,
-// each namespace's jobs ordered newest first, with their status, and the
-// count of those that have not ended (the pending-jobs quota).
+// Package jobindex owns how listings of jobs are ordered, paged and
+// merged: each namespace's jobs newest first, with their status, and the
+// count of those that have not ended (the pending-jobs quota). The
+// scheduler's store keeps the listing of each partition
+// (processors/jobstore); a listing merges the partitions' pages (List),
+// and the API merges the pages of the scheduler instances
+// (views/jobquery) in the same order (Compare).
 //
 // chime's own jobs in a namespace (ids under schema.ReservedJobIDPrefix,
-// such as the breaker's cool-off timer) are indexed too, but they are not
-// the namespace's: a listing shows them only when asked (Query.Internal),
-// and the live count leaves them out, so a tripped breaker neither shows
-// in a client's job list nor takes a place of its quota.
-//
-// The scheduler keeps one beside each partition of its table (it knows a
-// row before and after each change); a listing merges the partitions'
-// indexes (List), and the API merges the pages of the scheduler instances
-// (views/jobquery) in the same order (Compare). Memory: about 30 bytes a job plus its id,
-// with no pointer for the collector to follow.
+// such as the breaker's cool-off timer) are listed only when asked
+// (Query.Internal), and the live count leaves them out, so a tripped
+// breaker neither shows in a client's job list nor takes a place of its
+// quota.
 package jobindex
 
 import (
 	"encoding/base64"
 	"errors"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"unsafe"
-
-	"github.com/google/btree"
 
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -59,174 +52,65 @@ func Compare(a, b Entry) int {
 	return 0
 }
 
-// Index is one partition's jobs. Safe for concurrent use.
-type Index struct {
-	mu sync.Mutex // the tree's order reads the probe: even lookups write
-	ns map[string]*nsJobs
-}
-
-// item is a job in a namespace's tree: its id lives in the namespace's
-// arena, so items hold no pointer. With a string per item, two million
-// pending jobs cost 50 B more each and every collection scanned them all.
-type item struct {
-	created int64
-	off     uint32 // the id is ids[off:off+n]; probeOff: the probe
-	n       uint8
-	status  uint8
-}
-
-// probeOff marks the item a lookup builds, whose id is nsJobs.probe.
-const probeOff = ^uint32(0)
-
-// The arena is compacted when more than half of it, and at least this
-// much, is ids of jobs no longer in the tree.
-const minCompact = 64 << 10
-
-type nsJobs struct {
-	tree    *btree.BTreeG[item]
-	ids     []byte // every id, appended as jobs are added
-	garbage int    // bytes of ids whose jobs left the tree
-	probe   string
-	live    int64
-}
-
-func newNSJobs() *nsJobs {
-	j := &nsJobs{}
-	j.tree = btree.NewG(16, func(a, b item) bool {
-		if a.created != b.created {
-			return a.created > b.created
-		}
-		return j.id(a) > j.id(b)
-	})
-	return j
-}
-
-// id is an item's id, without copying it: only for comparisons.
-func (j *nsJobs) id(it item) string {
-	if it.off == probeOff {
-		return j.probe
-	}
-	b := j.ids[it.off : it.off+uint32(it.n)]
-	return unsafe.String(unsafe.SliceData(b), len(b))
-}
-
-func (j *nsJobs) entry(it item) Entry {
-	return Entry{ID: strings.Clone(j.id(it)), Created: it.created, Status: chimev1.JobStatus(it.status)}
-}
-
-// find looks the job up.
-func (j *nsJobs) find(id string, created int64) (item, bool) {
-	j.probe = id
-	it, ok := j.tree.Get(item{created: created, off: probeOff})
-	j.probe = ""
-	return it, ok
-}
-
-func (j *nsJobs) remove(id string, created int64) (item, bool) {
-	j.probe = id
-	it, ok := j.tree.Delete(item{created: created, off: probeOff})
-	j.probe = ""
-	if ok {
-		j.garbage += int(it.n)
-		j.compact()
-	}
-	return it, ok
-}
-
-// put adds the job or changes its status.
-func (j *nsJobs) put(id string, created int64, status chimev1.JobStatus) (prev item, replaced bool) {
-	if it, ok := j.find(id, created); ok {
-		next := it
-		next.status = uint8(status)
-		j.tree.ReplaceOrInsert(next)
-		return it, true
-	}
-	it := item{created: created, off: uint32(len(j.ids)), n: uint8(len(id)), status: uint8(status)}
-	j.ids = append(j.ids, id...)
-	j.tree.ReplaceOrInsert(it)
-	return item{}, false
-}
-
-// compact rewrites the arena with the ids still in the tree.
-func (j *nsJobs) compact() {
-	if j.garbage < minCompact || j.garbage*2 < len(j.ids) {
-		return
-	}
-	items := make([]item, 0, j.tree.Len())
-	ids := make([]byte, 0, len(j.ids)-j.garbage)
-	j.tree.Ascend(func(it item) bool {
-		id := j.id(it)
-		it.off = uint32(len(ids))
-		ids = append(ids, id...)
-		items = append(items, it)
-		return true
-	})
-	j.ids, j.garbage = ids, 0
-	// The order is unchanged: the new items go in as they came out.
-	j.tree.Clear(false)
-	for _, it := range items {
-		j.tree.ReplaceOrInsert(it)
-	}
-}
-
 // internal says whether id is one of chime's own jobs.
 func internal(id string) bool { return strings.HasPrefix(id, schema.ReservedJobIDPrefix) }
 
-// New returns an empty index.
-func New() *Index { return &Index{ns: map[string]*nsJobs{}} }
-
-// Change records a row's change from before to after (nil: no row).
-func (x *Index) Change(ns, id string, before, after *schema.JobSummary) {
-	if before == nil && after == nil {
-		return
-	}
-	if before != nil && after != nil && *before == *after {
-		// Most writes of a row (a fire emitted, an attempt retried) leave
-		// what listings show as it was: no descent into the tree, whose
-		// cache misses cost a burst 4 % of the scheduler's CPU.
-		return
-	}
-	if len(id) > math.MaxUint8 {
-		return // longer than any valid job id (schema.MaxJobIDLen)
-	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	j := x.ns[ns]
-	if j == nil {
-		if after == nil {
-			return
-		}
-		j = newNSJobs()
-		x.ns[ns] = j
-	}
-	counted := !internal(id)
-	if before != nil && (after == nil || before.Created != after.Created) {
-		if it, ok := j.remove(id, before.Created); ok && counted && !schema.JobEnded(chimev1.JobStatus(it.status)) {
-			j.live--
-		}
-	}
-	if after != nil {
-		prev, replaced := j.put(id, after.Created, after.Status)
-		if replaced && counted && !schema.JobEnded(chimev1.JobStatus(prev.status)) {
-			j.live--
-		}
-		if counted && after.Live() {
-			j.live++
-		}
-	}
-	if j.tree.Len() == 0 {
-		delete(x.ns, ns)
-	}
+// Memory is a listing held in memory: for tests and tools that stand in
+// for a scheduler. Not safe for concurrent use.
+type Memory struct {
+	ns map[string]map[string]Entry
 }
 
-// Live is the namespace's jobs that have not ended, chime's own left out.
-func (x *Index) Live(ns string) int64 {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if j := x.ns[ns]; j != nil {
-		return j.live
+// NewMemory returns an empty listing.
+func NewMemory() *Memory { return &Memory{ns: map[string]map[string]Entry{}} }
+
+// Change records a row's change to after (nil: no row); before is not
+// needed here, and kept so that a store's caller reads the same.
+func (m *Memory) Change(ns, id string, _, after *schema.JobSummary) {
+	if after == nil {
+		delete(m.ns[ns], id)
+		if len(m.ns[ns]) == 0 {
+			delete(m.ns, ns)
+		}
+		return
 	}
-	return 0
+	if m.ns[ns] == nil {
+		m.ns[ns] = map[string]Entry{}
+	}
+	m.ns[ns][id] = Entry{ID: id, Created: after.Created, Status: after.Status}
+}
+
+// Live implements Source.
+func (m *Memory) Live(ns string) int64 {
+	var n int64
+	for _, e := range m.ns[ns] {
+		if !internal(e.ID) && !schema.JobEnded(e.Status) {
+			n++
+		}
+	}
+	return n
+}
+
+// Page implements Source.
+func (m *Memory) Page(ns string, q Query, n int, out []Entry) []Entry {
+	all := make([]Entry, 0, len(m.ns[ns]))
+	for _, e := range m.ns[ns] {
+		all = append(all, e)
+	}
+	slices.SortFunc(all, Compare)
+	for _, e := range all {
+		if n == 0 {
+			break
+		}
+		if !q.After.IsZero() && !newer(Entry{ID: q.After.ID, Created: q.After.Created}, e) {
+			continue
+		}
+		if q.Wants(e.Status) && (q.Internal || !internal(e.ID)) {
+			out = append(out, e)
+			n--
+		}
+	}
+	return out
 }
 
 // Query selects a page of a namespace's jobs.
@@ -248,7 +132,7 @@ func (q Query) Wants(status chimev1.JobStatus) bool {
 	return len(q.Statuses) == 0 || slices.Contains(q.Statuses, status)
 }
 
-// Source is one partition's listing: an Index, or the scheduler's store.
+// Source is one partition's listing: the scheduler's store, or a Memory.
 type Source interface {
 	// Page appends up to n entries of ns after q.After that q wants,
 	// newest first.
@@ -256,37 +140,6 @@ type Source interface {
 	// Live is the namespace's jobs that have not ended, chime's own left
 	// out.
 	Live(ns string) int64
-}
-
-// Page implements Source.
-func (x *Index) Page(ns string, q Query, n int, out []Entry) []Entry {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	j := x.ns[ns]
-	if j == nil {
-		return out
-	}
-	visit := func(it item) bool {
-		if !q.After.IsZero() && it.created == q.After.Created && j.id(it) == q.After.ID {
-			return true // the cursor's own entry ended the previous page
-		}
-		if q.Wants(chimev1.JobStatus(it.status)) && (q.Internal || !internal(j.id(it))) {
-			out = append(out, j.entry(it))
-			n--
-		}
-		return n > 0
-	}
-	if q.After.IsZero() {
-		j.tree.Ascend(visit)
-		return out
-	}
-	j.probe = q.After.ID
-	pivot := item{created: q.After.Created, off: probeOff}
-	// The probe stays set while the tree compares against the pivot; the
-	// visits compare items of the tree only.
-	j.tree.AscendGreaterOrEqual(pivot, visit)
-	j.probe = ""
-	return out
 }
 
 // List returns a page of ns's jobs across the partitions' listings, newest

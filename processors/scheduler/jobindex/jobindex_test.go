@@ -25,7 +25,7 @@ func sum(created int64, st chimev1.JobStatus) *schema.JobSummary {
 // with equal creation times, list each job once, newest first.
 func TestPagesCoverEveryJobOnce(t *testing.T) {
 	t.Parallel()
-	idxs := []*Index{New(), New(), New()}
+	idxs := []*Memory{NewMemory(), NewMemory(), NewMemory()}
 	var want []string
 	for i := 29; i >= 0; i-- {
 		want = append(want, fmt.Sprintf("j%02d", i))
@@ -60,7 +60,7 @@ func TestPagesCoverEveryJobOnce(t *testing.T) {
 // and the live count follow, and a removed job is gone.
 func TestStatusAndLiveCount(t *testing.T) {
 	t.Parallel()
-	x := New()
+	x := NewMemory()
 	x.Change("ns", "a", nil, sum(1, scheduled))
 	x.Change("ns", "b", nil, sum(2, scheduled))
 	x.Change("ns", "c", nil, sum(3, scheduled))
@@ -70,11 +70,11 @@ func TestStatusAndLiveCount(t *testing.T) {
 	require.EqualValues(t, 2, x.Live("ns"), "paused counts, cancelled does not")
 	x.Change("ns", "c", sum(3, cancelled), sum(3, cancelled))
 	require.EqualValues(t, 2, x.Live("ns"), "a repeated change")
-	page, more := List([]*Index{x}, "ns", Query{Limit: 10, Statuses: []chimev1.JobStatus{paused, cancelled}})
+	page, more := List([]*Memory{x}, "ns", Query{Limit: 10, Statuses: []chimev1.JobStatus{paused, cancelled}})
 	require.False(t, more)
 	require.Equal(t, []Entry{{ID: "c", Created: 3, Status: cancelled}, {ID: "b", Created: 2, Status: paused}}, page)
 	x.Change("ns", "a", sum(1, scheduled), sum(5, scheduled)) // re-created later
-	page, _ = List([]*Index{x}, "ns", Query{Limit: 1})
+	page, _ = List([]*Memory{x}, "ns", Query{Limit: 1})
 	require.Equal(t, "a", page[0].ID)
 	require.EqualValues(t, 2, x.Live("ns"))
 	x.Change("ns", "a", sum(5, scheduled), nil)
@@ -92,7 +92,7 @@ func TestStatusAndLiveCount(t *testing.T) {
 func TestInternalJobs(t *testing.T) {
 	t.Parallel()
 	coolOff := schema.ReservedJobIDPrefix + "breaker-cooloff"
-	idxs := []*Index{New(), New()}
+	idxs := []*Memory{NewMemory(), NewMemory()}
 	idxs[0].Change("ns", "a", nil, sum(1, scheduled))
 	idxs[1].Change("ns", coolOff, nil, sum(2, scheduled))
 	idxs[0].Change("ns", "b", nil, sum(3, paused))
@@ -131,7 +131,7 @@ func TestInternalJobs(t *testing.T) {
 
 	t.Run("live count", func(t *testing.T) {
 		t.Parallel()
-		x := New()
+		x := NewMemory()
 		x.Change("ns", "a", nil, sum(1, scheduled))
 		steps := []struct {
 			before, after *schema.JobSummary
@@ -145,55 +145,13 @@ func TestInternalJobs(t *testing.T) {
 		for i, st := range steps {
 			x.Change("ns", coolOff, st.before, st.after)
 			require.EqualValues(t, 1, x.Live("ns"), "step %d: only a counts", i)
-			require.EqualValues(t, 1, LiveIn([]*Index{x}, "ns"))
+			require.EqualValues(t, 1, LiveIn([]*Memory{x}, "ns"))
 		}
 		x.Change("other", coolOff, nil, sum(1, scheduled))
 		require.Zero(t, x.Live("other"))
 	})
 }
 
-// TestArenaCompacts: after most jobs of a namespace are removed, the ids
-// of the others are moved into a smaller arena, and listings still find
-// every one of them, in order, with its status.
-func TestArenaCompacts(t *testing.T) {
-	t.Parallel()
-	x := New()
-	const n = 20_000
-	id := func(i int) string { return fmt.Sprintf("job-%06d", i) }
-	for i := range n {
-		x.Change("ns", id(i), nil, sum(int64(i), scheduled))
-	}
-	before := len(x.ns["ns"].ids)
-	for i := range n {
-		if i%10 != 0 {
-			x.Change("ns", id(i), sum(int64(i), scheduled), nil)
-		}
-	}
-	require.Less(t, len(x.ns["ns"].ids), before/2, "compacted")
-	x.Change("ns", id(10), sum(10, scheduled), sum(10, paused))
-	require.EqualValues(t, n/10, x.Live("ns"))
-	var got []Entry
-	q := Query{Limit: 333}
-	for {
-		page, more := List([]*Index{x}, "ns", q)
-		got = append(got, page...)
-		if !more {
-			break
-		}
-		q.After = CursorAt(page[len(page)-1])
-	}
-	require.Len(t, got, n/10)
-	for k, e := range got {
-		i := n - 10 - 10*k
-		require.Equal(t, id(i), e.ID)
-		require.EqualValues(t, i, e.Created)
-		if i == 10 {
-			require.Equal(t, paused, e.Status)
-		} else {
-			require.Equal(t, scheduled, e.Status)
-		}
-	}
-}
 
 func TestParseCursor(t *testing.T) {
 	t.Parallel()
@@ -210,7 +168,7 @@ func TestParseCursor(t *testing.T) {
 // BenchmarkStatusChange is a fire's path through the index: a job of a
 // namespace with 100k jobs changes status and back.
 func BenchmarkStatusChange(b *testing.B) {
-	x := New()
+	x := NewMemory()
 	const n = 100_000
 	for i := range n {
 		x.Change("ns", "job-"+strconv.Itoa(i), nil, sum(int64(i), chimev1.JobStatus_JOB_STATUS_SCHEDULED))
