@@ -152,7 +152,6 @@ func TestInternalJobs(t *testing.T) {
 	})
 }
 
-
 func TestParseCursor(t *testing.T) {
 	t.Parallel()
 	c := Cursor{Created: 1764000000000000000, ID: "job:with:colons"}
