@@ -105,8 +105,13 @@ func (part *Partition) Live(ns string) int64 {
 	return part.applied[ns] + part.ov.delta[ns]
 }
 
-// TimerCount is the partition's rows with a timer, as last written.
-func (part *Partition) TimerCount() int64 { return part.Live(timersName) }
+// TimerCount is the partition's rows with a timer that the database holds
+// (applied): what a restart finds without reading the changelog.
+func (part *Partition) TimerCount() int64 {
+	part.mu.Lock()
+	defer part.mu.Unlock()
+	return part.applied[timersName]
+}
 
 // Listed is a job as listings show it.
 type Listed struct {
