@@ -112,8 +112,6 @@ func PartitionOf(key string, n int32) int32 {
 // processor's consumer group member behaves (session timeout, static
 // membership).
 func ProcessorOptions(c Config) []goka.ProcessorOption {
-	groupCfg := SaramaConfig(c.Client)
-	withMembership(groupCfg, c.Membership)
 	// A processor's own sarama consumer reads its table partitions only
 	// while recovering them after an assignment, and closing it waits for
 	// the fetch in flight: with the idle wait, every takeover paid it.
@@ -121,7 +119,7 @@ func ProcessorOptions(c Config) []goka.ProcessorOption {
 	recoverCfg.Consumer.MaxWaitTime = RecoveryFetchWait
 	return []goka.ProcessorOption{
 		goka.WithClientID(c.ClientID),
-		goka.WithConsumerGroupBuilder(rejoining(goka.ConsumerGroupBuilderWithConfig(groupCfg))),
+		goka.WithConsumerGroupBuilder(GroupBuilder(c, nil)),
 		goka.WithConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(recoverCfg)),
 		goka.WithProducerBuilder(ProducerBuilder(c.Client)),
 		goka.WithTopicManagerBuilder(goka.TopicManagerBuilderWithConfig(SaramaConfig(c.Client), TopicManagerConfig(c.Replication))),
@@ -134,6 +132,14 @@ func ProcessorOptions(c Config) []goka.ProcessorOption {
 // recovers its table partitions with.
 const RecoveryFetchWait = 100 * time.Millisecond
 
+// GroupBuilder builds a processor's consumer group from c; wrap, if set,
+// wraps the handler goka consumes with (the scheduler's commit gate).
+func GroupBuilder(c Config, wrap func(sarama.ConsumerGroupHandler) sarama.ConsumerGroupHandler) goka.ConsumerGroupBuilder {
+	groupCfg := SaramaConfig(c.Client)
+	withMembership(groupCfg, c.Membership)
+	return rejoining(goka.ConsumerGroupBuilderWithConfig(groupCfg), wrap)
+}
+
 // rejoining wraps goka's consumer group so that a rebalance does not end
 // Consume: goka waits a fixed 5 s after Consume returns before it joins
 // again (processor.go, rebalanceLoop), and the group's coordinator waits
@@ -142,22 +148,28 @@ const RecoveryFetchWait = 100 * time.Millisecond
 // handler's Setup and Cleanup for each generation within one Consume, as
 // goka expects; an error (a failed join, a partition processor's error
 // returned by Cleanup) still ends Consume and so the processor.
-func rejoining(build goka.ConsumerGroupBuilder) goka.ConsumerGroupBuilder {
+func rejoining(build goka.ConsumerGroupBuilder, wrap func(sarama.ConsumerGroupHandler) sarama.ConsumerGroupHandler) goka.ConsumerGroupBuilder {
 	return func(brokers []string, group, clientID string) (sarama.ConsumerGroup, error) {
 		g, err := build(brokers, group, clientID)
 		if err != nil {
 			return nil, err
 		}
-		return rejoiningGroup{g}, nil
+		return rejoiningGroup{ConsumerGroup: g, wrap: wrap}, nil
 	}
 }
 
-type rejoiningGroup struct{ sarama.ConsumerGroup }
+type rejoiningGroup struct {
+	sarama.ConsumerGroup
+	wrap func(sarama.ConsumerGroupHandler) sarama.ConsumerGroupHandler
+}
 
 // rejoinPause keeps a Consume that ends at once from spinning.
 const rejoinPause = 250 * time.Millisecond
 
 func (g rejoiningGroup) Consume(ctx context.Context, topics []string, h sarama.ConsumerGroupHandler) error {
+	if g.wrap != nil {
+		h = g.wrap(h)
+	}
 	for {
 		started := time.Now()
 		if err := g.ConsumerGroup.Consume(ctx, topics, h); err != nil || ctx.Err() != nil {

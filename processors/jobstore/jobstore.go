@@ -72,12 +72,24 @@ type Options struct {
 	// rebuilt from Kafka when it is assigned again, and removed meanwhile
 	// (see the package comment). Default DefaultMaxCheckpointAge.
 	MaxCheckpointAge time.Duration
-	// FlushInterval is how long confirmed writes may wait to be applied
-	// together. Default DefaultFlushInterval.
+	// FlushInterval is how often the flusher produces the dirty rows that
+	// are due and applies the stored ones. Default DefaultFlushInterval.
 	FlushInterval time.Duration
-	// FlushAfter applies confirmed writes at once when a partition holds
+	// FlushAfter applies stored writes at once when a partition holds
 	// this many. Default DefaultFlushAfter.
 	FlushAfter int
+	// MaxHold is how long a dirty row (a write not produced yet) may wait
+	// for later writes of its key to fold into it; a stable row (no
+	// timer within it, no fire awaiting an answer) is produced at once
+	// (overlay.go). It is also how far the commit of the input can lag.
+	// Default DefaultMaxHold.
+	MaxHold time.Duration
+	// MaxDirtyBytes bounds the dirty rows of a partition; beyond it the
+	// oldest are produced. Default DefaultMaxDirtyBytes.
+	MaxDirtyBytes int
+	// CloseWait bounds how long closing a partition waits for its dirty
+	// rows to be stored. Default DefaultCloseWait.
+	CloseWait time.Duration
 	// MaxHeld bounds the writes a partition holds in memory, confirmed or
 	// not, because the database cannot apply them (it fails) or Kafka does
 	// not confirm them: beyond it the partition's writes fail, and so does
@@ -103,6 +115,10 @@ const (
 	DefaultFlushInterval    = 5 * time.Millisecond
 	DefaultFlushAfter       = 4096
 	DefaultMaxHeld          = 1 << 20
+	// DefaultMaxHold is Kafka Streams' commit interval (at least once).
+	DefaultMaxHold       = 30 * time.Second
+	DefaultMaxDirtyBytes = 32 << 20
+	DefaultCloseWait     = 10 * time.Second
 )
 
 // validate applies the defaults to the options left unset and refuses the
@@ -122,6 +138,9 @@ func (o *Options) validate() error {
 		setting.Positive(n, "FlushInterval", &o.FlushInterval, DefaultFlushInterval),
 		setting.Positive(n, "FlushAfter", &o.FlushAfter, DefaultFlushAfter),
 		setting.Positive(n, "MaxHeld", &o.MaxHeld, DefaultMaxHeld),
+		setting.Positive(n, "MaxHold", &o.MaxHold, DefaultMaxHold),
+		setting.Positive(n, "MaxDirtyBytes", &o.MaxDirtyBytes, DefaultMaxDirtyBytes),
+		setting.Positive(n, "CloseWait", &o.CloseWait, DefaultCloseWait),
 	)
 }
 
@@ -138,6 +157,10 @@ type DB struct {
 	bounds atomic.Pointer[LogBounds]
 	// onBroken hears of a partition that stopped applying writes.
 	onBroken atomic.Pointer[func(p int32, err error)]
+	// produce sends the table's records (SetProducer).
+	produce atomic.Pointer[Produce]
+	// onDurable hears of a partition whose Hold rose.
+	onDurable atomic.Pointer[func(p int32)]
 
 	mu    sync.Mutex
 	parts map[int32]*Partition
@@ -313,6 +336,49 @@ func (db *DB) broke(p int32, err error) {
 	}
 }
 
+// SetProducer sets how the table's records are sent: the processor's
+// producer for the changelog topic.
+func (db *DB) SetProducer(fn Produce) { db.produce.Store(&fn) }
+
+func (db *DB) producer() Produce {
+	if p := db.produce.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// OnDurable sets what is told when a partition's Hold rises: more of its
+// input may be committed.
+func (db *DB) OnDurable(fn func(p int32)) { db.onDurable.Store(&fn) }
+
+func (db *DB) durable(p int32) {
+	if fn := db.onDurable.Load(); fn != nil {
+		(*fn)(p)
+	}
+}
+
+// Hold is Partition.Hold of partition p's open storage; ok is false when
+// none is open (nothing of it may be committed then).
+func (db *DB) Hold(p int32) (offset int64, ok bool) {
+	part := db.open1(p)
+	if part == nil {
+		return 0, false
+	}
+	return part.Hold(), true
+}
+
+// Dirty is the rows of the open partitions in the write cache, not sent
+// to Kafka yet.
+func (db *DB) Dirty() int {
+	n := 0
+	for _, part := range db.openParts() {
+		part.mu.Lock()
+		n += part.ov.dirtyN
+		part.mu.Unlock()
+	}
+	return n
+}
+
 // Replayed is the number of changelog records the partitions' recoveries
 // applied since the database was opened: after a restart, only those
 // after each partition's stored offset.
@@ -358,6 +424,7 @@ func (db *DB) flusher() {
 		case <-db.kick:
 		}
 		for _, part := range db.openParts() {
+			part.produceDue()
 			if err := part.flush(); err != nil {
 				part.applyFailed(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,15 +31,58 @@ func row(t *testing.T, status chimev1.JobStatus, created, timer time.Time) []byt
 	return b
 }
 
+// open opens a store whose flusher runs only when a test says (and then
+// produces every dirty row: MaxHold is 1 ns), with a fake Kafka.
 func open(t *testing.T, dir string, mutate ...func(*Options)) *DB {
 	t.Helper()
-	o := Options{Dir: dir, Now: func() time.Time { return t0 }, FlushInterval: time.Hour}
+	o := Options{Dir: dir, Now: func() time.Time { return t0 }, FlushInterval: time.Hour, MaxHold: time.Nanosecond, CloseWait: 50 * time.Millisecond}
 	for _, m := range mutate {
 		m(&o)
 	}
 	db, err := Open(o)
 	require.NoError(t, err)
+	f := &fakeKafka{}
+	kafkas.Store(db, f)
+	db.SetProducer(f.produce)
 	return db
+}
+
+// kafkas are the fake Kafkas of the tests' stores.
+var kafkas sync.Map
+
+// fakeKafka takes the records a store produces; a test says when (and
+// at which offset) each is stored.
+type fakeKafka struct {
+	mu   sync.Mutex
+	sent []*sent
+}
+
+type sent struct {
+	p     int32
+	key   string
+	value []byte
+	done  func(int64, error)
+}
+
+// Stored says Kafka stored the record at offset.
+func (r *sent) Stored(offset int64) { r.done(offset, nil) }
+
+// Failed says Kafka did not store it.
+func (r *sent) Failed(err error) { r.done(0, err) }
+
+func (f *fakeKafka) produce(p int32, key string, value []byte, done func(int64, error)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sent = append(f.sent, &sent{p: p, key: key, value: value, done: done})
+}
+
+func (f *fakeKafka) last() *sent {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.sent) == 0 {
+		return nil
+	}
+	return f.sent[len(f.sent)-1]
 }
 
 // recovered returns partition p of db, opened and recovered with no
@@ -96,13 +140,16 @@ func TestWritesWaitForKafka(t *testing.T) {
 	require.EqualValues(t, 2, part2.TimerCount())
 }
 
-// set writes a row and returns the write the producer would emit.
-func set(t *testing.T, part *Partition, key string, value []byte) *Write {
+// set writes a row and has the store produce it; it returns the record.
+func set(t *testing.T, part *Partition, key string, value []byte) *sent {
 	t.Helper()
 	require.NoError(t, part.Set(key, value))
-	w := part.db.Emitting(part.p, key)
-	require.NotNil(t, w)
-	return w
+	part.produce(true)
+	v, _ := kafkas.Load(part.db)
+	r := v.(*fakeKafka).last()
+	require.NotNil(t, r)
+	require.Equal(t, key, r.key)
+	return r
 }
 
 // appliedTimers counts the timers the database holds for the partition.

@@ -3,89 +3,182 @@ package jobstore
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/chime-sched/chime/schema"
 )
 
-// The overlay: goka writes a row to its storage (Set) before Kafka has
-// stored the row's changelog record and the records emitted with it.
-// Applied at once, the local rows would run ahead of Kafka after a kill -9
-// (a row saying "fired" whose due event never reached the broker). So a
-// write after recovery is held here, where reads see it, until its own
-// record is stored; then the confirmed writes at the head are applied in
-// the order made. Each write is confirmed by its own record (the
-// processor's producer asks Emitting for the write it is about to emit),
-// never by key: a failed record followed by a stored one of the same key
-// must not confirm bytes Kafka never stored.
+// The overlay is the table's write cache, Kafka Streams' record cache for
+// this store. A write after recovery is not produced at once: it waits
+// here, where reads see it, as a dirty row; later writes of the same key
+// fold into it (a job created, fired and settled within the hold costs one
+// changelog record, not three). The database's flusher produces a dirty
+// row through the producer the processor gave (SetProducer) once it is
+// stable (no timer within MaxHold and no fire awaiting its answer: it will
+// not change soon), once it has waited MaxHold, when the dirty rows pass
+// MaxDirtyBytes (oldest first), and when the partition closes. Produced
+// rows are applied to the database in the order of their changelog
+// offsets once Kafka has stored them, with the offset of the last, in one
+// batch: the database always holds the table exactly as the changelog is
+// at its stored offset.
+//
+// A dirty row is not in Kafka: the input records that made it (commands,
+// by their offsets) must not be committed before it is, or a kill -9
+// would lose them. Hold says the lowest such input offset; the consumer
+// commits below it (processors/scheduler's commit gate), and OnDurable
+// says when it rises. What was made from no input record (the scheduler's
+// ticks) is decided again from the stored row after a crash.
+//
+// Each write is confirmed by its own record's promise, never by key. Each
+// applied write's offset must be the partition's next (the log's end when
+// it recovered, then one past the last applied): a record between two of
+// them was written by another writer (a zombie owner of the partition),
+// one out of order was reordered on its way; either way, and after a
+// failed record, the rows here are no longer the changelog's, so nothing
+// from there on is applied, the partition's next write fails, and its
+// processor is told (OnBroken) to recover it from the changelog.
 
-// Write is one row write held until Kafka stores its changelog record.
-type Write struct {
-	part  *Partition
+// writeState is where a write is on its way to the database.
+type writeState uint8
+
+const (
+	dirty    writeState = iota // in the cache only
+	produced                   // its record sent, not stored yet
+	stored                     // Kafka stored its record at offset
+)
+
+// write is one row's change on its way to the database.
+type write struct {
 	key   string
 	value []byte // nil: the row is deleted
-	// old is the index entries of the row before the write (nil: no
-	// row), which the write replaces: known when the write is made (the
-	// processor has just read the row), so applying it reads nothing.
-	old    *RowIndex
-	offset int64 // the changelog record's offset; -1 until stored
+	// decoded is value decoded, when the writer had it: reads that want
+	// the row decoded take it (a decision never changes the row it is
+	// given, processors/scheduler/rowcopy.go).
+	decoded any
+	// old is the index entries of the row the database will hold when
+	// this write is applied (nil: no row): known when the write is made,
+	// so applying it reads nothing.
+	old   *RowIndex
+	state writeState
+	// offset is the record's offset once stored.
+	offset int64
+	// since is when the row became dirty; ready says it is stable and is
+	// produced at the next pass.
+	since time.Time
+	ready bool
+	// inputs are the offsets of the input records folded into the write,
+	// each counted in overlay.pend until the write is stored.
+	inputs []int64
 }
 
 type overlay struct {
-	// pending holds the writes made since recovery, in the order made,
-	// until they are applied; latest is each key's last one (what reads
-	// see); confirmed counts the stored writes at the head of pending.
-	pending   []*Write
-	latest    map[string]*Write
-	confirmed int
-	// delta is how the pending writes change the live counts.
+	// latest is each key's last write (what reads see), until applied.
+	latest map[string]*write
+	// waiting are the dirty writes in the order they became dirty; ready
+	// the dirty writes to produce at the next pass. A write leaves either
+	// when produced or folded (lazily: entries whose write is no longer
+	// dirty are skipped).
+	waiting, readyQ []*write
+	dirtyBytes      int
+	dirtyN          int
+	// inflight are the produced writes, in the order produced, until
+	// applied from the head once stored.
+	inflight []*write
+	// delta is how the writes not applied yet change the live counts.
 	delta map[string]int64
-	// last is the last write made, until the producer takes it.
-	last *Write
+	// inputs are the input offsets of the writes not stored yet, in the
+	// order first seen, and pend how many such writes carry each.
+	inputs []int64
+	pend   map[int64]int
 	// err stops the partition: nothing after the write it names is
-	// applied, and the partition's next write fails (its processor then
-	// recovers the partition from the changelog).
+	// applied, and the partition's next write fails.
 	err error
-	// applyErr is the last failure to apply confirmed writes (the
-	// database refused them); they stay held and are tried again.
+	// applyErr is the last failure to apply stored writes (the database
+	// refused them); they stay held and are tried again.
 	applyErr error
+	// closing: every dirty write is produced now.
+	closing bool
 }
 
 func newOverlay() overlay {
-	return overlay{latest: map[string]*Write{}, delta: map[string]int64{}}
+	return overlay{latest: map[string]*write{}, delta: map[string]int64{}, pend: map[int64]int{}}
 }
 
-// hold adds a write to the overlay. part.mu is held.
-func (part *Partition) hold(key string, value []byte) error {
+// SetInput says which input record the writes that follow come from
+// (-1: none, a tick): its offset is held back from the commit until they
+// are stored. Call it on the partition's writer, before the writes.
+func (part *Partition) SetInput(offset int64) {
+	part.mu.Lock()
+	part.input = offset
+	part.mu.Unlock()
+}
+
+// hold adds a write to the cache. part.mu is held.
+func (part *Partition) hold(key string, value []byte, decoded any) error {
 	if err := part.ov.err; err != nil {
 		return fmt.Errorf("jobstore: partition %d applies no more writes: %w", part.p, err)
 	}
-	if n := len(part.ov.pending); n >= part.db.opts.MaxHeld {
-		part.ov.err = fmt.Errorf("%d writes are held in memory, unapplied (the store refuses them, or Kafka does not confirm them): %v", n, part.ov.applyErr)
+	if n := part.ov.dirtyN + len(part.ov.inflight); n >= part.db.opts.MaxHeld {
+		part.ov.err = fmt.Errorf("%d writes are held in memory, unapplied (the store refuses them, or Kafka does not store them): %v", n, part.ov.applyErr)
 		go part.db.broke(part.p, part.ov.err)
 		return fmt.Errorf("jobstore: partition %d applies no more writes: %w", part.p, part.ov.err)
 	}
-	old, err := part.oldIndex(key)
-	if err != nil {
-		return err
-	}
-	part.lastOK = false
-	w := &Write{part: part, key: key, value: value, old: old, offset: -1}
-	part.ov.pending = append(part.ov.pending, w)
-	part.ov.latest[key] = w
 	var next *RowIndex
 	if value != nil {
 		next = IndexOf(value)
 	}
-	countDelta(key, old, next, part.ov.delta)
-	if part.db.opts.AutoConfirm {
-		w.offset = 0
-		part.ov.confirmed = countConfirmed(part.ov.pending, part.ov.confirmed)
-		return nil
+	now := part.db.opts.Now()
+	w := part.ov.latest[key]
+	if w != nil && w.state == dirty {
+		// Fold into the dirty row: one record for both.
+		countDelta(key, IndexOf(w.value), next, part.ov.delta)
+		part.ov.dirtyBytes += len(value) - len(w.value)
+		w.value, w.decoded = value, decoded
+	} else {
+		old, err := part.oldIndex(key)
+		if err != nil {
+			return err
+		}
+		countDelta(key, old, next, part.ov.delta)
+		w = &write{key: key, value: value, decoded: decoded, old: old, offset: -1, since: now}
+		part.ov.latest[key] = w
+		part.ov.dirtyBytes += len(value)
+		part.ov.dirtyN++
+		if part.db.opts.AutoConfirm {
+			// No producer (goka's tester): stored as made.
+			part.markProduced(w)
+			part.markStored(w, 0)
+			return nil
+		}
+		part.ov.waiting = append(part.ov.waiting, w)
 	}
-	part.ov.last = w
+	part.lastOK = false
+	if in := part.input; in >= 0 && !slices.Contains(w.inputs, in) {
+		w.inputs = append(w.inputs, in)
+		if part.ov.pend[in] == 0 && (len(part.ov.inputs) == 0 || part.ov.inputs[len(part.ov.inputs)-1] != in) {
+			part.ov.inputs = append(part.ov.inputs, in)
+		}
+		part.ov.pend[in]++
+	}
+	if !w.ready && part.stable(next, now) {
+		w.ready = true
+		part.ov.readyQ = append(part.ov.readyQ, w)
+	}
+	if w.ready {
+		part.db.wake()
+	}
 	return nil
+}
+
+// stable says a row written now will likely not change within MaxHold:
+// no timer before then, and no fire awaiting its answer (recover_at).
+func (part *Partition) stable(x *RowIndex, now time.Time) bool {
+	if x == nil {
+		return true
+	}
+	return x.RecoverAt == 0 && (x.Timer == 0 || x.Timer > now.Add(part.db.opts.MaxHold).UnixNano())
 }
 
 // countDelta adds to delta how a row's change from old to next (nil: no
@@ -115,63 +208,140 @@ func countDelta(key string, old, next *RowIndex, delta map[string]int64) {
 	}
 }
 
-// Emitting returns the write whose changelog record the processor's
-// producer emits now for key in partition p: the last write made there
-// (goka writes the storage, then emits the record, on the partition's
-// goroutine). nil when there is none: a record not made by a write of an
-// open partition's storage.
-func (db *DB) Emitting(p int32, key string) *Write {
-	part := db.open1(p)
-	if part == nil {
-		return nil
-	}
-	part.mu.Lock()
-	defer part.mu.Unlock()
-	w := part.ov.last
-	if w == nil || w.key != key {
-		return nil
-	}
-	part.ov.last = nil
-	return w
+// Produce sends one table record: the row (nil: a tombstone) of key in
+// partition p; done is called with its offset once Kafka stored it, or
+// the error. Records of one partition must keep the order of the calls.
+type Produce func(p int32, key string, value []byte, done func(offset int64, err error))
+
+// markProduced moves a dirty write to the in-flight ones. part.mu is held.
+func (part *Partition) markProduced(w *write) {
+	w.state = produced
+	part.ov.dirtyBytes -= len(w.value)
+	part.ov.dirtyN--
+	part.ov.inflight = append(part.ov.inflight, w)
 }
 
-// Stored says that Kafka stored the write's changelog record at offset.
-func (w *Write) Stored(offset int64) {
-	part := w.part
+// markStored records that w's record is stored at offset, and releases
+// its inputs. part.mu is held.
+func (part *Partition) markStored(w *write, offset int64) {
+	w.state, w.offset = stored, offset
+	moved := false
+	for _, in := range w.inputs {
+		if part.ov.pend[in]--; part.ov.pend[in] <= 0 {
+			delete(part.ov.pend, in)
+		}
+	}
+	w.inputs = nil
+	for len(part.ov.inputs) > 0 && part.ov.pend[part.ov.inputs[0]] == 0 {
+		part.ov.inputs = part.ov.inputs[1:]
+		moved = true
+	}
+	if moved && !part.db.opts.AutoConfirm {
+		go part.db.durable(part.p)
+	}
+}
+
+// Hold is the lowest input offset whose writes are not stored in Kafka
+// yet, -1 for none: the input may be committed below it only.
+func (part *Partition) Hold() int64 {
 	part.mu.Lock()
-	if part.closed || w.offset >= 0 {
+	defer part.mu.Unlock()
+	if len(part.ov.inputs) == 0 {
+		return -1
+	}
+	return part.ov.inputs[0]
+}
+
+// produceDue sends the dirty writes that are due (see the file comment),
+// in one pass; all of them when the partition closes.
+func (part *Partition) produceDue() { part.produce(false) }
+
+// produce sends the dirty writes that are due, or all of them.
+func (part *Partition) produce(all bool) {
+	produce := part.db.producer()
+	if produce == nil {
+		return
+	}
+	part.mu.Lock()
+	if part.closed || part.ov.err != nil || !part.recovered {
 		part.mu.Unlock()
 		return
 	}
-	w.offset = offset
-	part.ov.confirmed = countConfirmed(part.ov.pending, part.ov.confirmed)
-	n := part.ov.confirmed
+	now := part.db.opts.Now()
+	var out []*write
+	take := func(w *write) {
+		if w.state == dirty {
+			part.markProduced(w)
+			out = append(out, w)
+		}
+	}
+	for _, w := range part.ov.readyQ {
+		take(w)
+	}
+	part.ov.readyQ = part.ov.readyQ[:0]
+	limit := part.db.opts.MaxDirtyBytes
+	i := 0
+	for ; i < len(part.ov.waiting); i++ {
+		w := part.ov.waiting[i]
+		if w.state != dirty {
+			continue
+		}
+		if !all && !part.ov.closing && part.ov.dirtyBytes <= limit && now.Sub(w.since) < part.db.opts.MaxHold {
+			break
+		}
+		take(w)
+	}
+	part.ov.waiting = part.ov.waiting[i:]
+	if len(part.ov.waiting) == 0 {
+		part.ov.waiting = nil
+	}
 	part.mu.Unlock()
-	if n >= part.db.opts.FlushAfter {
+	// In the order taken, outside the lock (the producer may block while
+	// its buffer is full): the in-flight list has the same order.
+	for _, w := range out {
+		w := w
+		produce(part.p, w.key, w.value, func(offset int64, err error) { part.produced(w, offset, err) })
+	}
+}
+
+// produced is a record's promise.
+func (part *Partition) produced(w *write, offset int64, err error) {
+	part.mu.Lock()
+	defer part.mu.Unlock()
+	if part.closed && !part.ov.closing {
+		return
+	}
+	if err != nil {
+		if part.ov.err == nil {
+			part.ov.err = fmt.Errorf("the changelog record of %q was not stored: %w", w.key, err)
+			part.db.opts.Logger.Error("scheduler table store: a table write failed; the partition applies nothing after it until it is recovered from Kafka", "partition", part.p, "key", w.key, "err", err)
+			go part.db.broke(part.p, part.ov.err)
+		}
+		return
+	}
+	part.markStored(w, offset)
+	if w == part.ov.inflight[0] || len(part.ov.inflight) >= part.db.opts.FlushAfter {
 		part.db.wake()
 	}
 }
 
-// Failed says that Kafka did not store the write's changelog record: the
-// partition applies nothing from it on.
-func (w *Write) Failed(err error) {
-	part := w.part
+// settled says every write is stored (or the partition cannot store
+// more).
+func (part *Partition) settled() bool {
 	part.mu.Lock()
 	defer part.mu.Unlock()
-	if part.closed || part.ov.err != nil {
-		return
+	if part.ov.err != nil {
+		return true
 	}
-	part.ov.err = fmt.Errorf("the changelog record of %q was not stored: %w", w.key, err)
-	part.db.opts.Logger.Error("scheduler table store: a table write failed; the partition applies nothing after it until it is recovered from Kafka", "partition", part.p, "key", w.key, "err", err)
-	go part.db.broke(part.p, part.ov.err)
-}
-
-// countConfirmed extends the confirmed head of pending from n.
-func countConfirmed(pending []*Write, n int) int {
-	for n < len(pending) && pending[n].offset >= 0 {
-		n++
+	if part.ov.dirtyN > 0 {
+		return false
 	}
-	return n
+	for _, w := range part.ov.inflight {
+		if w.state != stored {
+			return false
+		}
+	}
+	return true
 }
 
 // broken says why the partition cannot apply its writes, nil if it can.
@@ -184,46 +354,45 @@ func (part *Partition) broken() error {
 	return part.ov.applyErr
 }
 
-// applyFailed records that confirmed writes could not be applied.
+// applyFailed records that stored writes could not be applied.
 func (part *Partition) applyFailed(err error) {
 	part.mu.Lock()
 	first := part.ov.applyErr == nil
 	part.ov.applyErr = err
 	part.mu.Unlock()
 	if first {
-		part.db.opts.Logger.Error("scheduler table store: applying confirmed writes failed; they stay in memory and are retried", "partition", part.p, "err", err)
+		part.db.opts.Logger.Error("scheduler table store: applying stored writes failed; they stay in memory and are retried", "partition", part.p, "err", err)
 	}
 }
 
-// flush applies the confirmed writes at the head of pending, with their
-// index changes and the last one's offset, in one batch. Their offsets
-// must follow each other and the partition's last one: a record between
-// two of them was written by another writer (a zombie owner of the
-// partition), and one out of order was reordered on its way; either way
-// the rows here are no longer the changelog's, so nothing from there on is
-// applied and the partition is recovered from the changelog.
+// flush applies the stored writes at the head of the in-flight ones, with
+// their index changes and the last one's offset, in one batch. Their
+// offsets must follow each other and the partition's last one (see the
+// file comment).
 func (part *Partition) flush() error {
 	part.mu.Lock()
-	if part.closed || part.ov.confirmed == 0 || part.ov.err != nil && part.ov.confirmed == 0 {
+	n := 0
+	for n < len(part.ov.inflight) && part.ov.inflight[n].state == stored {
+		n++
+	}
+	if (part.closed && !part.ov.closing) || n == 0 {
 		part.mu.Unlock()
 		return nil
 	}
-	ws := slices.Clone(part.ov.pending[:part.ov.confirmed])
+	ws := slices.Clone(part.ov.inflight[:n])
 	next := part.next
-	n := len(ws)
 	var gap error
 	if !part.db.opts.AutoConfirm {
 		for i, w := range ws {
 			if next >= 0 && w.offset != next {
 				gap = fmt.Errorf("the write of %q is stored at changelog offset %d where %d was next: another writer's records came in between, or this process's records were stored out of order", w.key, w.offset, next)
-				n = i
+				ws = ws[:i]
 				break
 			}
 			next = w.offset + 1
 		}
 	}
 	part.mu.Unlock()
-	ws = ws[:n]
 
 	b := part.db.pdb.NewBatch()
 	defer b.Close()
@@ -240,7 +409,7 @@ func (part *Partition) flush() error {
 	}
 	part.mu.Lock()
 	defer part.mu.Unlock()
-	if part.closed {
+	if part.closed && !part.ov.closing {
 		return nil
 	}
 	if gap != nil && part.ov.err == nil {
@@ -274,11 +443,10 @@ func (part *Partition) flush() error {
 			delete(part.ov.latest, w.key)
 		}
 	}
-	clear(part.ov.pending[:len(ws)])
-	part.ov.pending = part.ov.pending[len(ws):]
-	part.ov.confirmed -= len(ws)
-	if len(part.ov.pending) == 0 {
-		part.ov.pending = nil // let the array go
+	clear(part.ov.inflight[:len(ws)])
+	part.ov.inflight = part.ov.inflight[len(ws):]
+	if len(part.ov.inflight) == 0 {
+		part.ov.inflight = nil // let the array go
 	}
 	if !part.db.opts.AutoConfirm {
 		part.next = next

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/lovoo/goka/storage"
@@ -34,18 +35,21 @@ type Partition struct {
 	// next is the changelog offset this process's next write must get (a
 	// gap means another writer); -1: not known, not checked.
 	next int64
-	rec  recovery
+	// input is the offset of the input record the writes come from now
+	// (SetInput; -1: none).
+	input int64
+	rec   recovery
 	// lastKey and lastIdx are the index entries of the last row the
-	// partition's goroutine read from the database, or hinted (Hint): its
-	// write of the same key (the processor reads a row, then writes it)
-	// takes them from here instead of reading again.
+	// partition's writer read from the database: its write of the same key
+	// (the processor reads a row, then writes it) takes them from here
+	// instead of reading again.
 	lastKey string
 	lastIdx *RowIndex
 	lastOK  bool
 }
 
 func newPartition(db *DB, p int32) *Partition {
-	return &Partition{db: db, p: p, ov: newOverlay(), applied: map[string]int64{}, next: -1}
+	return &Partition{db: db, p: p, ov: newOverlay(), applied: map[string]int64{}, next: -1, input: -1}
 }
 
 // Open implements storage.Storage: it loads the live counts.
@@ -75,17 +79,25 @@ func readCounts(r iterable, p int32) (map[string]int64, error) {
 	return counts, errors.Join(it.Error(), it.Close())
 }
 
-// Close implements storage.Storage. Confirmed writes are applied first
-// (goka closes a storage after its partition's writes were acknowledged,
-// so that is all of them unless one failed), and the partition is recorded
-// as held until now; what is left is dropped: the next storage of the
-// partition reads it from the changelog.
+// Close implements storage.Storage. goka closes a storage once its
+// partition stopped: the dirty rows are produced and stored first (for at
+// most CloseWait), so that the input below them can be committed and the
+// next owner finds them in the changelog, then applied; the partition is
+// recorded as held until now. What is left (a broker that did not answer)
+// is dropped: its input is not committed, and is read again.
 func (part *Partition) Close() error {
-	err := part.flush()
 	part.mu.Lock()
 	recovered := part.recovered
+	part.ov.closing = true
 	part.mu.Unlock()
+	var err error
 	if recovered {
+		part.produceDue()
+		deadline := time.Now().Add(part.db.opts.CloseWait)
+		for !part.settled() && time.Now().Before(deadline) {
+			time.Sleep(closePoll)
+		}
+		err = part.flush()
 		err = errors.Join(err, part.touch())
 	}
 	part.mu.Lock()
@@ -100,6 +112,9 @@ func (part *Partition) Close() error {
 	}
 	return err
 }
+
+// closePoll is how often Close looks whether its rows are stored.
+const closePoll = 2 * time.Millisecond
 
 func rowKey(p int32, key string) []byte {
 	return append(prefix(kindRow, p, len(key)), key...)
@@ -137,6 +152,19 @@ func (part *Partition) Get(key string) ([]byte, error) {
 	return v, err
 }
 
+// GetDecoded is Get for the partition's goroutine, with the row decoded
+// if the write that made it gave it decoded (nil otherwise).
+func (part *Partition) GetDecoded(key string) ([]byte, any, error) {
+	part.mu.Lock()
+	if w, ok := part.ov.latest[key]; ok {
+		part.mu.Unlock()
+		return w.value, w.decoded, nil
+	}
+	part.mu.Unlock()
+	v, err := part.Get(key)
+	return v, nil, err
+}
+
 // Read is Get for any goroutine: the row as last written.
 func (part *Partition) Read(key string) ([]byte, error) {
 	part.mu.Lock()
@@ -146,28 +174,6 @@ func (part *Partition) Read(key string) ([]byte, error) {
 	}
 	part.mu.Unlock()
 	return get(part.db.pdb, rowKey(part.p, key))
-}
-
-// Stored returns the index entries of key's row as the database holds it,
-// if key was the last row the partition's goroutine read from it (nil: no
-// row).
-func (part *Partition) Stored(key string) (x *RowIndex, ok bool) {
-	part.mu.Lock()
-	defer part.mu.Unlock()
-	if _, written := part.ov.latest[key]; written || !part.lastOK || part.lastKey != key {
-		return nil, false
-	}
-	return part.lastIdx, true
-}
-
-// Hint says what key's row in the database is indexed as, for its next
-// write: a processor that held the row in memory since it read it (the
-// scheduler's unwritten rows) spares the write a read. Partition's
-// goroutine only.
-func (part *Partition) Hint(key string, x *RowIndex) {
-	part.mu.Lock()
-	part.lastKey, part.lastIdx, part.lastOK = key, x, true
-	part.mu.Unlock()
 }
 
 // oldIndex is the index entries of key's row before a write of it is
@@ -210,13 +216,22 @@ func (part *Partition) Set(key string, value []byte) error {
 	if value == nil {
 		value = []byte{} // nil means a delete here
 	}
-	return part.write(key, value)
+	return part.write(key, value, nil)
+}
+
+// Put writes key's row with its decoded value, which reads that want it
+// decoded take (the caller does not change it after).
+func (part *Partition) Put(key string, value []byte, decoded any) error {
+	if value == nil {
+		value = []byte{}
+	}
+	return part.write(key, value, decoded)
 }
 
 // Delete implements storage.Storage.
-func (part *Partition) Delete(key string) error { return part.write(key, nil) }
+func (part *Partition) Delete(key string) error { return part.write(key, nil, nil) }
 
-func (part *Partition) write(key string, value []byte) error {
+func (part *Partition) write(key string, value []byte, decoded any) error {
 	part.mu.Lock()
 	defer part.mu.Unlock()
 	if part.closed {
@@ -225,7 +240,7 @@ func (part *Partition) write(key string, value []byte) error {
 	if !part.recovered {
 		return part.recoverWrite(key, value)
 	}
-	return part.hold(key, value)
+	return part.hold(key, value, decoded)
 }
 
 // SetOffset implements storage.Storage. During recovery it is the offset

@@ -1,10 +1,8 @@
 package scheduler
 
-// This file is where a record meets its decision: the goka callbacks for
-// commands and ticks read the row (held unwritten or stored) and the
-// namespace, ask the decider (decide.go), and write what it decided through
-// the goka context, holding a row unwritten when its decision only fired
-// (held.go).
+// This file is where a record meets its decision: a command's callback
+// and a tick read the row and the namespace, ask the decider (decide.go),
+// and write what it decided (rowctx.go).
 
 import (
 	"fmt"
@@ -17,17 +15,23 @@ import (
 )
 
 func (s *Scheduler) onCommand(gctx goka.Context, msg any) {
-	// The partition's rows have one writer at a time: this callback, or
-	// the pump's tick (rowctx.go).
-	if st := s.timers.storage(gctx.Partition()); st != nil {
-		st.writer.Lock()
-		defer st.writer.Unlock()
+	st := s.timers.storage(gctx.Partition())
+	if st == nil {
+		gctx.Fail(fmt.Errorf("scheduler: no storage for partition %d", gctx.Partition()))
+		return
 	}
-	ctx := gokaRow{gctx}
-	in := &input{key: ctx.Key(), topic: string(ctx.Topic()), partition: ctx.Partition(), offset: ctx.Offset(), partitions: s.cmdPartitions.Load()}
+	// The partition's rows have one writer at a time: this callback, or
+	// the pump's tick (rowctx.go). The rows it writes hold its offset back
+	// from the commit until they are in Kafka (the store's write cache).
+	st.writer.Lock()
+	defer st.writer.Unlock()
+	st.SetInput(gctx.Offset())
+	defer st.SetInput(-1)
+	ctx := newGokaRow(s, gctx, st)
+	in := &input{key: ctx.Key(), topic: string(gctx.Topic()), partition: ctx.Partition(), offset: gctx.Offset(), partitions: s.cmdPartitions.Load()}
 	in.raw, _ = msg.([]byte)
 	s.namespaceOf(ctx, in)
-	cur, held := s.current(ctx)
+	cur := ctx.row()
 	now := s.cfg.Now()
 	dec := s.decider.onCommand(in, cur, now)
 	if err := dec.oversized(); err != nil {
@@ -35,14 +39,10 @@ func (s *Scheduler) onCommand(gctx goka.Context, msg any) {
 		// partition goes on with the next one.
 		s.refused(ctx, err)
 		dec = s.decider.refuse(in, fmt.Sprintf("command not applied: %v", err), now)
-		if held != nil && !s.holdRow(ctx, held) {
-			ctx.SetValue(current0(held))
-		}
-		held = nil
 	}
-	s.apply(ctx, dec, held, false)
+	s.apply(ctx, dec)
 	// Its effect is in the storage now: reads waiting for it may go.
-	s.serving.reach(ctx.Partition(), ctx.Offset())
+	s.serving.reach(ctx.Partition(), gctx.Offset())
 }
 
 // refused reports a decision that was not written because a record of it
@@ -55,13 +55,13 @@ func (s *Scheduler) refused(ctx rowCtx, err error) {
 // tick applies a tick's decision (from the pump or the sweep). One that
 // would not fit in Kafka is not written: the row stays as it was and is
 // looked at again at its next tick.
-func (s *Scheduler) tick(ctx rowCtx, in *input, cur *chimev1.JobState, held []byte, now time.Time) {
+func (s *Scheduler) tick(ctx rowCtx, in *input, cur *chimev1.JobState, now time.Time) {
 	dec := s.decider.onTick(in, cur, now)
 	if err := dec.oversized(); err != nil {
 		s.refused(ctx, err)
 		dec = decision{}
 	}
-	s.apply(ctx, dec, held, true)
+	s.apply(ctx, dec)
 }
 
 // namespaceOf reads what decisions take from the row's namespace config:
@@ -78,18 +78,16 @@ func (s *Scheduler) namespaceOf(ctx rowCtx, in *input) {
 	in.nsSpread = schema.Spread(cfg)
 }
 
-// apply writes a decision through the goka context: goka commits the input
-// offset only after the table write and every emit are acknowledged, so a
-// crash in between replays the input. The row and the emits are separate
-// Kafka writes: if the row reached Kafka and an emit did not, the replayed
-// input finds the row advanced and does nothing. Open fires and
-// unconfirmed Kafka-target writes are then re-sent by the next incarnation
-// (recover_at); job events are lost (docs/guarantees.md, Known gaps).
-//
-// A tick's decision that only fires is held unwritten (held.go);
-// held is the row current took out of it, put back when the decision
-// changes nothing.
-func (s *Scheduler) apply(ctx rowCtx, d decision, held []byte, tick bool) {
+// apply writes a decision: its records first, then the row, in the
+// storage. goka commits a command once its records are stored, and the
+// commit gate no further than its rows are; a tick's records and row are
+// made again from the stored row after a crash. The row and the records
+// are separate Kafka writes: if the row reached Kafka and a record did
+// not, a replayed command finds the row advanced and does nothing. Open
+// fires and unconfirmed Kafka-target writes are then re-sent by the next
+// incarnation (recover_at); job events are lost (docs/guarantees.md,
+// Known gaps).
+func (s *Scheduler) apply(ctx rowCtx, d decision) {
 	t := s.cfg.Topics
 	for _, due := range d.dues {
 		ctx.Emit(goka.Stream(t.Due()), s.dueKeys.key(due), due)
@@ -124,16 +122,8 @@ func (s *Scheduler) apply(ctx rowCtx, d decision, held []byte, tick bool) {
 	}
 	switch {
 	case d.del:
-		ctx.Delete()
+		ctx.deleteRow()
 	case d.state != nil:
-		if tick && s.hold(ctx, d, held) {
-			return
-		}
-		ctx.SetValue(d.state)
-	case held != nil:
-		// Nothing changed: the row stays held as it was.
-		if !s.holdRow(ctx, held) {
-			ctx.SetValue(current0(held))
-		}
+		ctx.setRow(d.state)
 	}
 }

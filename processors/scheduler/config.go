@@ -101,10 +101,6 @@ type Config struct {
 	// COMPLETED event of a one-shot job whose fire succeeded (the outcomes
 	// stream already records every attempt and its result). Default off.
 	FireEvents bool
-	// MaxUnwritten bounds the rows held in memory between a fire and the
-	// dispatcher's answer instead of written at the fire (held.go).
-	// Default DefaultMaxUnwritten; Off writes every fire.
-	MaxUnwritten int
 
 	// missTimer keeps the timers of the keys it is true for out of the
 	// window, as a bug would: unit tests of the sweep.
@@ -119,7 +115,7 @@ type Config struct {
 }
 
 // Off, given to a Config field that says it takes it (FireLead,
-// SweepInterval, AckTimeout, MaxUnwritten), turns what the field bounds
+// SweepInterval, AckTimeout), turns what the field bounds
 // off; 0 takes the default instead. Code reads such a field as "on when
 // positive".
 const Off = -1
@@ -143,7 +139,6 @@ const (
 	DefaultSweepOverdue     = time.Minute
 	DefaultAckTimeout       = 2 * time.Minute
 	DefaultConfirmAfter     = 3 * time.Minute
-	DefaultMaxUnwritten     = 1 << 16
 )
 
 // validate applies the defaults to the fields left unset and refuses the
@@ -167,7 +162,6 @@ func (c *Config) validate() error {
 		setting.Positive(o, "SweepOverdue", &c.SweepOverdue, DefaultSweepOverdue),
 		setting.PositiveOr(o, "AckTimeout", &c.AckTimeout, DefaultAckTimeout, Off, "scheduler.Off", "to turn redelivery off"),
 		setting.Positive(o, "ConfirmAfter", &c.ConfirmAfter, DefaultConfirmAfter),
-		setting.PositiveOr(o, "MaxUnwritten", &c.MaxUnwritten, DefaultMaxUnwritten, Off, "scheduler.Off", "to write every fire"),
 	)
 	// A fire emitted FireLead ahead of its time is not acknowledged
 	// before its time: an AckTimeout within the lead would redeliver it

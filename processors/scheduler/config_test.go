@@ -41,7 +41,6 @@ func TestConfigValidate(t *testing.T) {
 			require.Equal(t, DefaultSweepOverdue, c.SweepOverdue)
 			require.Equal(t, DefaultAckTimeout, c.AckTimeout)
 			require.Equal(t, DefaultConfirmAfter, c.ConfirmAfter)
-			require.Equal(t, DefaultMaxUnwritten, c.MaxUnwritten)
 			require.NotNil(t, c.Now)
 			require.NotNil(t, c.Logger)
 			require.Equal(t, schema.NewTopics(""), c.Topics)
@@ -51,11 +50,10 @@ func TestConfigValidate(t *testing.T) {
 			require.Equal(t, 5*time.Second, c.AckTimeout)
 			require.Equal(t, time.Hour, c.TerminalRetention)
 		}},
-		{Name: "Off and Keep stay", Cfg: Config{FireLead: Off, SweepInterval: Off, AckTimeout: Off, MaxUnwritten: Off, TerminalRetention: Keep}, Check: func(t *testing.T, c Config) {
+		{Name: "Off and Keep stay", Cfg: Config{FireLead: Off, SweepInterval: Off, AckTimeout: Off, TerminalRetention: Keep}, Check: func(t *testing.T, c Config) {
 			require.EqualValues(t, Off, c.FireLead)
 			require.EqualValues(t, Off, c.SweepInterval)
 			require.EqualValues(t, Off, c.AckTimeout)
-			require.EqualValues(t, Off, c.MaxUnwritten)
 			require.EqualValues(t, Keep, c.TerminalRetention)
 		}},
 		{Name: "TickBatch", Cfg: Config{TickBatch: -1}, Err: "scheduler: TickBatch is -1: must be positive, or 0 for the default 4096"},
@@ -74,7 +72,6 @@ func TestConfigValidate(t *testing.T) {
 		{Name: "TerminalRetention", Cfg: Config{TerminalRetention: -time.Hour}, Err: "scheduler: TerminalRetention is -1h0m0s: must be positive, 0 for the default 168h0m0s, or scheduler.Keep to keep ended jobs"},
 		{Name: "SweepInterval", Cfg: Config{SweepInterval: -time.Minute}, Err: "scheduler: SweepInterval is -1m0s: must be positive, 0 for the default 5m0s, or scheduler.Off to turn the sweep off"},
 		{Name: "AckTimeout", Cfg: Config{AckTimeout: -time.Minute}, Err: "scheduler: AckTimeout is -1m0s: must be positive, 0 for the default 2m0s, or scheduler.Off to turn redelivery off"},
-		{Name: "MaxUnwritten", Cfg: Config{MaxUnwritten: -2}, Err: "scheduler: MaxUnwritten is -2: must be positive, 0 for the default 65536, or scheduler.Off to write every fire"},
 		{Name: "Membership", Cfg: Config{Config: processors.Config{Membership: groups.Membership{SessionTimeout: time.Second}}}, Err: "scheduler: Membership: session timeout 1s is below 2s (0 takes the default 6s)"},
 		{Name: "every refusal at once", Cfg: Config{TickBatch: -1, PumpIdle: -1}, Err: "scheduler: TickBatch is -1: must be positive, or 0 for the default 4096\nscheduler: PumpIdle is -1ns: must be positive, or 0 for the default 5s"},
 	})
@@ -134,7 +131,6 @@ func TestGuaranteesListDefaults(t *testing.T) {
 		"RecallMargin":      human(DefaultRecallMargin),
 		"PumpIdle":          human(DefaultPumpIdle),
 		"SweepInterval":     human(DefaultSweepInterval),
-		"MaxUnwritten":      count(DefaultMaxUnwritten),
 		"FireEvents":        "off",
 	} {
 		require.Contains(t, rows, field, "docs/guarantees.md has no row for %s", field)

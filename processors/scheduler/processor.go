@@ -46,9 +46,13 @@ type Scheduler struct {
 	ownDB bool
 	// kcl is the franz-go client for metadata (nil in goka's tester,
 	// which has no broker).
-	kcl       *kgo.Client
-	targets   []string
-	unwritten *unwritten
+	kcl *kgo.Client
+	// tableCl produces the table's records, from the store's write cache
+	// (nil in goka's tester).
+	tableCl *kgo.Client
+	// gate holds command offsets back until their rows are stored.
+	gate    *commitGate
+	targets []string
 	// serving is which partitions job reads are answered for (serving.go).
 	serving *serving
 	// tablePartitions is the table topic's partition count (0 until
@@ -89,7 +93,7 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.Namespaces == nil {
 		return nil, errors.New("scheduler: Config.Namespaces is required: start a views.Namespaces before the scheduler, or pass schema.StaticNamespaces")
 	}
-	s := &Scheduler{cfg: cfg, namespaces: cfg.Namespaces, unwritten: newUnwritten(cfg.MaxUnwritten), serving: newServing()}
+	s := &Scheduler{cfg: cfg, namespaces: cfg.Namespaces, serving: newServing()}
 	allowed := map[string]bool{cfg.Topics.BreakerTimers(): true}
 	for _, t := range cfg.KafkaTargetTopics {
 		if t != "" {
@@ -112,10 +116,28 @@ func New(cfg Config) (*Scheduler, error) {
 			return nil, fmt.Errorf("scheduler: kafka client: %w", err)
 		}
 		s.kcl = cl
+		if !cfg.autoConfirm {
+			// The table's records, in each partition in the order the
+			// store sends them (idempotent), to the partition it names.
+			tcl, err := kgo.NewClient(append(cfg.SASL.Kgo(),
+				kgo.SeedBrokers(cfg.Brokers...),
+				kgo.ClientID(cfg.ClientID+"-table"),
+				kgo.RecordPartitioner(kgo.ManualPartitioner()),
+				kgo.RequiredAcks(kgo.AllISRAcks()),
+				kgo.ProducerLinger(processors.ProducerLinger),
+				kgo.ProducerBatchCompression(kgo.NoCompression()),
+				kgo.RecordDeliveryTimeout(processors.ProducerDeliveryTimeout),
+				kgo.MaxBufferedRecords(1<<17),
+			)...)
+			if err != nil {
+				cl.Close()
+				return nil, fmt.Errorf("scheduler: table producer: %w", err)
+			}
+			s.tableCl = tcl
+		}
 	}
 	s.timers = newTimers(cfg, cfg.Topics.SchedulerTable())
 	s.timers.onRecovered = s.serving.recovered
-	s.timers.isHeld = s.unwritten.has
 	if err := s.registerMetrics(cfg.Registerer); err != nil {
 		return nil, err
 	}
@@ -128,6 +150,15 @@ func New(cfg Config) (*Scheduler, error) {
 		}
 		s.db, s.ownDB = db, true
 	}
+	if s.tableCl != nil {
+		table := cfg.Topics.SchedulerTable()
+		s.db.SetProducer(func(p int32, key string, value []byte, done func(int64, error)) {
+			s.tableCl.Produce(context.Background(), &kgo.Record{Topic: table, Partition: p, Key: []byte(key), Value: value},
+				func(r *kgo.Record, err error) { done(r.Offset, err) })
+		})
+	}
+	s.gate = newCommitGate(s.db, cfg.Topics.JobCommands())
+	s.db.OnDurable(s.gate.durable)
 	// A partition that stops applying its writes is recovered from the
 	// changelog by a new processor.
 	s.db.OnBroken(func(p int32, err error) {
@@ -171,11 +202,11 @@ func (s *Scheduler) registerMetrics(reg prometheus.Registerer) error {
 		Name: "chime_scheduler_recovered_records_total",
 		Help: "Table changelog records read while recovering partitions (after a restart on a disk store: only those written since its offset).",
 	}, func() float64 { return float64(s.RecoveredRecords()) })
-	held := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "chime_scheduler_held_fires",
-		Help: "Rows held in memory between a fire and the dispatcher's answer, not yet written to the table (at most MaxUnwritten).",
-	}, func() float64 { return float64(s.unwritten.len()) })
-	for _, c := range []prometheus.Collector{s.fireLag, s.fires, s.recalls, s.oversized, pending, window, recovered, held} {
+	dirty := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "chime_scheduler_dirty_rows",
+		Help: "Rows in the table store's write cache not sent to Kafka yet: they wait for later writes to fold into them (a fire for its answer), up to the store's MaxHold.",
+	}, func() float64 { return float64(s.db.Dirty()) })
+	for _, c := range []prometheus.Collector{s.fireLag, s.fires, s.recalls, s.oversized, pending, window, recovered, dirty} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("scheduler metrics: %w", err)
 		}
@@ -224,8 +255,9 @@ func (s *Scheduler) processorOptions(out *tickOut) []goka.ProcessorOption {
 		build = processors.ProducerBuilder(s.cfg.Client)
 	}
 	if !s.cfg.autoConfirm {
-		// The table's writes reach the store once Kafka stored them.
-		build = confirming(build, s.cfg.Topics.SchedulerTable(), &s.tablePartitions, s.db, s.cfg.Logger)
+		// A command's offset is committed once the rows it wrote are in
+		// Kafka (gate.go).
+		opts = append(opts, goka.WithConsumerGroupBuilder(processors.GroupBuilder(s.cfg.Config, s.gate.wrap)))
 	}
 	// The pump's ticks write through the processor's producer.
 	opts = append(opts, goka.WithProducerBuilder(func(brokers []string, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {
@@ -251,6 +283,9 @@ func (s *Scheduler) run(ctx context.Context, ready func()) error {
 		s.serving.stopped()
 		if s.kcl != nil {
 			s.kcl.Close()
+		}
+		if s.tableCl != nil {
+			s.tableCl.Close()
 		}
 	}()
 	if s.kcl != nil {
@@ -287,8 +322,7 @@ func (s *Scheduler) run(ctx context.Context, ready func()) error {
 	})
 }
 
-// rebalanced records the new assignment; rows held unwritten for
-// partitions that left are dropped (their next owner fires from the table).
+// rebalanced records the new assignment.
 func (s *Scheduler) rebalanced(a goka.Assignment) {
 	s.assignments.Add(1)
 	s.timers.rebalanced(a)
@@ -296,7 +330,6 @@ func (s *Scheduler) rebalanced(a goka.Assignment) {
 	for p := range a {
 		keep[p] = true
 	}
-	s.unwritten.keep(keep)
 	s.serving.assigned(keep)
 	go s.reachCommitted(a)
 }
@@ -324,8 +357,6 @@ func (s *Scheduler) newProcessor(ctx context.Context, out *tickOut) (*goka.Proce
 	// to Kafka-target topics is written again unless it was confirmed.
 	inc := newIncarnation()
 	s.decider.incarnation.Store(&inc)
-	// What the last processor held unwritten is fired again from the table.
-	s.unwritten.keep(nil)
 	s.mu.Lock()
 	s.proc = p
 	s.mu.Unlock()

@@ -83,7 +83,7 @@ func (s *Scheduler) tickAll(st *timerStorage, out *tickOut) bool {
 		st.writer.Lock()
 		ok := !st.isClosed() && out.ready()
 		if ok {
-			s.onTick(&tickCtx{s: s, st: st, out: out, key: it})
+			s.onTick(newTickCtx(s, st, out, it))
 		}
 		st.writer.Unlock()
 		if !ok {
@@ -95,7 +95,7 @@ func (s *Scheduler) tickAll(st *timerStorage, out *tickOut) bool {
 
 // onTick looks at a row now.
 func (s *Scheduler) onTick(ctx rowCtx) {
-	cur, held := s.current(ctx)
+	cur := ctx.row()
 	// A tick's events are named after the row's timer: the same decision
 	// made again (by the next owner of a row whose decision was lost) has
 	// the same ids, which analytics deduplicates on.
@@ -104,5 +104,5 @@ func (s *Scheduler) onTick(ctx rowCtx) {
 		in.offset = t.AsTime().UnixNano()
 	}
 	s.namespaceOf(ctx, in)
-	s.tick(ctx, in, cur, held, s.cfg.Now())
+	s.tick(ctx, in, cur, s.cfg.Now())
 }

@@ -9,26 +9,92 @@ import (
 	"github.com/lovoo/goka"
 
 	"github.com/chime-sched/chime/schema"
+	"github.com/chime-sched/chime/schema/chimev1"
 )
 
 // rowCtx is what a decision is read and applied through: goka's context
 // for a command (an input record, on the partition's goroutine), the
 // pump's for a tick. Both run under the partition storage's writer lock
-// (timerStorage.writer), so a row has one writer at a time.
+// (timerStorage.writer), so a row has one writer at a time, and both read
+// and write the row in the storage itself, with its decoded value: the
+// table's records are produced by the store's write cache
+// (processors/jobstore, overlay.go), not by goka.
 type rowCtx interface {
 	Key() string
 	Partition() int32
-	// Value is the row as stored (*chimev1.JobState, nil for none).
-	Value() any
-	SetValue(value any, options ...goka.ContextOption)
-	Delete(options ...goka.ContextOption)
+	// row is the row as last written (nil: none).
+	row() *chimev1.JobState
+	// setRow writes the row (a decision's, which nothing changes after).
+	setRow(st *chimev1.JobState)
+	// deleteRow removes the row.
+	deleteRow()
 	Emit(topic goka.Stream, key string, value any, options ...goka.ContextOption)
 	// emitRaw writes bytes with headers (a Kafka-target delivery).
 	emitRaw(topic, key string, value []byte, headers goka.Headers)
 }
 
-// gokaRow is a command's context.
-type gokaRow struct{ goka.Context }
+// rowStore reads and writes rows in a partition's storage; failures go to
+// fail.
+type rowStore struct {
+	s    *Scheduler
+	st   *timerStorage
+	key  string
+	fail func(error)
+}
+
+func (r rowStore) Key() string      { return r.key }
+func (r rowStore) Partition() int32 { return r.st.partition }
+
+func (r rowStore) row() *chimev1.JobState {
+	raw, dec, err := r.st.GetDecoded(r.key)
+	if err != nil {
+		r.fail(fmt.Errorf("scheduler: reading %q: %w", r.key, err))
+		return nil
+	}
+	if st, ok := dec.(*chimev1.JobState); ok {
+		return st
+	}
+	if len(raw) == 0 {
+		return nil
+	}
+	v, err := schema.JobStateCodec{}.Decode(raw)
+	if err != nil {
+		r.s.cfg.Logger.Error("scheduler: a row does not decode; it is left as it is", "key", r.key, "err", err)
+		return nil
+	}
+	return v.(*chimev1.JobState)
+}
+
+func (r rowStore) setRow(st *chimev1.JobState) {
+	raw, err := schema.JobStateCodec{}.Encode(st)
+	if err == nil {
+		err = r.st.Put(r.key, raw, st)
+	}
+	if err != nil {
+		r.fail(fmt.Errorf("scheduler: writing %q: %w", r.key, err))
+	}
+}
+
+func (r rowStore) deleteRow() {
+	if err := r.st.Delete(r.key); err != nil {
+		r.fail(fmt.Errorf("scheduler: deleting %q: %w", r.key, err))
+	}
+}
+
+// gokaRow is a command's context: rows in the storage, records emitted
+// through goka (which commits the command once they are stored, and the
+// commit gate no further than the rows it wrote are).
+type gokaRow struct {
+	goka.Context
+	rowStore
+}
+
+func newGokaRow(s *Scheduler, ctx goka.Context, st *timerStorage) gokaRow {
+	return gokaRow{Context: ctx, rowStore: rowStore{s: s, st: st, key: ctx.Key(), fail: ctx.Fail}}
+}
+
+func (g gokaRow) Key() string      { return g.rowStore.Key() }
+func (g gokaRow) Partition() int32 { return g.rowStore.Partition() }
 
 func (g gokaRow) emitRaw(topic, key string, value []byte, headers goka.Headers) {
 	var opts []goka.ContextOption
@@ -39,22 +105,24 @@ func (g gokaRow) emitRaw(topic, key string, value []byte, headers goka.Headers) 
 }
 
 // A tick is not an input record: the pump decides it itself, on its own
-// goroutine, under the partition storage's writer lock, and writes through
-// the storage and the running processor's producer, as goka's context
-// would. Nothing is produced or consumed to look at a row, and no input
-// offset waits for the tick: a decision that is lost (the process dies
-// before its records are stored) is made again from the row, which still
-// holds the timer. A failed write fails the processor, which then recovers
-// its partitions, as goka does for a callback's failed emit.
+// goroutine, under the partition storage's writer lock, and emits through
+// the running processor's producer. Nothing is produced or consumed to
+// look at a row, and no input offset waits for the tick: a decision that
+// is lost (the process dies before its records are stored) is made again
+// from the stored row, which still holds the timer. A failed emit fails
+// the processor, which then recovers its partitions, as goka does for a
+// callback's failed emit.
 type tickCtx struct {
-	s   *Scheduler
-	st  *timerStorage
+	rowStore
 	out *tickOut
-	key string
 }
 
-// tickOut is the processor incarnation the pump's ticks write through:
-// its producer, once goka has built it, and how to fail it.
+func newTickCtx(s *Scheduler, st *timerStorage, out *tickOut, key string) *tickCtx {
+	return &tickCtx{rowStore: rowStore{s: s, st: st, key: key, fail: out.fail}, out: out}
+}
+
+// tickOut is the processor incarnation the pump's ticks emit through: its
+// producer, once goka has built it, and how to fail it.
 type tickOut struct {
 	mu   sync.Mutex
 	prod goka.Producer
@@ -88,7 +156,7 @@ func (o *tickOut) fail(err error) {
 		o.err = err
 	}
 	o.mu.Unlock()
-	if first {
+	if first && o.stop != nil {
 		o.stop()
 	}
 }
@@ -98,46 +166,6 @@ func (o *tickOut) failed() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.err
-}
-
-func (c *tickCtx) Key() string      { return c.key }
-func (c *tickCtx) Partition() int32 { return c.st.partition }
-
-func (c *tickCtx) Value() any {
-	raw, err := c.st.Get(c.key)
-	if err != nil {
-		c.out.fail(fmt.Errorf("scheduler: reading %q for a tick: %w", c.key, err))
-		return nil
-	}
-	if raw == nil {
-		return nil
-	}
-	v, err := schema.JobStateCodec{}.Decode(raw)
-	if err != nil {
-		c.s.cfg.Logger.Error("scheduler: a row does not decode; its tick is skipped", "key", c.key, "err", err)
-		return nil
-	}
-	return v
-}
-
-func (c *tickCtx) SetValue(value any, _ ...goka.ContextOption) {
-	raw, err := schema.JobStateCodec{}.Encode(value)
-	if err == nil {
-		err = c.st.Set(c.key, raw)
-	}
-	if err != nil {
-		c.out.fail(fmt.Errorf("scheduler: writing %q for a tick: %w", c.key, err))
-		return
-	}
-	c.produce(c.s.cfg.Topics.SchedulerTable(), c.key, raw, nil)
-}
-
-func (c *tickCtx) Delete(_ ...goka.ContextOption) {
-	if err := c.st.Delete(c.key); err != nil {
-		c.out.fail(fmt.Errorf("scheduler: deleting %q for a tick: %w", c.key, err))
-		return
-	}
-	c.produce(c.s.cfg.Topics.SchedulerTable(), c.key, nil, nil)
 }
 
 func (c *tickCtx) Emit(topic goka.Stream, key string, value any, _ ...goka.ContextOption) {

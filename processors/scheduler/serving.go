@@ -208,19 +208,16 @@ func (s *Scheduler) partitionOf(key string) int32 {
 	return processors.PartitionOf(key, s.tablePartitions.Load())
 }
 
-// Get reads a job's row (nil if there is none), with a fire not yet
-// written; an error if its partition is not served here.
+// Get reads a job's row as last written (nil if there is none); an error
+// if its partition is not served here.
 func (s *Scheduler) Get(key string) (*chimev1.JobState, error) {
 	p := s.partitionOf(key)
 	if !s.serving.has(p) {
 		return nil, fmt.Errorf("scheduler: reading %q: partition %d is %w", key, p, errNotServed)
 	}
-	raw, ok := s.unwritten.peek(key)
-	if !ok {
-		var err error
-		if raw, err = s.db.View(p).Get(key); err != nil || raw == nil {
-			return nil, err
-		}
+	raw, err := s.db.View(p).Get(key)
+	if err != nil || raw == nil {
+		return nil, err
 	}
 	v, err := schema.JobStateCodec{}.Decode(raw)
 	if err != nil {

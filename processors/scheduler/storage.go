@@ -22,9 +22,7 @@ import (
 // A pending job costs memory only once its timer is within the window
 // (Config.TimerWindow) of now: the window holds the index entries of
 // (time, key) below windowEnd, and the pump extends it from the store's
-// time index, in time order, as the clock moves on. A row held unwritten
-// (held.go) keeps its timer in the window whatever its time: the store
-// does not have it.
+// time index and its write cache, in time order, as the clock moves on.
 //
 // Each index entry's action time is the row's timer until the pump takes
 // it for a tick; it is then parked until the tick is over, and the row's
@@ -68,15 +66,18 @@ func newTimerStorage(part *jobstore.Partition, partition int32, t *timers) *time
 	return &timerStorage{Partition: part, partition: partition, timers: t, idx: timerindex.New()}
 }
 
-// Set implements storage.Storage.
-func (s *timerStorage) Set(key string, value []byte) error {
+// Set implements storage.Storage (goka's recovery writes through it).
+func (s *timerStorage) Set(key string, value []byte) error { return s.Put(key, value, nil) }
+
+// Put writes a row with its decoded value, and places its timer.
+func (s *timerStorage) Put(key string, value []byte, decoded any) error {
 	at, ok := schema.JobStateTimer(value)
 	if !ok {
 		at = 0
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.Partition.Set(key, value); err != nil {
+	if err := s.Partition.Put(key, value, decoded); err != nil {
 		return err
 	}
 	if s.recovered {
@@ -102,23 +103,6 @@ func (s *timerStorage) Delete(key string) error {
 // is beyond the window (the store's index has it) or gone. s.mu is held.
 func (s *timerStorage) place(key string, at int64) {
 	if at == 0 || !(jobstore.Timer{At: at, Key: key}).Less(s.windowEnd) || s.timers.missed(key) {
-		s.idx.Remove(key)
-		return
-	}
-	if s.idx.Set(key, at) {
-		s.timers.signal()
-	}
-}
-
-// hold sets the timer of a row held unwritten (0 removes it): in the
-// window whatever its time, since the store has the row as it was before.
-func (s *timerStorage) hold(key string, at int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.recovered {
-		return
-	}
-	if at == 0 {
 		s.idx.Remove(key)
 		return
 	}
@@ -212,7 +196,7 @@ func (s *timerStorage) take(now time.Time, max int, sweep bool) (n, missed int, 
 	if sweep {
 		var lost []timerindex.Item
 		_, err = s.Partition.Timers(jobstore.Timer{}, jobstore.Timer{At: now.Add(-cfg.SweepOverdue).UnixNano()}, max, func(t jobstore.Timer) {
-			if _, ok := s.idx.Get(t.Key); !ok && !s.timers.isHeld(t.Key) {
+			if _, ok := s.idx.Get(t.Key); !ok {
 				lost = append(lost, timerindex.Item{At: t.At, Key: t.Key})
 			}
 		})

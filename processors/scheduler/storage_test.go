@@ -60,11 +60,11 @@ func TestWindowMissesNoTimer(t *testing.T) {
 	}
 }
 
-// TestHeldTimersAndTicksAreSentOnce: a row held unwritten keeps its timer
-// in the window even beyond it (the store has the row as it was before the
-// fire), and a timer taken for a tick is not taken again while the tick
-// runs, nor after a tick that moved the row; one whose tick changed
-// nothing is taken again after TickResend, however long the ticks took.
+// TestHeldTimersAndTicksAreSentOnce: a fire waiting in the write cache
+// keeps its timer (the window takes it from the cache), and a timer taken
+// for a tick is not taken again while the tick runs, nor after a tick that
+// moved the row; one whose tick changed nothing is taken again after
+// TickResend, however long the ticks took.
 func TestHeldTimersAndTicksAreSentOnce(t *testing.T) {
 	t.Parallel()
 	cfg := Config{Config: processors.Config{Now: func() time.Time { return t0 }}, TimerWindow: time.Minute, TickResend: 10 * time.Second}
@@ -78,13 +78,18 @@ func TestHeldTimersAndTicksAreSentOnce(t *testing.T) {
 	require.NoError(t, s.Open())
 	require.NoError(t, s.MarkRecovered())
 
-	// A fire held unwritten: its redelivery is AckTimeout away, beyond
-	// the window.
+	// A fire waiting in the write cache for its answer: its redelivery is
+	// AckTimeout away, beyond the window; the window takes it from the
+	// cache when it reaches it.
 	redeliver := t0.Add(2 * time.Minute)
-	s.hold("ns/held", redeliver.UnixNano())
-	require.NoError(t, s.refill(t0.Add(90*time.Second).UnixNano()))
-	at, ok := s.idx.Get("ns/held")
-	require.True(t, ok, "a held row's timer stays in the window")
+	fired, err := schema.JobStateCodec{}.Encode(&chimev1.JobState{Status: chimev1.JobStatus_JOB_STATUS_SCHEDULED, TimerAt: timestamppb.New(redeliver)})
+	require.NoError(t, err)
+	require.NoError(t, s.Set("ns/fired", fired))
+	_, ok := s.idx.Get("ns/fired")
+	require.False(t, ok, "beyond the window")
+	require.NoError(t, s.refill(t0.Add(150*time.Second).UnixNano()))
+	at, ok := s.idx.Get("ns/fired")
+	require.True(t, ok, "the window reached it")
 	require.Equal(t, redeliver.UnixNano(), at)
 
 	b, err := schema.JobStateCodec{}.Encode(&chimev1.JobState{Status: chimev1.JobStatus_JOB_STATUS_SCHEDULED, TimerAt: timestamppb.New(t0)})

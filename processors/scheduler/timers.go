@@ -22,8 +22,6 @@ type timers struct {
 	wake chan struct{}
 	// onRecovered hears of each actively owned partition that recovered.
 	onRecovered func(p int32)
-	// isHeld says a row is held unwritten (held.go).
-	isHeld func(key string) bool
 
 	mu       sync.Mutex
 	assigned map[int32]bool
@@ -36,7 +34,6 @@ func newTimers(cfg Config, tableTopic string) *timers {
 		now:        cfg.Now,
 		tableTopic: tableTopic,
 		wake:       make(chan struct{}, 1),
-		isHeld:     func(string) bool { return false },
 		assigned:   map[int32]bool{},
 		storages:   map[int32]*timerStorage{},
 	}
@@ -107,35 +104,11 @@ func (t *timers) builder(db *jobstore.DB) storage.Builder {
 	}
 }
 
-// hold points the index of partition p at the timer of a row held
-// unwritten (the storage sees no write to take it from).
-func (t *timers) hold(p int32, key string, at int64) {
-	if st := t.storage(p); st != nil {
-		st.hold(key, at)
-	}
-}
-
 // storage returns partition p's storage, nil if none is open.
 func (t *timers) storage(p int32) *timerStorage {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.storages[p]
-}
-
-// stored is what partition p's store holds of key's row, if it knows it
-// without a read (jobstore.Partition.Stored).
-func (t *timers) stored(p int32, key string) (*jobstore.RowIndex, bool) {
-	if s := t.storage(p); s != nil {
-		return s.Stored(key)
-	}
-	return nil, false
-}
-
-// hint tells partition p's store what it holds of key's row.
-func (t *timers) hint(p int32, key string, x *jobstore.RowIndex) {
-	if s := t.storage(p); s != nil {
-		s.Hint(key, x)
-	}
 }
 
 // activeStorages are the storages of the partitions actively owned.
