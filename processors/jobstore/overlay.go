@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/google/btree"
 
 	"github.com/chime-sched/chime/schema"
 )
@@ -53,10 +54,6 @@ const (
 type write struct {
 	key   string
 	value []byte // nil: the row is deleted
-	// decoded is value decoded, when the writer had it: reads that want
-	// the row decoded take it (a decision never changes the row it is
-	// given, processors/scheduler/rowcopy.go).
-	decoded any
 	// old is the index entries of the row the database will hold when
 	// this write is applied (nil: no row): known when the write is made,
 	// so applying it reads nothing.
@@ -74,8 +71,11 @@ type write struct {
 }
 
 type overlay struct {
-	// latest is each key's last write (what reads see), until applied.
+	// latest is each key's last write (what reads see), until applied;
+	// timers orders their timers (Timers reads them in time order beside
+	// the database's).
 	latest map[string]*write
+	timers *btree.BTreeG[Timer]
 	// waiting are the dirty writes in the order they became dirty; ready
 	// the dirty writes to produce at the next pass. A write leaves either
 	// when produced or folded (lazily: entries whose write is no longer
@@ -103,7 +103,25 @@ type overlay struct {
 }
 
 func newOverlay() overlay {
-	return overlay{latest: map[string]*write{}, delta: map[string]int64{}, pend: map[int64]int{}}
+	return overlay{latest: map[string]*write{}, timers: btree.NewG(32, Timer.Less), delta: map[string]int64{}, pend: map[int64]int{}}
+}
+
+// setLatest makes w key's latest write, its timer in the order. part.mu
+// is held.
+func (part *Partition) setLatest(key string, w *write, prev []byte) {
+	if prev != nil {
+		if at, _ := schema.JobStateTimer(prev); at != 0 {
+			part.ov.timers.Delete(Timer{At: at, Key: key})
+		}
+	}
+	if w == nil {
+		delete(part.ov.latest, key)
+		return
+	}
+	part.ov.latest[key] = w
+	if at, _ := schema.JobStateTimer(w.value); at != 0 {
+		part.ov.timers.ReplaceOrInsert(Timer{At: at, Key: key})
+	}
 }
 
 // SetInput says which input record the writes that follow come from
@@ -116,7 +134,7 @@ func (part *Partition) SetInput(offset int64) {
 }
 
 // hold adds a write to the cache. part.mu is held.
-func (part *Partition) hold(key string, value []byte, decoded any) error {
+func (part *Partition) hold(key string, value []byte) error {
 	if err := part.ov.err; err != nil {
 		return fmt.Errorf("jobstore: partition %d applies no more writes: %w", part.p, err)
 	}
@@ -135,15 +153,21 @@ func (part *Partition) hold(key string, value []byte, decoded any) error {
 		// Fold into the dirty row: one record for both.
 		countDelta(key, IndexOf(w.value), next, part.ov.delta)
 		part.ov.dirtyBytes += len(value) - len(w.value)
-		w.value, w.decoded = value, decoded
+		prev := w.value
+		w.value = value
+		part.setLatest(key, w, prev)
 	} else {
+		var prev []byte
+		if w != nil {
+			prev = w.value
+		}
 		old, err := part.oldIndex(key)
 		if err != nil {
 			return err
 		}
 		countDelta(key, old, next, part.ov.delta)
-		w = &write{key: key, value: value, decoded: decoded, old: old, offset: -1, since: now}
-		part.ov.latest[key] = w
+		w = &write{key: key, value: value, old: old, offset: -1, since: now}
+		part.setLatest(key, w, prev)
 		part.ov.dirtyBytes += len(value)
 		part.ov.dirtyN++
 		if part.db.opts.AutoConfirm {
@@ -440,7 +464,7 @@ func (part *Partition) flush() error {
 	}
 	for _, w := range ws {
 		if part.ov.latest[w.key] == w {
-			delete(part.ov.latest, w.key)
+			part.setLatest(w.key, nil, w.value)
 		}
 	}
 	clear(part.ov.inflight[:len(ws)])

@@ -152,19 +152,6 @@ func (part *Partition) Get(key string) ([]byte, error) {
 	return v, err
 }
 
-// GetDecoded is Get for the partition's goroutine, with the row decoded
-// if the write that made it gave it decoded (nil otherwise).
-func (part *Partition) GetDecoded(key string) ([]byte, any, error) {
-	part.mu.Lock()
-	if w, ok := part.ov.latest[key]; ok {
-		part.mu.Unlock()
-		return w.value, w.decoded, nil
-	}
-	part.mu.Unlock()
-	v, err := part.Get(key)
-	return v, nil, err
-}
-
 // Read is Get for any goroutine: the row as last written.
 func (part *Partition) Read(key string) ([]byte, error) {
 	part.mu.Lock()
@@ -216,22 +203,13 @@ func (part *Partition) Set(key string, value []byte) error {
 	if value == nil {
 		value = []byte{} // nil means a delete here
 	}
-	return part.write(key, value, nil)
-}
-
-// Put writes key's row with its decoded value, which reads that want it
-// decoded take (the caller does not change it after).
-func (part *Partition) Put(key string, value []byte, decoded any) error {
-	if value == nil {
-		value = []byte{}
-	}
-	return part.write(key, value, decoded)
+	return part.write(key, value)
 }
 
 // Delete implements storage.Storage.
-func (part *Partition) Delete(key string) error { return part.write(key, nil, nil) }
+func (part *Partition) Delete(key string) error { return part.write(key, nil) }
 
-func (part *Partition) write(key string, value []byte, decoded any) error {
+func (part *Partition) write(key string, value []byte) error {
 	part.mu.Lock()
 	defer part.mu.Unlock()
 	if part.closed {
@@ -240,7 +218,7 @@ func (part *Partition) write(key string, value []byte, decoded any) error {
 	if !part.recovered {
 		return part.recoverWrite(key, value)
 	}
-	return part.hold(key, value, decoded)
+	return part.hold(key, value)
 }
 
 // SetOffset implements storage.Storage. During recovery it is the offset

@@ -10,7 +10,6 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/lovoo/goka/storage"
 
-	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
@@ -69,12 +68,10 @@ func (part *Partition) Timers(from, to Timer, max int, fn func(Timer)) (end Time
 	if err := errors.Join(it.Error(), it.Close()); err != nil {
 		return from, err
 	}
-	for k, w := range part.ov.latest {
-		at, _ := schema.JobStateTimer(w.value)
-		if t := (Timer{At: at, Key: k}); at != 0 && !t.Less(from) && t.Less(end) {
-			fn(t)
-		}
-	}
+	part.ov.timers.AscendRange(from, end, func(t Timer) bool {
+		fn(t)
+		return true
+	})
 	return end, nil
 }
 
@@ -105,9 +102,12 @@ func (part *Partition) Live(ns string) int64 {
 	return part.applied[ns] + part.ov.delta[ns]
 }
 
-// TimerCount is the partition's rows with a timer that the database holds
-// (applied): what a restart finds without reading the changelog.
-func (part *Partition) TimerCount() int64 {
+// TimerCount is the partition's rows with a timer, as last written.
+func (part *Partition) TimerCount() int64 { return part.Live(timersName) }
+
+// StoredTimerCount is the partition's rows with a timer that the database
+// holds (applied): what a restart finds without reading the changelog.
+func (part *Partition) StoredTimerCount() int64 {
 	part.mu.Lock()
 	defer part.mu.Unlock()
 	return part.applied[timersName]

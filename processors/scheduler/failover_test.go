@@ -85,6 +85,7 @@ type helperStatus struct {
 	// Has: the row of ns/j0 is readable.
 	Has       bool  `json:"has"`
 	Pending   int   `json:"pending"`
+	Stored    int   `json:"stored"`
 	Recovered int64 `json:"recovered"`
 }
 
@@ -93,7 +94,7 @@ func writeStatus(ctx context.Context, path string, s *scheduler.Scheduler) {
 	for ctx.Err() == nil {
 		ready := s.Ready() == nil
 		row, _ := s.Get("ns/j0")
-		b, _ := json.Marshal(helperStatus{PID: os.Getpid(), Ready: ready, Has: row != nil, Pending: s.PendingTimers(), Recovered: s.RecoveredRecords()})
+		b, _ := json.Marshal(helperStatus{PID: os.Getpid(), Ready: ready, Has: row != nil, Pending: s.PendingTimers(), Stored: s.StoredTimers(), Recovered: s.RecoveredRecords()})
 		if os.WriteFile(path+".tmp", b, 0o600) == nil {
 			_ = os.Rename(path+".tmp", path)
 		}
@@ -146,7 +147,7 @@ func TestRestartReadsOnlyTheTail(t *testing.T) {
 		var st helperStatus
 		waitFor(t, 60*time.Second, what, func() bool {
 			st = readStatus(status)
-			return st.PID == p.Process.Pid && st.Pending == jobs
+			return st.PID == p.Process.Pid && st.Stored == jobs
 		})
 		return st
 	}

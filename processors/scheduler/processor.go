@@ -192,7 +192,7 @@ func (s *Scheduler) registerMetrics(reg prometheus.Registerer) error {
 	}
 	pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "chime_scheduler_pending_timers",
-		Help: "Rows with a timer in the partitions this instance owns, on disk.",
+		Help: "Rows with a timer in the partitions this instance owns, in the write cache or on disk.",
 	}, func() float64 { return float64(s.PendingTimers()) })
 	window := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "chime_scheduler_window_timers",
@@ -387,6 +387,10 @@ func (s *Scheduler) Ready() error {
 // PendingTimers is the number of rows with a timer in the partitions this
 // instance owns (pending jobs, and ended ones awaiting removal).
 func (s *Scheduler) PendingTimers() int { return s.timers.Pending() }
+
+// StoredTimers is the number of those rows the store holds on disk: what a
+// restart finds without reading the changelog.
+func (s *Scheduler) StoredTimers() int { return s.timers.Stored() }
 
 // WindowTimers is the number of timers held in memory: those due within
 // Config.TimerWindow.

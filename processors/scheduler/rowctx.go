@@ -16,8 +16,8 @@ import (
 // for a command (an input record, on the partition's goroutine), the
 // pump's for a tick. Both run under the partition storage's writer lock
 // (timerStorage.writer), so a row has one writer at a time, and both read
-// and write the row in the storage itself, with its decoded value: the
-// table's records are produced by the store's write cache
+// and write the row in the storage itself: the table's records are
+// produced by the store's write cache
 // (processors/jobstore, overlay.go), not by goka.
 type rowCtx interface {
 	Key() string
@@ -46,13 +46,10 @@ func (r rowStore) Key() string      { return r.key }
 func (r rowStore) Partition() int32 { return r.st.partition }
 
 func (r rowStore) row() *chimev1.JobState {
-	raw, dec, err := r.st.GetDecoded(r.key)
+	raw, err := r.st.Get(r.key)
 	if err != nil {
 		r.fail(fmt.Errorf("scheduler: reading %q: %w", r.key, err))
 		return nil
-	}
-	if st, ok := dec.(*chimev1.JobState); ok {
-		return st
 	}
 	if len(raw) == 0 {
 		return nil
@@ -68,7 +65,7 @@ func (r rowStore) row() *chimev1.JobState {
 func (r rowStore) setRow(st *chimev1.JobState) {
 	raw, err := schema.JobStateCodec{}.Encode(st)
 	if err == nil {
-		err = r.st.Put(r.key, raw, st)
+		err = r.st.Set(r.key, raw)
 	}
 	if err != nil {
 		r.fail(fmt.Errorf("scheduler: writing %q: %w", r.key, err))

@@ -66,18 +66,15 @@ func newTimerStorage(part *jobstore.Partition, partition int32, t *timers) *time
 	return &timerStorage{Partition: part, partition: partition, timers: t, idx: timerindex.New()}
 }
 
-// Set implements storage.Storage (goka's recovery writes through it).
-func (s *timerStorage) Set(key string, value []byte) error { return s.Put(key, value, nil) }
-
-// Put writes a row with its decoded value, and places its timer.
-func (s *timerStorage) Put(key string, value []byte, decoded any) error {
+// Set implements storage.Storage: it writes a row and places its timer.
+func (s *timerStorage) Set(key string, value []byte) error {
 	at, ok := schema.JobStateTimer(value)
 	if !ok {
 		at = 0
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.Partition.Put(key, value, decoded); err != nil {
+	if err := s.Partition.Set(key, value); err != nil {
 		return err
 	}
 	if s.recovered {
@@ -286,6 +283,9 @@ func (s *timerStorage) Close() error {
 // pendingTimers reports the partition's rows with a timer (for metrics and
 // the benchmark), as last written.
 func (s *timerStorage) pendingTimers() int { return int(s.Partition.TimerCount()) }
+
+// storedTimers reports those the database holds.
+func (s *timerStorage) storedTimers() int { return int(s.Partition.StoredTimerCount()) }
 
 // windowTimers reports the timers held in memory.
 func (s *timerStorage) windowTimers() int {

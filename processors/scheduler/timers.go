@@ -125,11 +125,20 @@ func (t *timers) activeStorages() []*timerStorage {
 }
 
 // Pending returns the number of rows with a timer in the partitions this
-// instance actively owns.
+// instance actively owns, as last written.
 func (t *timers) Pending() int {
 	n := 0
 	for _, s := range t.activeStorages() {
 		n += s.pendingTimers()
+	}
+	return n
+}
+
+// Stored returns the number of those rows the store holds on disk.
+func (t *timers) Stored() int {
+	n := 0
+	for _, s := range t.activeStorages() {
+		n += s.storedTimers()
 	}
 	return n
 }
