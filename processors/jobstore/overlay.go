@@ -282,6 +282,8 @@ func (part *Partition) produceDue() { part.produce(false) }
 
 // produce sends the dirty writes that are due, or all of them.
 func (part *Partition) produce(all bool) {
+	part.sendMu.Lock()
+	defer part.sendMu.Unlock()
 	produce := part.db.producer()
 	if produce == nil {
 		return
@@ -394,6 +396,8 @@ func (part *Partition) applyFailed(err error) {
 // offsets must follow each other and the partition's last one (see the
 // file comment).
 func (part *Partition) flush() error {
+	part.sendMu.Lock()
+	defer part.sendMu.Unlock()
 	part.mu.Lock()
 	n := 0
 	for n < len(part.ov.inflight) && part.ov.inflight[n].state == stored {

@@ -26,7 +26,11 @@ type Partition struct {
 	p  int32
 
 	mu sync.Mutex
-	ov overlay
+	// sendMu makes each pass of sending records, and each application of
+	// stored ones, one step: the flusher and Close both run them, and
+	// records must be sent in the order they are listed in flight.
+	sendMu sync.Mutex
+	ov     overlay
 	// applied counts each namespace's live jobs as applied (the database's
 	// count keys); Live adds the overlay's change.
 	applied   map[string]int64
