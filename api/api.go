@@ -93,6 +93,10 @@ type Config struct {
 	Namespaces NamespaceView
 	Breakers   BreakerView
 	JobStates  JobView
+	// Partitions is the job-commands topic's partition count: a batch of
+	// creates is published as one record per partition it falls on (a
+	// command.Batch); 0 publishes a record per job.
+	Partitions int32
 
 	// Analytics answers breaker history, stats, attempts and dead letters
 	// from ClickHouse. Nil: those routes answer 503 (not configured).

@@ -39,6 +39,8 @@ type Backend struct {
 
 	// groupClient describes the scheduler group for the job reads.
 	groupClient *kgo.Client
+	// partitions is the job-commands topic's partition count.
+	partitions int32
 }
 
 // AnalyticsStore answers the routes that read ClickHouse: breaker history,
@@ -106,7 +108,7 @@ func NewBackend(cfg BackendConfig) (*Backend, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	b := &Backend{Namespaces: cfg.Namespaces, Breakers: cfg.Breakers, Jobs: cfg.Jobs}
+	b := &Backend{Namespaces: cfg.Namespaces, Breakers: cfg.Breakers, Jobs: cfg.Jobs, partitions: cfg.Partitions}
 	var err error
 	if b.Producer, err = producer.New(producer.Brokers(cfg.Brokers), producer.TopicPrefix(cfg.Topics.Prefix), producer.ClientID(cfg.ClientID),
 		producer.SASLPlain(cfg.SASL.User, cfg.SASL.Password)); err != nil {
@@ -150,6 +152,7 @@ func (b *Backend) Config() Config {
 		Namespaces: b.Namespaces,
 		Breakers:   b.Breakers,
 		JobStates:  b.Jobs,
+		Partitions: b.partitions,
 		// What the API reads; chime dev adds its scheduler.
 		Ready: func() error { return lifecycle.Ready(b.Namespaces, b.Breakers) },
 	}

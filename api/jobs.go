@@ -122,18 +122,7 @@ func (s *server) createJobs(c *fiber.Ctx) error {
 		if err := all.problem(); err != nil {
 			return 0, nil, err
 		}
-		ctx, cancel := s.publishCtx(c)
-		defer cancel()
-		var wg sync.WaitGroup
-		errs := make([]error, len(convs))
-		for i, conv := range convs {
-			wg.Add(1)
-			s.cfg.Jobs.PublishAsync(ctx, conv.cmd, func(_ producer.Receipt, err error) {
-				errs[i] = err
-				wg.Done()
-			})
-		}
-		wg.Wait()
+		errs := s.publishAll(c, convs)
 		out := make([]jobCreated, len(convs))
 		var failed []FieldError
 		ok := make([]*converted, 0, len(convs))
@@ -261,4 +250,41 @@ func (s *server) triggerJob(c *fiber.Ctx) error {
 		return unavailable("the trigger", err)
 	}
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"id": id, "namespace": ns, "command_id": cmd.GetCommandId(), "state": stateName(row.GetStatus())})
+}
+
+// publishAll publishes the jobs of a batch create, a record per partition
+// they fall on (command.Batches) when the partition count is known, and
+// says each one's outcome.
+func (s *server) publishAll(c *fiber.Ctx, convs []*converted) []error {
+	ctx, cancel := s.publishCtx(c)
+	defer cancel()
+	cmds := make([]*chimev1.JobCommand, len(convs))
+	for i, conv := range convs {
+		cmds[i] = conv.cmd
+	}
+	var (
+		records []*chimev1.JobCommand
+		index   [][]int
+	)
+	if n := s.cfg.Partitions; n > 0 {
+		records, index = command.Batches(cmds, func(key string) int32 { return schema.PartitionOf(key, n) }, schema.MaxRecordBytes/2)
+	} else {
+		records, index = cmds, make([][]int, len(cmds))
+		for i := range cmds {
+			index[i] = []int{i}
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(convs))
+	for r, rec := range records {
+		wg.Add(1)
+		s.cfg.Jobs.PublishAsync(ctx, rec, func(_ producer.Receipt, err error) {
+			for _, i := range index[r] {
+				errs[i] = err
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	return errs
 }

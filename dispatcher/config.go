@@ -109,6 +109,10 @@ type Config struct {
 	// CommitInterval is how often completed offsets are committed.
 	// Default DefaultCommitInterval.
 	CommitInterval time.Duration
+	// AnswerLinger is how long the answers to the scheduler (Ack, Retry,
+	// Defer) gather before they go out, a record per job-commands
+	// partition (answers.go). Default DefaultAnswerLinger.
+	AnswerLinger time.Duration
 	// RevokeWait bounds how long a revoked partition's calls may finish
 	// before its offsets are committed and it is let go. Default
 	// DefaultRevokeWait.
@@ -146,6 +150,7 @@ const (
 	DefaultAdmissionWait  = 2 * time.Second
 	DefaultDeferDelay     = time.Second
 	DefaultCommitInterval = 500 * time.Millisecond
+	DefaultAnswerLinger   = 10 * time.Millisecond
 	DefaultRevokeWait     = 5 * time.Second
 	DefaultDedupSize      = 100_000
 	DefaultBodySnippet    = 1024
@@ -194,6 +199,7 @@ func (c *Config) validate() error {
 		setting.Positive(o, "AdmissionWait", &c.AdmissionWait, DefaultAdmissionWait),
 		setting.Positive(o, "DeferDelay", &c.DeferDelay, DefaultDeferDelay),
 		setting.Positive(o, "CommitInterval", &c.CommitInterval, DefaultCommitInterval),
+		setting.Positive(o, "AnswerLinger", &c.AnswerLinger, DefaultAnswerLinger),
 		setting.Positive(o, "RevokeWait", &c.RevokeWait, DefaultRevokeWait),
 		setting.PositiveOr(o, "DedupSize", &c.DedupSize, DefaultDedupSize, Off, "dispatcher.Off", "to remember none"),
 		setting.Positive(o, "BodySnippet", &c.BodySnippet, DefaultBodySnippet),

@@ -139,6 +139,17 @@ func (d *Dispatcher) run(ctx context.Context, ready func()) error {
 		}
 	}()
 
+	actx, stopAnswers := context.WithCancel(context.Background())
+	answersDone := make(chan struct{})
+	go func() {
+		defer close(answersDone)
+		d.answers.run(actx)
+	}()
+	defer func() {
+		stopAnswers()
+		<-answersDone
+	}()
+
 	d.log.Info("dispatcher consuming", "topic", c.topic, "group", d.cfg.Topics.DispatcherGroup(), "id", d.cfg.ID)
 	ready()
 	for {
@@ -157,8 +168,11 @@ func (d *Dispatcher) run(ctx context.Context, ready func()) error {
 		cl.AllowRebalance()
 	}
 
-	// Shutdown: stop taking work, let calls finish, commit, leave.
+	// Shutdown: stop taking work, let calls finish (their answers go out
+	// in the batches meanwhile), commit, leave.
 	c.waitHandlers(d.cfg.RevokeWait)
+	stopAnswers()
+	<-answersDone
 	stopCommits()
 	<-committerDone
 	fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

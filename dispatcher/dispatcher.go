@@ -19,7 +19,6 @@ package dispatcher
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -51,6 +50,8 @@ type Dispatcher struct {
 	lanes   *lanes
 	dedup   *dedup
 	recalls *recalls
+	// answers batches the answers to the scheduler (answers.go).
+	answers *answers
 	gate    *gate
 	out     *kgo.Client // outcomes and dead letters
 	cmds    *producer.Producer
@@ -103,7 +104,8 @@ func New(cfg Config) (*Dispatcher, error) {
 		lanes:   newLanes(cfg.MaxInFlight, defaultMaxConcurrency, cfg.MaxQueued),
 		dedup:   newDedup(cfg.DedupSize),
 		recalls: newRecalls(),
-		gate:    newGate(cfg.Breakers, cfg.BreakerRamp),
+
+		gate: newGate(cfg.Breakers, cfg.BreakerRamp),
 	}
 	// One Kafka client for commands and outcomes (the producer's): each
 	// produce request carries both, half the requests of two clients.
@@ -119,6 +121,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		return nil, fmt.Errorf("dispatcher: producer: %w", err)
 	}
 	d.out = d.cmds.Client()
+	d.answers = newAnswers(d)
 	if err := d.registerMetrics(cfg.Registerer); err != nil {
 		d.cmds.Close()
 		return nil, err
@@ -485,16 +488,16 @@ func (d *Dispatcher) publish(ctx context.Context, res result) bool {
 		produce(d.cfg.Topics.DeadLetters(), ns, res.dead)
 	}
 	for _, c := range res.cmds {
+		// The due carried something the scheduler would reject (fire_seq
+		// 0, say): it could never be applied; say so and do not hold the
+		// partition for it.
+		command.Stamp(c, d.cfg.Now())
+		if err := schema.ValidateCommand(c, schema.ValidateOptions{}); err != nil {
+			d.log.Error("command for due is invalid; not sent", "namespace", c.GetNamespace(), "job", c.GetJobId(), "err", err)
+			continue
+		}
 		wg.Add(1)
-		d.cmds.PublishAsync(ctx, c, func(_ producer.Receipt, err error) {
-			var ve *schema.ValidationError
-			if errors.As(err, &ve) {
-				// The due carried something the scheduler would reject
-				// (fire_seq 0, say): it could never be applied; say so
-				// and do not hold the partition for it.
-				d.log.Error("command for due is invalid; not sent", "namespace", c.GetNamespace(), "job", c.GetJobId(), "err", err)
-				err = nil
-			}
+		d.answers.publish(ctx, c, func(err error) {
 			if err != nil {
 				fail(err)
 			}

@@ -48,7 +48,7 @@ func setup(t *testing.T, partitions int32) *bundle {
 	b := &bundle{t: t, cluster: c, topics: tp}
 	b.in = c.Client(t, kgo.RecordPartitioner(producer.GokaPartitioner()))
 	b.outcomes = collect[*chimev1.CallbackOutcome](t, c.Brokers(), tp.Outcomes(), func(m *chimev1.CallbackOutcome) string { return m.GetNamespace() + "/" + m.GetJobId() })
-	b.commands = collect[*chimev1.JobCommand](t, c.Brokers(), tp.JobCommands(), func(m *chimev1.JobCommand) string { return m.GetNamespace() + "/" + m.GetJobId() })
+	b.commands = collectCommands(t, c.Brokers(), tp.JobCommands())
 	b.dead = collect[*chimev1.DeadLetter](t, c.Brokers(), tp.DeadLetters(), func(m *chimev1.DeadLetter) string {
 		return m.GetDue().GetNamespace() + "/" + m.GetDue().GetJobId()
 	})
@@ -171,6 +171,24 @@ func collect[M proto.Message](t *testing.T, brokers []string, topic string, key 
 			t.Errorf("collector %s: %v", topic, err)
 		}
 		return key(m), m
+	})}
+}
+
+// collectCommands collects job commands by job, each command of a batch
+// on its own (the dispatcher batches its answers).
+func collectCommands(t *testing.T, brokers []string, topic string) *collector[*chimev1.JobCommand] {
+	return &collector[*chimev1.JobCommand]{kafkatest.CollectEach(t, brokers, topic, func(r *kgo.Record, keep func(string, *chimev1.JobCommand)) {
+		m := new(chimev1.JobCommand)
+		if err := proto.Unmarshal(r.Value, m); err != nil {
+			t.Errorf("collector %s: %v", topic, err)
+		}
+		cmds := []*chimev1.JobCommand{m}
+		if b := m.GetBatch(); b != nil {
+			cmds = b.GetCommands()
+		}
+		for _, c := range cmds {
+			keep(c.GetNamespace()+"/"+c.GetJobId(), c)
+		}
 	})}
 }
 

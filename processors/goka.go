@@ -89,21 +89,9 @@ func TopicManagerConfig(replication int) *goka.TopicManagerConfig {
 // component that must agree with goka refers to the same function.
 func Hasher() hash.Hash32 { return fnv.New32a() }
 
-// PartitionOf is the partition goka's producer (sarama's hash partitioner
-// with Hasher, in its default, non-reference absolute-value mode) writes
-// key to in a topic of n partitions.
-func PartitionOf(key string, n int32) int32 {
-	if n <= 0 {
-		return 0
-	}
-	h := Hasher()
-	_, _ = h.Write([]byte(key))
-	p := int32(h.Sum32()) % n
-	if p < 0 {
-		p = -p
-	}
-	return p
-}
+// PartitionOf is schema.PartitionOf: the partition goka's producer
+// writes key to in a topic of n partitions.
+func PartitionOf(key string, n int32) int32 { return schema.PartitionOf(key, n) }
 
 // ProcessorOptions are the goka options shared by every chime processor,
 // from its validated Config. Each builder gets its own sarama config:

@@ -38,7 +38,18 @@ func newNamespaceCheck(topic string, opts []kgo.Opt) *namespaceCheck {
 // with CheckNamespaces; other commands, and every command without it,
 // pass.
 func (p *Producer) checkNamespace(ctx context.Context, cmd *chimev1.JobCommand) error {
-	if p.namespaces == nil || cmd.GetUpsert() == nil {
+	if p.namespaces == nil {
+		return nil
+	}
+	if b := cmd.GetBatch(); b != nil {
+		for _, sub := range b.GetCommands() {
+			if err := p.checkNamespace(ctx, sub); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if cmd.GetUpsert() == nil {
 		return nil
 	}
 	ns := cmd.GetNamespace()

@@ -153,7 +153,8 @@ func (p *Producer) Publish(ctx context.Context, cmd *chimev1.JobCommand) (Receip
 	}
 }
 
-// PublishAsync validates cmd and hands it to the client's buffer; done is
+// PublishAsync validates cmd (a batch: every command in it; see
+// command.Batches) and hands it to the client's buffer; done is
 // called once with the outcome. If cmd fails validation, done runs on the
 // caller's goroutine before PublishAsync returns. Otherwise it runs on the
 // client's promise goroutine, one call at a time, in order per partition: it
@@ -217,6 +218,12 @@ func (p *Producer) prepare(cmd *chimev1.JobCommand) (Receipt, error) {
 	}
 	command.Stamp(cmd, now)
 	r.CommandID = cmd.GetCommandId()
+	if b := cmd.GetBatch(); b != nil {
+		for _, sub := range b.GetCommands() {
+			command.Stamp(sub, now)
+		}
+		return r, schema.ValidateBatch(cmd, schema.ValidateOptions{Now: now})
+	}
 	return r, schema.ValidateCommand(cmd, schema.ValidateOptions{Now: now})
 }
 

@@ -176,6 +176,26 @@ func ValidateCommand(cmd *chimev1.JobCommand, opts ValidateOptions) error {
 	return nil
 }
 
+// MaxBatchCommands is the most commands one batch carries (the API's
+// MaxBatch of creates, and the dispatchers' answers).
+const MaxBatchCommands = 1000
+
+// ValidateBatch checks a batch and each command in it, the first error
+// naming the command (batch.commands[i].field): what a producer checks
+// before it publishes one.
+func ValidateBatch(cmd *chimev1.JobCommand, opts ValidateOptions) error {
+	if err := validateCommand(cmd, opts); err != nil {
+		return err
+	}
+	for i, sub := range cmd.GetBatch().GetCommands() {
+		if err := validateCommand(sub, opts); err != nil {
+			err.Field = fmt.Sprintf("batch.commands[%d].%s", i, err.Field)
+			return err
+		}
+	}
+	return nil
+}
+
 func validateCommand(cmd *chimev1.JobCommand, opts ValidateOptions) *ValidationError {
 	if cmd == nil {
 		return &ValidationError{Reason: "command is nil"}
@@ -207,6 +227,24 @@ func validateCommand(cmd *chimev1.JobCommand, opts ValidateOptions) *ValidationE
 		return validateUpsert(cmd, c.Upsert, opts)
 	case *chimev1.JobCommand_Cancel, *chimev1.JobCommand_Pause, *chimev1.JobCommand_Resume, *chimev1.JobCommand_Trigger:
 		return nil
+	case *chimev1.JobCommand_Batch:
+		// The batch's shape; each of its commands is checked on its own
+		// (ValidateBatch), so that one bad command is rejected alone.
+		cmds := c.Batch.GetCommands()
+		switch {
+		case len(cmds) == 0:
+			return invalid("batch.commands", "is empty; a batch carries 1 to %d commands", MaxBatchCommands)
+		case len(cmds) > MaxBatchCommands:
+			return invalid("batch.commands", "has %d commands; a batch carries at most %d", len(cmds), MaxBatchCommands)
+		case cmds[0].GetNamespace() != cmd.GetNamespace() || cmds[0].GetJobId() != cmd.GetJobId():
+			return invalid("batch.commands[0]", "is for %s/%s, not the batch's own %s/%s: a batch is keyed by its first command", cmds[0].GetNamespace(), cmds[0].GetJobId(), cmd.GetNamespace(), cmd.GetJobId())
+		}
+		for i, sub := range cmds {
+			if sub.GetBatch() != nil {
+				return invalid(fmt.Sprintf("batch.commands[%d]", i), "is a batch; batches do not nest")
+			}
+		}
+		return nil
 	case *chimev1.JobCommand_Retry:
 		r := c.Retry
 		if err := checkFireSeq("retry.fire_seq", r.GetFireSeq()); err != nil {
@@ -235,7 +273,7 @@ func validateCommand(cmd *chimev1.JobCommand, opts ValidateOptions) *ValidationE
 		}
 		return nil
 	default:
-		return invalid("command", "none is set; set exactly one of upsert, cancel, pause, resume, retry, defer, ack")
+		return invalid("command", "none is set; set exactly one of upsert, cancel, pause, resume, retry, defer, ack, trigger, batch")
 	}
 }
 

@@ -21,6 +21,13 @@ type Collector[T any] struct {
 // Collect starts a Collector on topic; it stops when the test ends.
 func Collect[T any](t testing.TB, brokers []string, topic string, decode func(r *kgo.Record) (string, T)) *Collector[T] {
 	t.Helper()
+	return CollectEach(t, brokers, topic, func(r *kgo.Record, keep func(string, T)) { keep(decode(r)) })
+}
+
+// CollectEach is Collect for records that hold several values (a batch of
+// commands): decode keeps each under its key.
+func CollectEach[T any](t testing.TB, brokers []string, topic string, decode func(r *kgo.Record, keep func(key string, v T))) *Collector[T] {
+	t.Helper()
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(brokers...),
 		kgo.ConsumeTopics(topic),
@@ -37,11 +44,12 @@ func Collect[T any](t testing.TB, brokers []string, topic string, decode func(r 
 		defer close(done)
 		for ctx.Err() == nil {
 			cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
-				k, v := decode(r)
-				c.mu.Lock()
-				c.byKey[k] = append(c.byKey[k], v)
-				c.all = append(c.all, v)
-				c.mu.Unlock()
+				decode(r, func(k string, v T) {
+					c.mu.Lock()
+					c.byKey[k] = append(c.byKey[k], v)
+					c.all = append(c.all, v)
+					c.mu.Unlock()
+				})
 			})
 		}
 	}()

@@ -136,8 +136,9 @@ func (part *Partition) Has(key string) (bool, error) {
 func (part *Partition) Get(key string) ([]byte, error) {
 	part.mu.Lock()
 	if w, ok := part.ov.latest[key]; ok {
+		v := w.value // a fold replaces it under the lock
 		part.mu.Unlock()
-		return w.value, nil
+		return v, nil
 	}
 	rb := part.rec.batch
 	part.mu.Unlock()
@@ -160,8 +161,9 @@ func (part *Partition) Get(key string) ([]byte, error) {
 func (part *Partition) Read(key string) ([]byte, error) {
 	part.mu.Lock()
 	if w, ok := part.ov.latest[key]; ok {
+		v := w.value // a fold replaces it under the lock
 		part.mu.Unlock()
-		return w.value, nil
+		return v, nil
 	}
 	part.mu.Unlock()
 	return get(part.db.pdb, rowKey(part.p, key))

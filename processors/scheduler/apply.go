@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lovoo/goka"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -27,9 +28,28 @@ func (s *Scheduler) onCommand(gctx goka.Context, msg any) {
 	defer st.writer.Unlock()
 	st.SetInput(gctx.Offset())
 	defer st.SetInput(-1)
-	ctx := newGokaRow(s, gctx, st)
-	in := &input{key: ctx.Key(), topic: string(gctx.Topic()), partition: ctx.Partition(), offset: gctx.Offset(), partitions: s.cmdPartitions.Load()}
-	in.raw, _ = msg.([]byte)
+	raw, _ := msg.([]byte)
+	cmd := new(chimev1.JobCommand)
+	if proto.Unmarshal(raw, cmd) != nil {
+		cmd = nil // the decider rejects it
+	}
+	if b := cmd.GetBatch(); b != nil && schema.ValidateCommand(cmd, schema.ValidateOptions{AllowReserved: true}) == nil {
+		// A batch: each command applied to its own row, as if it came
+		// alone, in order (schema's Batch).
+		for i, sub := range b.GetCommands() {
+			s.decideCommand(newGokaRow(s, gctx, st), schema.JobKey(sub.GetNamespace(), sub.GetJobId()), &input{sub: i + 1, cmd: sub}, gctx)
+		}
+	} else {
+		s.decideCommand(newGokaRow(s, gctx, st), gctx.Key(), &input{raw: raw, cmd: cmd}, gctx)
+	}
+	// Its effect is in the storage now: reads waiting for it may go.
+	s.serving.reach(gctx.Partition(), gctx.Offset())
+}
+
+// decideCommand decides one command for key's row and applies it.
+func (s *Scheduler) decideCommand(ctx gokaRow, key string, in *input, gctx goka.Context) {
+	ctx.rowStore.key = key
+	in.key, in.topic, in.partition, in.offset, in.partitions = key, string(gctx.Topic()), gctx.Partition(), gctx.Offset(), s.cmdPartitions.Load()
 	s.namespaceOf(ctx, in)
 	cur := ctx.row()
 	now := s.cfg.Now()
@@ -41,8 +61,6 @@ func (s *Scheduler) onCommand(gctx goka.Context, msg any) {
 		dec = s.decider.refuse(in, fmt.Sprintf("command not applied: %v", err), now)
 	}
 	s.apply(ctx, dec)
-	// Its effect is in the storage now: reads waiting for it may go.
-	s.serving.reach(ctx.Partition(), gctx.Offset())
 }
 
 // refused reports a decision that was not written because a record of it

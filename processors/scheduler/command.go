@@ -19,9 +19,13 @@ import (
 )
 
 func (d *decider) command(in *input, cur *chimev1.JobState, now time.Time) decision {
-	cmd := new(chimev1.JobCommand)
-	if err := proto.Unmarshal(in.raw, cmd); err != nil {
-		return d.reject(in, cmd, "", fmt.Sprintf("command does not decode as chime.v1.JobCommand: %v", err), now)
+	cmd := in.cmd
+	if cmd == nil {
+		cmd = new(chimev1.JobCommand)
+		if err := proto.Unmarshal(in.raw, cmd); err != nil {
+			return d.reject(in, cmd, "", fmt.Sprintf("command does not decode as chime.v1.JobCommand: %v", err), now)
+		}
+		in.cmd = cmd
 	}
 	in.commandID = cmd.GetCommandId()
 	if err := schema.ValidateCommand(cmd, schema.ValidateOptions{AllowReserved: true}); err != nil {
@@ -30,6 +34,11 @@ func (d *decider) command(in *input, cur *chimev1.JobState, now time.Time) decis
 			field = ve.Field
 		}
 		return d.reject(in, cmd, field, err.Error(), now)
+	}
+	if cmd.GetBatch() != nil {
+		// A valid batch is applied command by command (apply.go): this is
+		// one inside a batch.
+		return d.reject(in, cmd, "batch", "a batch within a batch: batches do not nest", now)
 	}
 	if strings.HasPrefix(cmd.GetJobId(), schema.ReservedJobIDPrefix) {
 		// chime's own jobs: only timers into chime's own topics.

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -76,7 +77,13 @@ type input struct {
 	topic     string
 	partition int32
 	offset    int64
+	// sub is 1 + the command's place in its batch record; 0 for a record
+	// of its own.
+	sub int
+	// raw is the record's value; cmd the command, once decoded (a batch's
+	// command has no raw of its own until one is needed: rawCmd).
 	raw       []byte
+	cmd       *chimev1.JobCommand
 	seq       int
 	commandID string
 	// nsWindow is the namespace's relevancy window (0: none set), from the
@@ -94,7 +101,20 @@ type input struct {
 
 func (in *input) eventID() string {
 	in.seq++
-	return in.topic + "-" + strconv.Itoa(int(in.partition)) + "-" + strconv.FormatInt(in.offset, 10) + "-" + strconv.Itoa(in.seq)
+	off := strconv.FormatInt(in.offset, 10)
+	if in.sub > 0 {
+		off += "." + strconv.Itoa(in.sub-1)
+	}
+	return in.topic + "-" + strconv.Itoa(int(in.partition)) + "-" + off + "-" + strconv.Itoa(in.seq)
+}
+
+// rawCmd is the command as bytes: the record's value, or a batch's
+// command encoded (for a rejection, or a create held for its namespace).
+func (in *input) rawCmd() []byte {
+	if in.raw == nil && in.cmd != nil {
+		in.raw, _ = proto.Marshal(in.cmd)
+	}
+	return in.raw
 }
 
 // decider holds what decisions depend on besides the row and the input.

@@ -23,6 +23,7 @@ import (
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/schema/command"
 )
 
 // Integration tests: a real broker (kfake, started per test on a free port
@@ -352,4 +353,76 @@ func TestUnansweredFireRedeliveredAtAckTimeout(t *testing.T) {
 	gap := again.EmittedAt.AsTime().Sub(first.EmittedAt.AsTime())
 	require.GreaterOrEqual(t, gap, ackTimeout)
 	require.Less(t, gap, 2*ackTimeout, "redelivered at AckTimeout, not by a sweep minutes later")
+}
+
+// TestBatchesApplyEachCommand: a batch record (the API's batch creates,
+// the dispatchers' answers) applies each of its commands to its own row,
+// in order; one for another partition is rejected alone; a batch that is
+// not one (a batch inside it) is rejected whole.
+func TestBatchesApplyEachCommand(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s, _ := b.startScheduler()
+	rejections := kafkatest.Collect(t, b.cluster.Brokers(), b.topics.Rejections(), func(r *kgo.Record) (string, *chimev1.Rejection) {
+		rj := new(chimev1.Rejection)
+		require.NoError(t, proto.Unmarshal(r.Value, rj))
+		return string(r.Key), rj
+	})
+	// Four jobs on one partition, one on another.
+	var same []string
+	other := ""
+	for i := 0; len(same) < 4 || other == ""; i++ {
+		id := fmt.Sprintf("b%d", i)
+		switch p := schema.PartitionOf(schema.JobKey("ns", id), testPartitions); {
+		case p == 0 && len(same) < 4:
+			same = append(same, id)
+		case p != 0 && other == "":
+			other = id
+		}
+	}
+	later := atSchedule(time.Now().Add(time.Hour))
+	cl := b.cluster.Client(t, kgo.RecordPartitioner(producer.GokaPartitioner()))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// Written as a foreign producer could: the producer checks a batch
+	// before it publishes one.
+	write := func(cmds ...*chimev1.JobCommand) {
+		t.Helper()
+		batch := command.Batch(cmds)
+		command.Stamp(batch, time.Now())
+		for _, c := range cmds {
+			command.Stamp(c, time.Now())
+		}
+		raw, err := proto.Marshal(batch)
+		require.NoError(t, err)
+		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Topic: b.topics.JobCommands(), Key: []byte(schema.JobKey(batch.GetNamespace(), batch.GetJobId())), Value: raw}).FirstErr())
+	}
+	write(
+		command.Upsert(spec("ns", same[0], later)),
+		command.Upsert(spec("ns", same[1], later)),
+		command.Upsert(spec("ns", other, later)), // not this record's partition
+		command.Upsert(spec("ns", same[2], later)),
+		command.Cancel("ns", same[1], "cancelled in the same batch"),
+	)
+	nested := command.Batch([]*chimev1.JobCommand{command.Upsert(spec("ns", same[3], later))})
+	command.Stamp(nested.GetBatch().GetCommands()[0], time.Now())
+	write(command.Upsert(spec("ns", same[3], later)), nested)
+
+	waitFor(t, 60*time.Second, "the two rejections", func() bool {
+		return len(rejections.Get(schema.JobKey("ns", other))) == 1 && len(rejections.Get(schema.JobKey("ns", same[3]))) == 1
+	})
+	require.Contains(t, rejections.Get(schema.JobKey("ns", other))[0].GetReason(), "belongs to partition")
+	require.Contains(t, rejections.Get(schema.JobKey("ns", same[3]))[0].GetReason(), "batches do not nest")
+	for _, id := range same[:3] {
+		waitFor(t, 30*time.Second, "the row of "+id, func() bool {
+			row, err := s.Get(schema.JobKey("ns", id))
+			return err == nil && row != nil
+		})
+	}
+	row, err := s.Get(schema.JobKey("ns", same[1]))
+	require.NoError(t, err)
+	require.Equal(t, chimev1.JobStatus_JOB_STATUS_CANCELLED, row.GetStatus(), "applied in order")
+	row, err = s.Get(schema.JobKey("ns", same[3]))
+	require.NoError(t, err)
+	require.Nil(t, row, "the batch that is not one is not applied")
 }

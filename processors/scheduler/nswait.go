@@ -50,7 +50,7 @@ func (d *decider) holdForNamespace(in *input, cur *chimev1.JobState, now time.Ti
 	if heldRow(cur) {
 		st.CreatedAt, st.HeldUntil = cur.GetCreatedAt(), cur.GetHeldUntil()
 	}
-	st.HeldCommand = in.raw
+	st.HeldCommand = in.rawCmd()
 	st.TimerAt = timestamppb.New(d.namespaceCheckAt(st, now))
 	return decision{state: st}
 }
@@ -79,7 +79,7 @@ func (d *decider) onHeld(in *input, cur *chimev1.JobState, cmd *chimev1.JobComma
 	}
 	if cmd == nil {
 		// A tick: apply the held create now that the namespace exists.
-		in.raw = cur.GetHeldCommand()
+		in.raw, in.cmd = cur.GetHeldCommand(), nil
 		switch {
 		case in.ns == nsKnown:
 		case in.ns == nsAbsent && !now.Before(cur.GetHeldUntil().AsTime()):

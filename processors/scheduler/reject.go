@@ -25,7 +25,7 @@ func (d *decider) reject(in *input, cmd *chimev1.JobCommand, field, reason strin
 		Topic:     in.topic,
 		Partition: in.partition,
 		Offset:    in.offset,
-		Raw:       in.raw,
+		Raw:       in.rawCmd(),
 	})}
 }
 

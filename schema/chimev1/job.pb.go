@@ -778,6 +778,7 @@ type JobCommand struct {
 	//	*JobCommand_Defer
 	//	*JobCommand_Ack
 	//	*JobCommand_Trigger
+	//	*JobCommand_Batch
 	Command       isJobCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -920,6 +921,15 @@ func (x *JobCommand) GetTrigger() *Trigger {
 	return nil
 }
 
+func (x *JobCommand) GetBatch() *Batch {
+	if x != nil {
+		if x, ok := x.Command.(*JobCommand_Batch); ok {
+			return x.Batch
+		}
+	}
+	return nil
+}
+
 type isJobCommand_Command interface {
 	isJobCommand_Command()
 }
@@ -956,6 +966,10 @@ type JobCommand_Trigger struct {
 	Trigger *Trigger `protobuf:"bytes,17,opt,name=trigger,proto3,oneof"`
 }
 
+type JobCommand_Batch struct {
+	Batch *Batch `protobuf:"bytes,18,opt,name=batch,proto3,oneof"`
+}
+
 func (*JobCommand_Upsert) isJobCommand_Command() {}
 
 func (*JobCommand_Cancel) isJobCommand_Command() {}
@@ -972,6 +986,58 @@ func (*JobCommand_Ack) isJobCommand_Command() {}
 
 func (*JobCommand_Trigger) isJobCommand_Command() {}
 
+func (*JobCommand_Batch) isJobCommand_Command() {}
+
+// Batch carries commands of several jobs whose keys fall on the record's
+// partition, in one record: the API's batch creates and the dispatchers'
+// answers, a record per partition rather than per job. The batch's own
+// namespace and job_id are those of its first command (its record key);
+// each command is applied, or rejected, as if it came alone and in this
+// order. A batch holds no batch.
+type Batch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Commands      []*JobCommand          `protobuf:"bytes,1,rep,name=commands,proto3" json:"commands,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Batch) Reset() {
+	*x = Batch{}
+	mi := &file_chime_v1_job_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Batch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Batch) ProtoMessage() {}
+
+func (x *Batch) ProtoReflect() protoreflect.Message {
+	mi := &file_chime_v1_job_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Batch.ProtoReflect.Descriptor instead.
+func (*Batch) Descriptor() ([]byte, []int) {
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *Batch) GetCommands() []*JobCommand {
+	if x != nil {
+		return x.Commands
+	}
+	return nil
+}
+
 // Upsert creates the job or replaces its spec and reschedules it.
 type Upsert struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -982,7 +1048,7 @@ type Upsert struct {
 
 func (x *Upsert) Reset() {
 	*x = Upsert{}
-	mi := &file_chime_v1_job_proto_msgTypes[9]
+	mi := &file_chime_v1_job_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -994,7 +1060,7 @@ func (x *Upsert) String() string {
 func (*Upsert) ProtoMessage() {}
 
 func (x *Upsert) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_job_proto_msgTypes[9]
+	mi := &file_chime_v1_job_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1007,7 +1073,7 @@ func (x *Upsert) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Upsert.ProtoReflect.Descriptor instead.
 func (*Upsert) Descriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{9}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Upsert) GetSpec() *JobSpec {
@@ -1026,7 +1092,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_chime_v1_job_proto_msgTypes[10]
+	mi := &file_chime_v1_job_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1038,7 +1104,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_job_proto_msgTypes[10]
+	mi := &file_chime_v1_job_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1051,7 +1117,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{10}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Cancel) GetReason() string {
@@ -1069,7 +1135,7 @@ type Pause struct {
 
 func (x *Pause) Reset() {
 	*x = Pause{}
-	mi := &file_chime_v1_job_proto_msgTypes[11]
+	mi := &file_chime_v1_job_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1081,7 +1147,7 @@ func (x *Pause) String() string {
 func (*Pause) ProtoMessage() {}
 
 func (x *Pause) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_job_proto_msgTypes[11]
+	mi := &file_chime_v1_job_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1094,7 +1160,7 @@ func (x *Pause) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pause.ProtoReflect.Descriptor instead.
 func (*Pause) Descriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{11}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{12}
 }
 
 type Resume struct {
@@ -1105,7 +1171,7 @@ type Resume struct {
 
 func (x *Resume) Reset() {
 	*x = Resume{}
-	mi := &file_chime_v1_job_proto_msgTypes[12]
+	mi := &file_chime_v1_job_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1117,7 +1183,7 @@ func (x *Resume) String() string {
 func (*Resume) ProtoMessage() {}
 
 func (x *Resume) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_job_proto_msgTypes[12]
+	mi := &file_chime_v1_job_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1130,7 +1196,7 @@ func (x *Resume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resume.ProtoReflect.Descriptor instead.
 func (*Resume) Descriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{12}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{13}
 }
 
 // Trigger fires the job once now, beside its schedule (asynq's run,
@@ -1144,7 +1210,7 @@ type Trigger struct {
 
 func (x *Trigger) Reset() {
 	*x = Trigger{}
-	mi := &file_chime_v1_job_proto_msgTypes[13]
+	mi := &file_chime_v1_job_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1156,7 +1222,7 @@ func (x *Trigger) String() string {
 func (*Trigger) ProtoMessage() {}
 
 func (x *Trigger) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_job_proto_msgTypes[13]
+	mi := &file_chime_v1_job_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1169,7 +1235,7 @@ func (x *Trigger) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Trigger.ProtoReflect.Descriptor instead.
 func (*Trigger) Descriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{13}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{14}
 }
 
 // Retry re-arms the timer for an occurrence that failed, charging an attempt.
@@ -1192,7 +1258,7 @@ type Retry struct {
 
 func (x *Retry) Reset() {
 	*x = Retry{}
-	mi := &file_chime_v1_job_proto_msgTypes[14]
+	mi := &file_chime_v1_job_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1204,7 +1270,7 @@ func (x *Retry) String() string {
 func (*Retry) ProtoMessage() {}
 
 func (x *Retry) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_job_proto_msgTypes[14]
+	mi := &file_chime_v1_job_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1217,7 +1283,7 @@ func (x *Retry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Retry.ProtoReflect.Descriptor instead.
 func (*Retry) Descriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{14}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Retry) GetFireSeq() uint64 {
@@ -1276,7 +1342,7 @@ type Defer struct {
 
 func (x *Defer) Reset() {
 	*x = Defer{}
-	mi := &file_chime_v1_job_proto_msgTypes[15]
+	mi := &file_chime_v1_job_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1288,7 +1354,7 @@ func (x *Defer) String() string {
 func (*Defer) ProtoMessage() {}
 
 func (x *Defer) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_job_proto_msgTypes[15]
+	mi := &file_chime_v1_job_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1301,7 +1367,7 @@ func (x *Defer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Defer.ProtoReflect.Descriptor instead.
 func (*Defer) Descriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{15}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Defer) GetFireSeq() uint64 {
@@ -1346,7 +1412,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_chime_v1_job_proto_msgTypes[16]
+	mi := &file_chime_v1_job_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1358,7 +1424,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_job_proto_msgTypes[16]
+	mi := &file_chime_v1_job_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1371,7 +1437,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{16}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Ack) GetFireSeq() uint64 {
@@ -1471,7 +1537,7 @@ const file_chime_v1_job_proto_rawDesc = "" +
 	"\x06labels\x18\a \x03(\v2\x1d.chime.v1.JobSpec.LabelsEntryR\x06labels\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf5\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9e\x04\n" +
 	"\n" +
 	"JobCommand\x12\x1d\n" +
 	"\n" +
@@ -1487,8 +1553,11 @@ const file_chime_v1_job_proto_rawDesc = "" +
 	"\x05retry\x18\x0e \x01(\v2\x0f.chime.v1.RetryH\x00R\x05retry\x12'\n" +
 	"\x05defer\x18\x0f \x01(\v2\x0f.chime.v1.DeferH\x00R\x05defer\x12!\n" +
 	"\x03ack\x18\x10 \x01(\v2\r.chime.v1.AckH\x00R\x03ack\x12-\n" +
-	"\atrigger\x18\x11 \x01(\v2\x11.chime.v1.TriggerH\x00R\atriggerB\t\n" +
-	"\acommand\"/\n" +
+	"\atrigger\x18\x11 \x01(\v2\x11.chime.v1.TriggerH\x00R\atrigger\x12'\n" +
+	"\x05batch\x18\x12 \x01(\v2\x0f.chime.v1.BatchH\x00R\x05batchB\t\n" +
+	"\acommand\"9\n" +
+	"\x05Batch\x120\n" +
+	"\bcommands\x18\x01 \x03(\v2\x14.chime.v1.JobCommandR\bcommands\"/\n" +
 	"\x06Upsert\x12%\n" +
 	"\x04spec\x18\x01 \x01(\v2\x11.chime.v1.JobSpecR\x04spec\" \n" +
 	"\x06Cancel\x12\x16\n" +
@@ -1536,7 +1605,7 @@ func file_chime_v1_job_proto_rawDescGZIP() []byte {
 }
 
 var file_chime_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_chime_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_chime_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_chime_v1_job_proto_goTypes = []any{
 	(AckResult)(0),                // 0: chime.v1.AckResult
 	(*Schedule)(nil),              // 1: chime.v1.Schedule
@@ -1548,63 +1617,66 @@ var file_chime_v1_job_proto_goTypes = []any{
 	(*RetryPolicy)(nil),           // 7: chime.v1.RetryPolicy
 	(*JobSpec)(nil),               // 8: chime.v1.JobSpec
 	(*JobCommand)(nil),            // 9: chime.v1.JobCommand
-	(*Upsert)(nil),                // 10: chime.v1.Upsert
-	(*Cancel)(nil),                // 11: chime.v1.Cancel
-	(*Pause)(nil),                 // 12: chime.v1.Pause
-	(*Resume)(nil),                // 13: chime.v1.Resume
-	(*Trigger)(nil),               // 14: chime.v1.Trigger
-	(*Retry)(nil),                 // 15: chime.v1.Retry
-	(*Defer)(nil),                 // 16: chime.v1.Defer
-	(*Ack)(nil),                   // 17: chime.v1.Ack
-	nil,                           // 18: chime.v1.HttpCallback.HeadersEntry
-	nil,                           // 19: chime.v1.KafkaTarget.HeadersEntry
-	nil,                           // 20: chime.v1.JobSpec.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 22: google.protobuf.Duration
-	(*CallbackOutcome)(nil),       // 23: chime.v1.CallbackOutcome
+	(*Batch)(nil),                 // 10: chime.v1.Batch
+	(*Upsert)(nil),                // 11: chime.v1.Upsert
+	(*Cancel)(nil),                // 12: chime.v1.Cancel
+	(*Pause)(nil),                 // 13: chime.v1.Pause
+	(*Resume)(nil),                // 14: chime.v1.Resume
+	(*Trigger)(nil),               // 15: chime.v1.Trigger
+	(*Retry)(nil),                 // 16: chime.v1.Retry
+	(*Defer)(nil),                 // 17: chime.v1.Defer
+	(*Ack)(nil),                   // 18: chime.v1.Ack
+	nil,                           // 19: chime.v1.HttpCallback.HeadersEntry
+	nil,                           // 20: chime.v1.KafkaTarget.HeadersEntry
+	nil,                           // 21: chime.v1.JobSpec.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 23: google.protobuf.Duration
+	(*CallbackOutcome)(nil),       // 24: chime.v1.CallbackOutcome
 }
 var file_chime_v1_job_proto_depIdxs = []int32{
-	21, // 0: chime.v1.Schedule.at:type_name -> google.protobuf.Timestamp
+	22, // 0: chime.v1.Schedule.at:type_name -> google.protobuf.Timestamp
 	2,  // 1: chime.v1.Schedule.every:type_name -> chime.v1.Every
 	3,  // 2: chime.v1.Schedule.cron:type_name -> chime.v1.Cron
-	22, // 3: chime.v1.Schedule.jitter:type_name -> google.protobuf.Duration
-	22, // 4: chime.v1.Every.interval:type_name -> google.protobuf.Duration
-	21, // 5: chime.v1.Every.start_at:type_name -> google.protobuf.Timestamp
-	21, // 6: chime.v1.Every.end_at:type_name -> google.protobuf.Timestamp
-	21, // 7: chime.v1.Cron.start_at:type_name -> google.protobuf.Timestamp
-	21, // 8: chime.v1.Cron.end_at:type_name -> google.protobuf.Timestamp
-	18, // 9: chime.v1.HttpCallback.headers:type_name -> chime.v1.HttpCallback.HeadersEntry
-	22, // 10: chime.v1.HttpCallback.timeout:type_name -> google.protobuf.Duration
-	19, // 11: chime.v1.KafkaTarget.headers:type_name -> chime.v1.KafkaTarget.HeadersEntry
+	23, // 3: chime.v1.Schedule.jitter:type_name -> google.protobuf.Duration
+	23, // 4: chime.v1.Every.interval:type_name -> google.protobuf.Duration
+	22, // 5: chime.v1.Every.start_at:type_name -> google.protobuf.Timestamp
+	22, // 6: chime.v1.Every.end_at:type_name -> google.protobuf.Timestamp
+	22, // 7: chime.v1.Cron.start_at:type_name -> google.protobuf.Timestamp
+	22, // 8: chime.v1.Cron.end_at:type_name -> google.protobuf.Timestamp
+	19, // 9: chime.v1.HttpCallback.headers:type_name -> chime.v1.HttpCallback.HeadersEntry
+	23, // 10: chime.v1.HttpCallback.timeout:type_name -> google.protobuf.Duration
+	20, // 11: chime.v1.KafkaTarget.headers:type_name -> chime.v1.KafkaTarget.HeadersEntry
 	4,  // 12: chime.v1.Target.http:type_name -> chime.v1.HttpCallback
 	5,  // 13: chime.v1.Target.kafka:type_name -> chime.v1.KafkaTarget
-	22, // 14: chime.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
-	22, // 15: chime.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
-	22, // 16: chime.v1.RetryPolicy.max_elapsed:type_name -> google.protobuf.Duration
+	23, // 14: chime.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
+	23, // 15: chime.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
+	23, // 16: chime.v1.RetryPolicy.max_elapsed:type_name -> google.protobuf.Duration
 	1,  // 17: chime.v1.JobSpec.schedule:type_name -> chime.v1.Schedule
 	6,  // 18: chime.v1.JobSpec.target:type_name -> chime.v1.Target
 	7,  // 19: chime.v1.JobSpec.retry:type_name -> chime.v1.RetryPolicy
-	22, // 20: chime.v1.JobSpec.relevancy_window:type_name -> google.protobuf.Duration
-	20, // 21: chime.v1.JobSpec.labels:type_name -> chime.v1.JobSpec.LabelsEntry
-	21, // 22: chime.v1.JobCommand.issued_at:type_name -> google.protobuf.Timestamp
-	10, // 23: chime.v1.JobCommand.upsert:type_name -> chime.v1.Upsert
-	11, // 24: chime.v1.JobCommand.cancel:type_name -> chime.v1.Cancel
-	12, // 25: chime.v1.JobCommand.pause:type_name -> chime.v1.Pause
-	13, // 26: chime.v1.JobCommand.resume:type_name -> chime.v1.Resume
-	15, // 27: chime.v1.JobCommand.retry:type_name -> chime.v1.Retry
-	16, // 28: chime.v1.JobCommand.defer:type_name -> chime.v1.Defer
-	17, // 29: chime.v1.JobCommand.ack:type_name -> chime.v1.Ack
-	14, // 30: chime.v1.JobCommand.trigger:type_name -> chime.v1.Trigger
-	8,  // 31: chime.v1.Upsert.spec:type_name -> chime.v1.JobSpec
-	21, // 32: chime.v1.Retry.not_before:type_name -> google.protobuf.Timestamp
-	23, // 33: chime.v1.Retry.outcome:type_name -> chime.v1.CallbackOutcome
-	21, // 34: chime.v1.Defer.not_before:type_name -> google.protobuf.Timestamp
-	0,  // 35: chime.v1.Ack.result:type_name -> chime.v1.AckResult
-	36, // [36:36] is the sub-list for method output_type
-	36, // [36:36] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	23, // 20: chime.v1.JobSpec.relevancy_window:type_name -> google.protobuf.Duration
+	21, // 21: chime.v1.JobSpec.labels:type_name -> chime.v1.JobSpec.LabelsEntry
+	22, // 22: chime.v1.JobCommand.issued_at:type_name -> google.protobuf.Timestamp
+	11, // 23: chime.v1.JobCommand.upsert:type_name -> chime.v1.Upsert
+	12, // 24: chime.v1.JobCommand.cancel:type_name -> chime.v1.Cancel
+	13, // 25: chime.v1.JobCommand.pause:type_name -> chime.v1.Pause
+	14, // 26: chime.v1.JobCommand.resume:type_name -> chime.v1.Resume
+	16, // 27: chime.v1.JobCommand.retry:type_name -> chime.v1.Retry
+	17, // 28: chime.v1.JobCommand.defer:type_name -> chime.v1.Defer
+	18, // 29: chime.v1.JobCommand.ack:type_name -> chime.v1.Ack
+	15, // 30: chime.v1.JobCommand.trigger:type_name -> chime.v1.Trigger
+	10, // 31: chime.v1.JobCommand.batch:type_name -> chime.v1.Batch
+	9,  // 32: chime.v1.Batch.commands:type_name -> chime.v1.JobCommand
+	8,  // 33: chime.v1.Upsert.spec:type_name -> chime.v1.JobSpec
+	22, // 34: chime.v1.Retry.not_before:type_name -> google.protobuf.Timestamp
+	24, // 35: chime.v1.Retry.outcome:type_name -> chime.v1.CallbackOutcome
+	22, // 36: chime.v1.Defer.not_before:type_name -> google.protobuf.Timestamp
+	0,  // 37: chime.v1.Ack.result:type_name -> chime.v1.AckResult
+	38, // [38:38] is the sub-list for method output_type
+	38, // [38:38] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_chime_v1_job_proto_init() }
@@ -1631,6 +1703,7 @@ func file_chime_v1_job_proto_init() {
 		(*JobCommand_Defer)(nil),
 		(*JobCommand_Ack)(nil),
 		(*JobCommand_Trigger)(nil),
+		(*JobCommand_Batch)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1638,7 +1711,7 @@ func file_chime_v1_job_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chime_v1_job_proto_rawDesc), len(file_chime_v1_job_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

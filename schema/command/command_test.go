@@ -1,6 +1,7 @@
 package command_test
 
 import (
+	"fmt"
 	"regexp"
 	"testing"
 	"time"
@@ -333,4 +334,35 @@ func TestReject(t *testing.T) {
 				Reason: "why", At: timestamppb.New(at), Topic: "t", Partition: 3, Offset: 7}, rej), "%v", rej)
 		})
 	}
+}
+
+// TestBatches: commands are packed per partition, in order, within the
+// count and size bounds, each batch keyed by its first command.
+func TestBatches(t *testing.T) {
+	t.Parallel()
+	var cmds []*chimev1.JobCommand
+	for i := range 7 {
+		cmds = append(cmds, command.Cancel("ns", fmt.Sprintf("j%d", i), ""))
+	}
+	part := func(key string) int32 { return int32(key[len(key)-1]-'0') % 2 }
+	batches, index := command.Batches(cmds, part, 1<<20)
+	require.Len(t, batches, 2)
+	require.Equal(t, [][]int{{0, 2, 4, 6}, {1, 3, 5}}, index)
+	for _, b := range batches {
+		first := b.GetBatch().GetCommands()[0]
+		require.Equal(t, first.GetJobId(), b.GetJobId())
+		require.NoError(t, schema.ValidateCommand(withID(b), schema.ValidateOptions{}))
+	}
+	one := proto.Size(cmds[0]) + 8
+	batches, index = command.Batches(cmds, part, 2*one)
+	require.Equal(t, [][]int{{0, 2}, {1, 3}, {4, 6}, {5}}, index, "split by size")
+	require.Len(t, batches, 4)
+}
+
+func withID(c *chimev1.JobCommand) *chimev1.JobCommand {
+	c.CommandId = "b1"
+	for i, s := range c.GetBatch().GetCommands() {
+		s.CommandId = fmt.Sprintf("c%d", i)
+	}
+	return c
 }

@@ -137,6 +137,8 @@ func Kind(cmd *chimev1.JobCommand) string {
 		return "defer"
 	case *chimev1.JobCommand_Ack:
 		return "ack"
+	case *chimev1.JobCommand_Batch:
+		return "batch"
 	default:
 		return ""
 	}
