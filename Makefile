@@ -27,13 +27,17 @@ PROTOC_GEN_GO_VERSION := $(shell $(GO) list -m -f '{{.Version}}' google.golang.o
 ifeq ($(PROTOC_GEN_GO_VERSION),)
 $(error cannot read the google.golang.org/protobuf version from go.mod (is Go installed, and go.mod/go.sum intact?))
 endif
+# protoc-gen-go-vtproto likewise matches the vtprotobuf runtime in go.mod.
+PROTOC_GEN_VTPROTO_VERSION := $(shell $(GO) list -m -f '{{.Version}}' github.com/planetscale/vtprotobuf)
 
 BUF           := $(TOOLS_DIR)/buf
 PROTOC_GEN_GO := $(TOOLS_DIR)/protoc-gen-go
+PROTOC_GEN_VTPROTO := $(TOOLS_DIR)/protoc-gen-go-vtproto
 STATICCHECK   := $(TOOLS_DIR)/staticcheck
 
 BUF_STAMP           := $(STAMP_DIR)/buf-$(BUF_VERSION)
 PROTOC_GEN_GO_STAMP := $(STAMP_DIR)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION)
+PROTOC_GEN_VTPROTO_STAMP := $(STAMP_DIR)/protoc-gen-go-vtproto-$(PROTOC_GEN_VTPROTO_VERSION)
 STATICCHECK_STAMP   := $(STAMP_DIR)/staticcheck-$(STATICCHECK_VERSION)
 
 # install_tool: $(1) binary name, $(2) package path, $(3) version.
@@ -50,6 +54,9 @@ $(BUF_STAMP): $(if $(wildcard $(BUF)),,FORCE)
 
 $(PROTOC_GEN_GO_STAMP): $(if $(wildcard $(PROTOC_GEN_GO)),,FORCE)
 	$(call install_tool,protoc-gen-go,google.golang.org/protobuf/cmd/protoc-gen-go,$(PROTOC_GEN_GO_VERSION))
+
+$(PROTOC_GEN_VTPROTO_STAMP): $(if $(wildcard $(PROTOC_GEN_VTPROTO)),,FORCE)
+	$(call install_tool,protoc-gen-go-vtproto,github.com/planetscale/vtprotobuf/cmd/protoc-gen-go-vtproto,$(PROTOC_GEN_VTPROTO_VERSION))
 
 $(STATICCHECK_STAMP): $(if $(wildcard $(STATICCHECK)),,FORCE)
 	$(call install_tool,staticcheck,honnef.co/go/tools/cmd/staticcheck,$(STATICCHECK_VERSION))
@@ -153,7 +160,7 @@ kafka: $(KAFKA_STAMP) ## serve Apache Kafka (KAFKA_NODES KRaft nodes, default 1)
 	$(GO) run ./cmd/chime-kafka -libs $(KAFKA_LIBS) -nodes $(KAFKA_NODES)
 
 .PHONY: tools
-tools: $(BUF_STAMP) $(PROTOC_GEN_GO_STAMP) $(STATICCHECK_STAMP) ## install the pinned tools into .tools/
+tools: $(BUF_STAMP) $(PROTOC_GEN_GO_STAMP) $(PROTOC_GEN_VTPROTO_STAMP) $(STATICCHECK_STAMP) ## install the pinned tools into .tools/
 
 # ---------------------------------------------------------------------------
 # Generated code
@@ -164,14 +171,14 @@ GEN_DIR    := $(SCHEMA_DIR)/chimev1
 # --clean empties schema/chimev1 first, so the output of a deleted .proto goes
 # too: that folder holds generated code only.
 .PHONY: generate
-generate: $(BUF_STAMP) $(PROTOC_GEN_GO_STAMP) ## regenerate schema/chimev1 from the .proto files
+generate: $(BUF_STAMP) $(PROTOC_GEN_GO_STAMP) $(PROTOC_GEN_VTPROTO_STAMP) ## regenerate schema/chimev1 from the .proto files
 	cd $(SCHEMA_DIR) && $(BUF) generate --clean
 	gofmt -w $(GEN_DIR)
 
 # Generates into a scratch directory (buf generate -o) and compares it with the
 # committed tree, so stale, hand-edited, missing or leftover files all show up.
 .PHONY: check-generate
-check-generate: $(BUF_STAMP) $(PROTOC_GEN_GO_STAMP) ## buf lint, and fail if schema/chimev1 is not what the .proto files generate
+check-generate: $(BUF_STAMP) $(PROTOC_GEN_GO_STAMP) $(PROTOC_GEN_VTPROTO_STAMP) ## buf lint, and fail if schema/chimev1 is not what the .proto files generate
 	cd $(SCHEMA_DIR) && $(BUF) lint
 	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	(cd $(SCHEMA_DIR) && $(BUF) generate -o "$$tmp/out"); \
@@ -180,7 +187,7 @@ check-generate: $(BUF_STAMP) $(PROTOC_GEN_GO_STAMP) ## buf lint, and fail if sch
 		head -n 60 "$$tmp/changes.diff"; \
 		echo; \
 		echo "check-generate: $(GEN_DIR) is stale: it differs from what $(SCHEMA_DIR)/proto generates"; \
-		echo "  with buf $(BUF_VERSION) and protoc-gen-go $(PROTOC_GEN_GO_VERSION)."; \
+		echo "  with buf $(BUF_VERSION), protoc-gen-go $(PROTOC_GEN_GO_VERSION) and protoc-gen-go-vtproto $(PROTOC_GEN_VTPROTO_VERSION)."; \
 		echo "  Run 'make generate' and commit the result; never edit *.pb.go by hand."; \
 		exit 1; \
 	fi; \

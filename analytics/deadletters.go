@@ -6,8 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
+	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
@@ -214,7 +213,7 @@ func (s *Store) queryDeadLetters(ctx context.Context, what, q string, args ...an
 			d.Replay = &Replay{JobID: replayAs, At: replayedAt.UTC()}
 		}
 		d.Due = new(chimev1.Due)
-		if err := proto.Unmarshal([]byte(due), d.Due); err != nil {
+		if err := schema.UnmarshalInternal([]byte(due), d.Due); err != nil {
 			return nil, fmt.Errorf("analytics: %s: dead letter %s: its due does not decode: %w", what, d.ID, err)
 		}
 		out = append(out, d)

@@ -45,7 +45,7 @@ func (k *KafkaControl) PublishBreaker(ctx context.Context, cmd *chimev1.BreakerC
 }
 
 func (k *KafkaControl) publish(ctx context.Context, topic, key string, m proto.Message) error {
-	raw, err := proto.Marshal(m)
+	raw, err := schema.Marshal(m)
 	if err != nil {
 		return err
 	}

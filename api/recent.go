@@ -58,7 +58,7 @@ const maxBefore = 16
 // put remembers a command; viewID is the table's last_command_id for the
 // job now ("" if it has no row).
 func (r *recentJobs) put(key, commandID, viewID string, state *chimev1.JobState, now time.Time) {
-	raw, err := proto.Marshal(state)
+	raw, err := schema.Marshal(state)
 	if err != nil {
 		return // cannot happen for a row built here; read-your-writes is best effort
 	}
@@ -91,7 +91,7 @@ func (r *recentJobs) get(key string, row *chimev1.JobState, now time.Time) *chim
 		return nil
 	}
 	st := new(chimev1.JobState)
-	if proto.Unmarshal(e.state, st) != nil {
+	if schema.UnmarshalInternal(e.state, st) != nil {
 		return nil
 	}
 	return st

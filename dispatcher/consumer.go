@@ -11,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -229,7 +228,7 @@ func (c *consumer) start(r *kgo.Record, consumed time.Time) {
 		return
 	}
 	due := new(chimev1.Due)
-	if err := proto.Unmarshal(r.Value, due); err != nil {
+	if err := schema.UnmarshalInternal(r.Value, due); err != nil {
 		// Nothing can be answered for a record that does not decode (no
 		// namespace, no job): log it loudly and move on rather than stall
 		// the partition behind it.

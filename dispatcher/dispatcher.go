@@ -466,7 +466,7 @@ func (d *Dispatcher) publish(ctx context.Context, res result) bool {
 		mu.Unlock()
 	}
 	produce := func(topic, key string, m proto.Message) {
-		v, err := proto.Marshal(m)
+		v, err := schema.Marshal(m)
 		if err != nil {
 			fail(err)
 			return

@@ -24,13 +24,14 @@ func (Codec[M, PM]) Encode(value any) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("codec: expected %T, got %T", PM(nil), value)
 	}
-	return proto.Marshal(m)
+	return Marshal(m)
 }
 
-// Decode implements goka.Codec.
+// Decode implements goka.Codec. The codecs decode what chime's processors
+// write (see UnmarshalInternal).
 func (Codec[M, PM]) Decode(data []byte) (any, error) {
 	m := PM(new(M))
-	if err := proto.Unmarshal(data, m); err != nil {
+	if err := UnmarshalInternal(data, m); err != nil {
 		return nil, fmt.Errorf("codec: decode %T: %w", m, err)
 	}
 	return m, nil
@@ -95,7 +96,7 @@ func (JobStateCodec) Encode(value any) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("codec: expected *chimev1.JobState, got %T", value)
 	}
-	buf := make([]byte, jobStateHeaderLen, jobStateHeaderLen+proto.Size(s))
+	buf := make([]byte, jobStateHeaderLen, jobStateHeaderLen+s.SizeVT())
 	buf[0] = jobStateFormat
 	tick := s.GetTickAt()
 	if tick == nil {
@@ -103,7 +104,7 @@ func (JobStateCodec) Encode(value any) ([]byte, error) {
 	}
 	binary.BigEndian.PutUint64(buf[1:], uint64(unixNanoOrZero(tick)))
 	binary.BigEndian.PutUint64(buf[9:], uint64(unixNanoOrZero(s.GetRecoverAt())))
-	return proto.MarshalOptions{}.MarshalAppend(buf, s)
+	return MarshalAppend(buf, s)
 }
 
 func unixNanoOrZero(t *timestamppb.Timestamp) int64 {
@@ -132,7 +133,7 @@ func (JobStateCodec) Decode(data []byte) (any, error) {
 		return nil, fmt.Errorf("codec: job state: bad header (len %d)", len(data))
 	}
 	s := new(chimev1.JobState)
-	if err := proto.Unmarshal(data[n:], s); err != nil {
+	if err := s.UnmarshalVT(data[n:]); err != nil {
 		return nil, fmt.Errorf("codec: decode job state: %w", err)
 	}
 	return s, nil

@@ -520,7 +520,7 @@ func (r *run) add(rec *kgo.Record) {
 	default:
 		return
 	}
-	err := proto.Unmarshal(rec.Value, m)
+	err := schema.UnmarshalInternal(rec.Value, m)
 	if err == nil {
 		// Decoded first: whether it is stored depends on its row's day.
 		pos := analytics.Pos{Partition: rec.Partition, Offset: rec.Offset, Time: rec.Timestamp}

@@ -231,7 +231,7 @@ func (p *Processor) onOutcome(ctx goka.Context, msg any) {
 	p.outcomes.Add(1)
 	raw, _ := msg.([]byte)
 	o := new(chimev1.CallbackOutcome)
-	if err := proto.Unmarshal(raw, o); err != nil {
+	if err := schema.UnmarshalInternal(raw, o); err != nil {
 		p.skip(ctx, "outcome does not decode as chime.v1.CallbackOutcome", err)
 		return
 	}
@@ -248,7 +248,7 @@ func (p *Processor) onOutcome(ctx goka.Context, msg any) {
 func (p *Processor) onTimer(ctx goka.Context, msg any) {
 	raw, _ := msg.([]byte)
 	tm := new(chimev1.BreakerTimer)
-	if err := proto.Unmarshal(raw, tm); err != nil {
+	if err := schema.UnmarshalInternal(raw, tm); err != nil {
 		p.skip(ctx, "timer does not decode as chime.v1.BreakerTimer", err)
 		return
 	}
@@ -427,7 +427,7 @@ func (p *Processor) decide(ctx goka.Context, now time.Time, decision func(st *ch
 // CoolOffCommand is the scheduler command that arms tm: a one-shot job at
 // tm.fire_at whose Kafka target writes tm to the breaker-timers topic.
 func CoolOffCommand(t schema.Topics, tm *chimev1.BreakerTimer, now time.Time) ([]byte, error) {
-	payload, err := proto.Marshal(tm)
+	payload, err := schema.Marshal(tm)
 	if err != nil {
 		return nil, fmt.Errorf("breaker: marshal timer: %w", err)
 	}
@@ -450,5 +450,5 @@ func CoolOffCommand(t schema.Topics, tm *chimev1.BreakerTimer, now time.Time) ([
 	// input) repeats the row's last command, which the scheduler ignores.
 	cmd.CommandId = command.CoolOffID(ns, tm.GetVersion(), tm.GetFireAt().AsTime())
 	command.Stamp(cmd, now)
-	return proto.Marshal(cmd)
+	return schema.Marshal(cmd)
 }

@@ -5,9 +5,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
@@ -112,7 +112,7 @@ func (in *input) eventID() string {
 // command encoded (for a rejection, or a create held for its namespace).
 func (in *input) rawCmd() []byte {
 	if in.raw == nil && in.cmd != nil {
-		in.raw, _ = proto.Marshal(in.cmd)
+		in.raw, _ = schema.Marshal(in.cmd)
 	}
 	return in.raw
 }

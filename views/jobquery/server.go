@@ -16,8 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/chime-sched/chime/internal/bodybudget"
 	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/processors/scheduler/jobindex"
@@ -353,7 +351,7 @@ func encodeRow(row *chimev1.JobState) ([]byte, error) {
 	if row == nil {
 		return nil, nil
 	}
-	return proto.Marshal(row)
+	return schema.Marshal(row)
 }
 
 func decodeRow(raw []byte) (*chimev1.JobState, error) {
@@ -361,7 +359,7 @@ func decodeRow(raw []byte) (*chimev1.JobState, error) {
 		return nil, nil
 	}
 	row := new(chimev1.JobState)
-	if err := proto.Unmarshal(raw, row); err != nil {
+	if err := schema.UnmarshalInternal(raw, row); err != nil {
 		return nil, fmt.Errorf("a row does not decode: %w", err)
 	}
 	return row, nil
