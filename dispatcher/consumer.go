@@ -256,7 +256,7 @@ func (c *consumer) start(r *kgo.Record, consumed time.Time) {
 	// a new owner of the partition gets it again.
 	if wait := time.Until(due.GetFireAt().AsTime()); due.GetFireAt() != nil && wait > 0 {
 		c.d.stats.early.Add(1)
-		recalled, release := c.d.recalls.hold(due)
+		recalled, release := c.d.recalls.hold(emissionOf(due))
 		go func() {
 			defer release()
 			t := time.NewTimer(min(wait, maxEarly))

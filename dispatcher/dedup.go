@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/hashicorp/golang-lru/v2/simplelru"
+	"github.com/chime-sched/chime/schema/chimev1"
 )
 
 // dedup remembers recently completed emissions, so a due event replayed
@@ -18,57 +18,99 @@ import (
 // and counts as done only if the copy's results reached Kafka.
 type dedup struct {
 	mu sync.Mutex
-	// done forgets the oldest beyond its size; nil when the size is 0
-	// (remember nothing).
-	done     *simplelru.LRU[string, struct{}]
-	inflight map[string]*flight
+	// done are the completed emissions remembered, the oldest forgotten
+	// first beyond len(ring) (a replay does not refresh one): ring holds
+	// them in completion order, next is where the next one goes. A ring
+	// and a set rather than an LRU list: every due adds one, and a list
+	// element per due was an allocation each.
+	done     map[emission]struct{}
+	ring     []emission // grows to size, then wraps
+	size     int
+	next     int
+	inflight map[emission]*flight
 }
 
+// flight is an emission being called. done is made only when a copy of
+// the emission waits for it (rare: a replay), under dedup.mu.
 type flight struct {
 	done chan struct{}
 	ok   bool // set before done is closed
 }
 
 func newDedup(size int) *dedup {
-	d := &dedup{inflight: map[string]*flight{}}
-	if size > 0 {
-		d.done, _ = simplelru.NewLRU[string, struct{}](size, nil) // errs only for size <= 0
-	}
-	return d
+	return &dedup{inflight: map[emission]*flight{}, done: map[emission]struct{}{}, size: max(size, 0)}
 }
 
-func emissionKey(idempotencyKey string, emitSeq uint64) string {
-	return idempotencyKey + "#" + strconv.FormatUint(emitSeq, 10)
+// remembered says whether key completed (and is still remembered).
+func (d *dedup) remembered(key emission) bool {
+	_, ok := d.done[key]
+	return ok
+}
+
+// remember adds a completed key, forgetting the oldest beyond the size.
+func (d *dedup) remember(key emission) {
+	if d.size == 0 || d.remembered(key) {
+		return
+	}
+	d.done[key] = struct{}{}
+	if len(d.ring) < d.size {
+		d.ring = append(d.ring, key)
+		return
+	}
+	delete(d.done, d.ring[d.next])
+	d.ring[d.next] = key
+	d.next = (d.next + 1) % d.size
+}
+
+// emission names one due event of a job: its idempotency key and emit_seq.
+// A struct rather than their concatenation: it is the key of the maps
+// every due passes through, and building the string cost an allocation
+// each time.
+type emission struct {
+	key string
+	seq uint64
+}
+
+func emissionOf(due *chimev1.Due) emission {
+	return emission{key: due.GetIdempotencyKey(), seq: due.GetEmitSeq()}
+}
+
+// String is the emission as event IDs derive from it: key#seq.
+func (e emission) String() string {
+	return e.key + "#" + strconv.FormatUint(e.seq, 10)
 }
 
 // begin claims key. It returns (nil, true) when key already completed, a
 // flight to wait on when a copy is in flight, or (mine, false) with a
 // fresh flight the caller must end with finish.
-func (d *dedup) begin(key string) (f *flight, mine bool, seen bool) {
+func (d *dedup) begin(key emission) (f *flight, mine bool, seen bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.done != nil && d.done.Contains(key) {
+	if d.remembered(key) {
 		return nil, false, true
 	}
 	if f, ok := d.inflight[key]; ok {
+		if f.done == nil {
+			f.done = make(chan struct{})
+		}
 		return f, false, false
 	}
-	f = &flight{done: make(chan struct{})}
+	f = &flight{}
 	d.inflight[key] = f
 	return f, true, false
 }
 
 // finish ends the flight begun for key; ok says whether its results are
 // in Kafka, and only then is it remembered as completed.
-func (d *dedup) finish(key string, f *flight, ok bool) {
+func (d *dedup) finish(key emission, f *flight, ok bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.inflight, key)
 	f.ok = ok
-	close(f.done)
-	// Only a first completion is added (and Contains does not refresh
-	// one): the oldest completed are forgotten first.
-	if ok && d.done != nil && !d.done.Contains(key) {
-		d.done.Add(key, struct{}{})
+	if f.done != nil {
+		close(f.done)
+	}
+	if ok {
+		d.remember(key)
 	}
 }

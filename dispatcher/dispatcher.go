@@ -176,7 +176,7 @@ type result struct {
 // revoked: a due still waiting for admission is then abandoned to the new
 // owner rather than called twice.
 func (d *Dispatcher) handle(owned context.Context, due *chimev1.Due, consumed time.Time) bool {
-	key := emissionKey(due.GetIdempotencyKey(), due.GetEmitSeq())
+	key := emissionOf(due)
 	for {
 		f, mine, seen := d.dedup.begin(key)
 		if seen {
@@ -184,7 +184,7 @@ func (d *Dispatcher) handle(owned context.Context, due *chimev1.Due, consumed ti
 			return true
 		}
 		if mine {
-			ok := d.process(owned, due, consumed)
+			ok := d.process(owned, due, key, consumed)
 			d.dedup.finish(key, f, ok)
 			return ok
 		}
@@ -204,8 +204,8 @@ func (d *Dispatcher) handle(owned context.Context, due *chimev1.Due, consumed ti
 // on callCtx: once started they finish even if the partition moves, so
 // their results are not lost (the new owner may repeat the call; the
 // Idempotency-Key says so).
-func (d *Dispatcher) process(owned context.Context, due *chimev1.Due, consumed time.Time) bool {
-	if d.recalls.recalled(due) {
+func (d *Dispatcher) process(owned context.Context, due *chimev1.Due, em emission, consumed time.Time) bool {
+	if d.recalls.recalled(em) {
 		d.stats.dropped.Add(1)
 		return true
 	}
@@ -235,7 +235,7 @@ func (d *Dispatcher) process(owned context.Context, due *chimev1.Due, consumed t
 		adm.release()
 		return d.publish(ctx, res)
 	}
-	if d.recalls.recalled(due) {
+	if d.recalls.recalled(em) {
 		// Recalled while it waited for admission.
 		adm.release()
 		d.stats.dropped.Add(1)
@@ -418,7 +418,7 @@ func (d *Dispatcher) dead(due *chimev1.Due, res result, ack chimev1.AckResult, r
 	}
 	attempts = append(attempts, res.outcome)
 	res.dead = &chimev1.DeadLetter{
-		EventId:  "dl-" + emissionKey(due.GetIdempotencyKey(), due.GetEmitSeq()),
+		EventId:  "dl-" + emissionOf(due).String(),
 		Due:      due,
 		Attempts: attempts,
 		Reason:   reason,
@@ -437,7 +437,7 @@ func (d *Dispatcher) ack(due *chimev1.Due, r chimev1.AckResult, detail string) *
 // deduplicate it.
 func (d *Dispatcher) outcome(due *chimev1.Due, class chimev1.OutcomeClass) *chimev1.CallbackOutcome {
 	return &chimev1.CallbackOutcome{
-		EventId:      "out-" + emissionKey(due.GetIdempotencyKey(), due.GetEmitSeq()),
+		EventId:      "out-" + emissionOf(due).String(),
 		Namespace:    due.GetNamespace(),
 		JobId:        due.GetJobId(),
 		FireSeq:      due.GetFireSeq(),

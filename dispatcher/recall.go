@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
@@ -19,27 +20,30 @@ import (
 // scheduler has taken it out of the job's row). A recall that comes after
 // the call started is too late and changes nothing.
 type recalls struct {
-	// keys are the recalled emissions (emissionKey), remembered while a
-	// due event of theirs could still arrive: its hold is bounded by
-	// maxEarly.
-	keys *expirable.LRU[string, struct{}]
+	// keys are the recalled emissions, remembered while a due event of
+	// theirs could still arrive: its hold is bounded by maxEarly.
+	keys *expirable.LRU[emission, struct{}]
+	// any is set by the first recall: until then no due asks keys (a
+	// lock each time).
+	any atomic.Bool
 
 	mu sync.Mutex
 	// held wakes the hold of an emission waiting for its fire_at.
-	held map[string]chan struct{}
+	held map[emission]chan struct{}
 }
 
 // recallMemory bounds the recalls remembered.
 const recallMemory = 1 << 16
 
 func newRecalls() *recalls {
-	return &recalls{keys: expirable.NewLRU[string, struct{}](recallMemory, nil, maxEarly+time.Minute), held: map[string]chan struct{}{}}
+	return &recalls{keys: expirable.NewLRU[emission, struct{}](recallMemory, nil, maxEarly+time.Minute), held: map[emission]chan struct{}{}}
 }
 
 // recall takes the emission of due (a recall) back.
 func (r *recalls) recall(due *chimev1.Due) {
-	key := emissionKey(due.GetIdempotencyKey(), due.GetEmitSeq())
+	key := emissionOf(due)
 	r.keys.Add(key, struct{}{})
+	r.any.Store(true)
 	r.mu.Lock()
 	if ch, ok := r.held[key]; ok {
 		close(ch)
@@ -48,15 +52,14 @@ func (r *recalls) recall(due *chimev1.Due) {
 	r.mu.Unlock()
 }
 
-// recalled says whether due's emission was taken back.
-func (r *recalls) recalled(due *chimev1.Due) bool {
-	return r.keys.Contains(emissionKey(due.GetIdempotencyKey(), due.GetEmitSeq()))
+// recalled says whether the emission was taken back.
+func (r *recalls) recalled(em emission) bool {
+	return r.any.Load() && r.keys.Contains(em)
 }
 
 // hold registers an emission held for its fire_at; the channel closes if
 // it is recalled. Call release when the hold ends.
-func (r *recalls) hold(due *chimev1.Due) (recalled <-chan struct{}, release func()) {
-	key := emissionKey(due.GetIdempotencyKey(), due.GetEmitSeq())
+func (r *recalls) hold(key emission) (recalled <-chan struct{}, release func()) {
 	ch := make(chan struct{})
 	r.mu.Lock()
 	r.held[key] = ch

@@ -292,29 +292,29 @@ func TestHostAllowed(t *testing.T) {
 func TestDedup(t *testing.T) {
 	t.Parallel()
 	d := newDedup(2)
-	f, mine, seen := d.begin("a#1")
+	f, mine, seen := d.begin(emission{"a", 1})
 	require.True(t, mine)
 	require.False(t, seen)
 	// A replay while the first copy is in flight waits for it.
-	g, mine2, _ := d.begin("a#1")
+	g, mine2, _ := d.begin(emission{"a", 1})
 	require.False(t, mine2)
 	require.Same(t, f, g)
-	d.finish("a#1", f, true)
+	d.finish(emission{"a", 1}, f, true)
 	<-g.done
 	require.True(t, g.ok)
-	_, _, seen = d.begin("a#1")
+	_, _, seen = d.begin(emission{"a", 1})
 	require.True(t, seen)
 	// A failed flight is not remembered.
-	f, _, _ = d.begin("b#1")
-	d.finish("b#1", f, false)
-	_, mine, _ = d.begin("b#1")
+	f, _, _ = d.begin(emission{"b", 1})
+	d.finish(emission{"b", 1}, f, false)
+	_, mine, _ = d.begin(emission{"b", 1})
 	require.True(t, mine)
 	// Bounded: the oldest is forgotten.
-	for _, k := range []string{"c#1", "d#1"} {
+	for _, k := range []emission{{"c", 1}, {"d", 1}} {
 		f, _, _ := d.begin(k)
 		d.finish(k, f, true)
 	}
-	_, mine, _ = d.begin("a#1")
+	_, mine, _ = d.begin(emission{"a", 1})
 	require.True(t, mine, "a#1 fell out of the LRU")
 }
 
@@ -323,13 +323,13 @@ func TestDedup(t *testing.T) {
 func TestDedupOfSizeZero(t *testing.T) {
 	t.Parallel()
 	d := newDedup(0)
-	f, mine, _ := d.begin("a#1")
+	f, mine, _ := d.begin(emission{"a", 1})
 	require.True(t, mine)
-	g, mine, _ := d.begin("a#1")
+	g, mine, _ := d.begin(emission{"a", 1})
 	require.False(t, mine)
-	d.finish("a#1", f, true)
+	d.finish(emission{"a", 1}, f, true)
 	<-g.done
-	_, mine, seen := d.begin("a#1")
+	_, mine, seen := d.begin(emission{"a", 1})
 	require.True(t, mine)
 	require.False(t, seen)
 }

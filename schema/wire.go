@@ -54,3 +54,11 @@ func UnmarshalInternal(data []byte, m proto.Message) error {
 	}
 	return proto.Unmarshal(data, m)
 }
+
+// Size is the length of m's encoding.
+func Size(m proto.Message) int {
+	if vt, ok := m.(vtMessage); ok {
+		return vt.SizeVT()
+	}
+	return proto.Size(m)
+}

@@ -1,7 +1,6 @@
 package views
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/storage"
 
 	"github.com/chime-sched/chime/internal/lifecycle"
 	"github.com/chime-sched/chime/processors"
@@ -21,11 +21,13 @@ import (
 // memory. The typed views embed it and add their own getters.
 //
 // Rows are kept encoded (goka's view runs with a bytes codec) and decoded
-// on read. The table also keeps the last decoded value of each key and
-// hands it out again while the stored bytes are the same:
-// the dispatcher asks the breaker and namespace views before every call,
-// and decoding a row each time cost more than the call's bookkeeping. A
-// value returned by get is therefore shared and read-only.
+// on read. The dispatcher asks the breaker and namespace views before
+// every call, and a goka read (hash the key, find the partition, read the
+// storage) then a decode cost more than the call's bookkeeping; so the
+// table keeps each key's last decoded value, and the view's update
+// callback drops a key's value when the key is written. A read that finds
+// it touches neither goka nor the codec. A value returned by get is
+// therefore shared and read-only.
 type table[T any] struct {
 	lifecycle.Base
 	name   string
@@ -33,7 +35,11 @@ type table[T any] struct {
 	decode func([]byte) (any, error)
 
 	cacheMu sync.RWMutex
-	cache   map[string]decoded[T]
+	cache   map[string]cached[T]
+	// writes counts the view's writes: a value read from the storage is
+	// kept only if no write came between the read and keeping it (it
+	// could be the older value, kept after the write dropped the key).
+	writes uint64
 
 	// goka's View.Run closes the view's partitions on its way out while
 	// Get may be reading them (a data race inside goka). Stop therefore
@@ -43,14 +49,16 @@ type table[T any] struct {
 	closing bool
 }
 
+// cached is a key's last decoded value; ok is false for a key the table
+// does not hold (the namespaces that keep the defaults have no row, and are
+// asked as often).
+type cached[T any] struct {
+	val T
+	ok  bool
+}
+
 // errClosed is what Get answers once the view is shutting down.
 var errClosed = errors.New("view is closed")
-
-// decoded is a row's value as last decoded, with the bytes it came from.
-type decoded[T any] struct {
-	raw []byte
-	val T
-}
 
 // newTable builds a view of group's table, kept in memory; name is the
 // part's name (and names it in a refused setting), defaultClientID the
@@ -59,12 +67,25 @@ func newTable[T any](name, defaultClientID, group string, codec goka.Codec, c pr
 	if err := c.Validate(name, defaultClientID); err != nil {
 		return nil, err
 	}
-	opts := append(processors.ViewOptions(c), goka.WithViewStorageBuilder(memstore.Builder()))
+	t := &table[T]{name: name, decode: codec.Decode, cache: map[string]cached[T]{}}
+	opts := append(processors.ViewOptions(c), goka.WithViewStorageBuilder(memstore.Builder()), goka.WithViewCallback(t.update))
 	v, err := goka.NewView(c.Brokers, goka.GroupTable(goka.Group(group)), new(schema.BytesCodec), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("view of %s: %w", goka.GroupTable(goka.Group(group)), err)
 	}
-	return &table[T]{name: name, view: v, decode: codec.Decode, cache: map[string]decoded[T]{}}, nil
+	t.view = v
+	return t, nil
+}
+
+// update stores a write of the table, as goka would, and drops the key's
+// decoded value. goka calls it for every record, while recovering too.
+func (t *table[T]) update(ctx goka.UpdateContext, s storage.Storage, key string, value []byte) error {
+	err := goka.DefaultUpdate(ctx, s, key, value)
+	t.cacheMu.Lock()
+	delete(t.cache, key)
+	t.writes++
+	t.cacheMu.Unlock()
+	return err
 }
 
 // Name implements lifecycle.Part.
@@ -151,29 +172,28 @@ func (t *table[T]) get(key string) (row T, ok bool, err error) {
 	if t.closing {
 		return row, false, errClosed
 	}
-	v, err := t.view.Get(key)
-	if err != nil || v == nil {
-		return row, false, err
-	}
-	raw, _ := v.([]byte)
-	if raw == nil {
-		return row, false, nil
-	}
 	t.cacheMu.RLock()
 	c, hit := t.cache[key]
+	writes := t.writes
 	t.cacheMu.RUnlock()
-	if hit && bytes.Equal(c.raw, raw) {
-		return c.val, true, nil
+	if hit {
+		return c.val, c.ok, nil
 	}
-	d, err := t.decode(raw)
+	v, err := t.view.Get(key)
 	if err != nil {
 		return row, false, err
 	}
-	row, ok = d.(T)
-	if ok {
-		t.cacheMu.Lock()
-		t.cache[key] = decoded[T]{raw: bytes.Clone(raw), val: row}
-		t.cacheMu.Unlock()
+	if raw, _ := v.([]byte); raw != nil {
+		d, err := t.decode(raw)
+		if err != nil {
+			return row, false, err
+		}
+		row, ok = d.(T)
 	}
+	t.cacheMu.Lock()
+	if t.writes == writes {
+		t.cache[key] = cached[T]{val: row, ok: ok}
+	}
+	t.cacheMu.Unlock()
 	return row, ok, nil
 }

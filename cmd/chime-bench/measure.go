@@ -42,6 +42,7 @@ func summarize(a arrivals, scheduled func(int) time.Time) deliveryStats {
 		lags = append(lags, time.Duration(a.first[i]-sched))
 	}
 	s.p50, s.p99, s.maxLag = quantiles(lags)
+	printTimeline(a, first)
 	if last > first {
 		s.rate = float64(len(lags)) / (float64(last-first) / 1e9)
 	}

@@ -40,7 +40,7 @@ func (d *decider) bound(in *input, dec *decision, now time.Time) {
 	}
 	st.LastDetail = schema.Truncate(st.GetLastDetail(), maxDetail)
 	limit := d.cfg.MaxRowBytes
-	size := proto.Size(st)
+	size := schema.Size(st)
 	if size <= limit {
 		return
 	}
@@ -65,7 +65,7 @@ func (d *decider) bound(in *input, dec *decision, now time.Time) {
 			}
 		}
 	}
-	size = proto.Size(st)
+	size = schema.Size(st)
 	for size > limit && len(st.GetUnconfirmed()) > 0 {
 		size -= elemSize(st.Unconfirmed[0])
 		st.Unconfirmed = st.Unconfirmed[1:]
@@ -85,7 +85,7 @@ func (d *decider) bound(in *input, dec *decision, now time.Time) {
 // elemSize is what a message takes as an element of a repeated field: its
 // tag, its length prefix and itself.
 func elemSize(m proto.Message) int {
-	n := proto.Size(m)
+	n := schema.Size(m)
 	return 1 + protowire.SizeVarint(uint64(n)) + n
 }
 
@@ -151,7 +151,7 @@ func keepDeliveredTargets(st *chimev1.JobState, next *chimev1.JobSpec) {
 // nothing of such a decision instead of failing for every tenant.
 func (d decision) oversized() error {
 	check := func(what string, m proto.Message) error {
-		if n := proto.Size(m); n > schema.MaxRecordBytes {
+		if n := schema.Size(m); n > schema.MaxRecordBytes {
 			return fmt.Errorf("its %s would be %d bytes, over the %d-byte record limit", what, n, schema.MaxRecordBytes)
 		}
 		return nil

@@ -55,18 +55,6 @@ type decision struct {
 	rejection *chimev1.Rejection
 }
 
-// onlyFires says the decision emits due events and changes nothing else
-// that must reach Kafka with the row: no job event, no Kafka-target write,
-// no rejection, no delete. Such a tick's row may be held unwritten.
-func (d decision) onlyFires() bool {
-	return len(d.dues) > 0 && d.state != nil && !d.del && len(d.events) == 0 && len(d.deliver) == 0 && d.rejection == nil && len(d.recalls) == 0
-}
-
-// emitsNothing says the decision writes nothing to Kafka but the row.
-func (d decision) emitsNothing() bool {
-	return !d.del && len(d.dues) == 0 && len(d.events) == 0 && len(d.deliver) == 0 && d.rejection == nil && len(d.recalls) == 0
-}
-
 // input identifies the record being processed; event IDs derive from it so
 // that replaying the record yields the same IDs (analytics deduplicates on
 // them). It is the one thing a decision writes to besides what it returns:
