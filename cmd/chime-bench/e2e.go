@@ -22,6 +22,7 @@ import (
 //	e2eidle.go     idle CPU, connections announcing large bodies
 //	failover.go    the failover phase on Apache Kafka
 //	chimeproc.go   chime dev as a child process
+//	e2esustain.go  the sustained maximum and overload runs
 //	e2eload.go     the namespace and the jobs
 //	measure.go     delivery figures, Kafka records and consumer lag
 //	receiver.go    the receiver process the callbacks reach
@@ -45,6 +46,7 @@ type e2eOptions struct {
 	keepLogs    bool
 	viaProducer bool // also run the burst with the producer SDK
 	failover    bool // the failover phase on Apache Kafka
+	sustain     *sustainOptions
 }
 
 // benchE2E runs the end-to-end phases and returns their rows: the ceiling
@@ -57,9 +59,11 @@ func benchE2E(ctx context.Context, o e2eOptions) []result {
 	rcv := startReceiverProc()
 	defer rcv.close()
 	var out []result
+	var ceil deliveryStats
 	if o.burst > 0 {
 		fmt.Fprintf(os.Stderr, "e2e ceiling: %d POSTs from 100 goroutines, no scheduler...\n", o.burst)
-		ceil, ceilCPU := ceiling(ctx, rcv, o.burst, time.Second)
+		var ceilCPU float64
+		ceil, ceilCPU = ceiling(ctx, rcv, o.burst, time.Second)
 		out = append(out, ceilingRows(o.burst, ceil, ceilCPU)...)
 		runs := []struct {
 			label    string
@@ -81,6 +85,9 @@ func benchE2E(ctx context.Context, o e2eOptions) []result {
 		lead := 20*time.Second + time.Duration(o.steady)*25*time.Microsecond
 		r := runBurst(ctx, o, rcv, burstPlan{label: "steady", n: o.steady, lead: lead, spread: o.steadyOver})
 		out = append(out, steadyRows(fmt.Sprintf("chime dev, %dk due evenly over %s", o.steady/1000, o.steadyOver), o.steady, r)...)
+	}
+	if o.sustain != nil {
+		out = append(out, benchSustain(ctx, o, o.sustain, rcv, ceil)...)
 	}
 	if o.pending > 0 {
 		out = append(out, benchPending(ctx, o, rcv)...)

@@ -78,6 +78,9 @@ type burstRun struct {
 	// instant until the last call arrived: below 1, something other than
 	// CPU holds the burst back.
 	machineBusy float64
+	// arrivals are the receiver's, and at each job's due time.
+	arrivals arrivals
+	at       func(int) time.Time
 }
 
 // burstPlan is what one run creates: n jobs, due lead after the run
@@ -90,6 +93,15 @@ type burstPlan struct {
 	// viaProducer creates the jobs with the producer SDK instead of the
 	// API's jobs:batch.
 	viaProducer bool
+	// extra are chime dev's arguments.
+	extra []string
+	// atReady, if set, runs before the jobs are created.
+	atReady func(c *chimeProc)
+	// atInstant, if set, runs 1 s before the instant (when the CPU window
+	// opens); what it returns is waited for once the calls arrived.
+	atInstant func(c *chimeProc, t0 time.Time) func()
+	// atEnd, if set, runs once chime's consumers caught up.
+	atEnd func(c *chimeProc)
 }
 
 // runBurst starts a fresh chime dev, creates the plan's jobs and measures
@@ -98,13 +110,16 @@ func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, p burstPlan)
 	label, n, lead, spread := p.label, p.n, p.lead, p.spread
 	r := burstRun{label: label}
 	fmt.Fprintf(os.Stderr, "e2e %s: starting chime dev...\n", label)
-	c := startChime(ctx, o.chime)
+	c := startChime(ctx, o.chime, p.extra...)
 	defer c.stop(o.keepLogs)
 	c.createNamespace(ctx)
 	adm := c.admin()
 	defer adm.Close()
 	rcv.reset(n)
 	records0 := recordsWritten(ctx, adm)
+	if p.atReady != nil {
+		p.atReady(c)
+	}
 
 	t0 := time.Now().Add(lead).Truncate(time.Second)
 	at := func(i int) time.Time { return t0 }
@@ -157,6 +172,10 @@ func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, p burstPlan)
 	phase.Store(1)
 	cpu0, ch0, rc0 := c.cpu(), c.clickhouseCPU(), procCPU(rcv.pid())
 	busy0, total0 := machineCPU()
+	atInstantDone := func() {}
+	if p.atInstant != nil {
+		atInstantDone = p.atInstant(c, t0)
+	}
 	profiled := func() {}
 	if o.profileDir != "" {
 		base := filepath.Join(o.profileDir, "chime-"+strings.NewReplacer(" ", "-", ":", "").Replace(label))
@@ -177,6 +196,7 @@ func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, p burstPlan)
 	if !rcv.waitCalls(ctx, int64(n), time.Until(t0)+spread+5*time.Minute) {
 		fmt.Fprintf(os.Stderr, "e2e %s: only %d of %d calls arrived\n", label, rcv.calls(), n)
 	}
+	atInstantDone()
 	_, r.peakRSS = procMem(c.pid())
 	if busy1, total1 := machineCPU(); total1 > total0 {
 		r.machineBusy = float64(busy1-busy0) / float64(total1-total0)
@@ -189,6 +209,9 @@ func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, p burstPlan)
 	drainStart := time.Now()
 	r.quiet = waitQuiet(ctx, adm, 3*time.Minute)
 	r.drain = time.Since(drainStart)
+	if p.atEnd != nil {
+		p.atEnd(c)
+	}
 	r.chimeCPU = c.cpu() - cpu0
 	r.clickhouseCPU = c.clickhouseCPU() - ch0
 	r.receiverCPU = procCPU(rcv.pid()) - rc0
@@ -196,7 +219,8 @@ func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, p burstPlan)
 	r.ingestRSS, r.burstRSS = peaks[0].Load(), peaks[1].Load()
 	r.clickhouseRSS = c.clickhouseRSS()
 	r.recordsPerJob = float64(recordsWritten(ctx, adm)-records0) / float64(n)
-	r.stats = summarize(rcv.results(n), at)
+	r.arrivals, r.at = rcv.results(n), at
+	r.stats = summarize(r.arrivals, at)
 	// The steady RSS after the burst: what the process keeps.
 	time.Sleep(5 * time.Second)
 	r.steadyRSSAfter, _ = procMem(c.pid())

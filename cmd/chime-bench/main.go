@@ -81,6 +81,7 @@ func main() {
 	apiStandalone := flag.Int("api-standalone", 1_000_000, "end to end: pending jobs in chime dev while a standalone chime api beside it is measured (RSS, time to ready, read latency); 10000000 for the large run; 0 skips")
 	soak := flag.Duration("soak", 0, "run only the soak: chime dev at 1,000 fires/s for this long, sampled every minute (make soak: 30m)")
 	capacity := capacityFlags()
+	e2e.sustain = sustainFlags()
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
