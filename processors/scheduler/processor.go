@@ -21,6 +21,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/lovoo/goka"
 	"github.com/prometheus/client_golang/prometheus"
@@ -206,7 +207,11 @@ func (s *Scheduler) registerMetrics(reg prometheus.Registerer) error {
 		Name: "chime_scheduler_dirty_rows",
 		Help: "Rows in the table store's write cache not sent to Kafka yet: they wait for later writes to fold into them (a fire for its answer), up to the store's MaxHold.",
 	}, func() float64 { return float64(s.db.Dirty()) })
-	for _, c := range []prometheus.Collector{s.fireLag, s.fires, s.recalls, s.oversized, pending, window, recovered, dirty} {
+	backlog := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "chime_scheduler_dispatch_backlog_seconds",
+		Help: "How long ago the oldest due event the dispatchers have not completed was emitted (their committed offsets against the due topic's end offsets, read every 2 s); redelivery waits for it on top of the ack timeout.",
+	}, func() float64 { return time.Duration(s.decider.backlog.Load()).Seconds() })
+	for _, c := range []prometheus.Collector{s.fireLag, s.fires, s.recalls, s.oversized, pending, window, recovered, dirty, backlog} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("scheduler metrics: %w", err)
 		}
@@ -295,6 +300,7 @@ func (s *Scheduler) run(ctx context.Context, ready func()) error {
 			s.cfg.Topics.Due():         &s.dueKeys.partitions,
 			s.cfg.Topics.JobCommands(): &s.cmdPartitions,
 		})
+		go watchBacklog(wctx, s.kcl, s.cfg.Topics.Due(), s.cfg.Topics.DispatcherGroup(), &s.decider.backlog)
 	}
 	if s.ownDB {
 		defer s.db.Close() // after Supervise: every storage is closed

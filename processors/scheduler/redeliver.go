@@ -126,6 +126,9 @@ func (d *decider) ackTimeout(redeliveries uint32) time.Duration {
 	return t
 }
 
+// redeliverAt is when an emission unanswered is emitted again: its ack
+// timeout after it was emitted, plus the dispatchers' backlog (backlog.go):
+// a due event queued behind one is late, not lost.
 func (d *decider) redeliverAt(em *chimev1.Emission) time.Time {
-	return em.GetEmittedAt().AsTime().Add(d.ackTimeout(em.GetRedeliveries()))
+	return em.GetEmittedAt().AsTime().Add(d.ackTimeout(em.GetRedeliveries()) + time.Duration(d.backlog.Load()))
 }

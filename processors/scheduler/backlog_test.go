@@ -1,0 +1,96 @@
+package scheduler
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chime-sched/chime/schema/chimev1"
+)
+
+func TestBacklogMeterAgesTheOldestUncompletedDue(t *testing.T) {
+	t.Parallel()
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	type step struct {
+		at        int
+		ends      []int64
+		committed []int64
+		want      time.Duration
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"caught up", []step{
+			{0, []int64{10, 5}, []int64{10, 5}, 0},
+			{2, []int64{20, 5}, []int64{20, 5}, 0},
+		}},
+		{"behind: the age of the last sample passed", []step{
+			{0, []int64{10, 5}, []int64{10, 5}, 0},
+			{2, []int64{20, 9}, []int64{12, 5}, 2 * time.Second},
+			{4, []int64{30, 9}, []int64{15, 9}, 4 * time.Second},
+			{6, []int64{40, 9}, []int64{20, 9}, 4 * time.Second},
+			{8, []int64{50, 9}, []int64{50, 9}, 0},
+		}},
+		{"one partition behind holds the figure", []step{
+			{0, []int64{10, 10}, []int64{10, 10}, 0},
+			{2, []int64{20, 20}, []int64{20, 10}, 2 * time.Second},
+		}},
+		{"past no sample: as old as the oldest", []step{
+			{0, []int64{10}, []int64{3}, 0},
+			{2, []int64{20}, []int64{4}, 2 * time.Second},
+		}},
+		{"a partition never committed says nothing", []step{
+			{0, []int64{10, 7}, []int64{10, -1}, 0},
+			{2, []int64{20, 9}, []int64{20}, 0},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var m backlogMeter
+			for i, s := range tc.steps {
+				require.Equal(t, s.want, m.observe(at(s.at), s.ends, s.committed), "step %d", i)
+			}
+		})
+	}
+}
+
+func TestBacklogMeterForgetsBeyondItsSpan(t *testing.T) {
+	t.Parallel()
+	var m backlogMeter
+	for i := range 5000 {
+		m.observe(t0.Add(time.Duration(i)*backlogEvery), []int64{int64(i + 1)}, []int64{0})
+	}
+	require.LessOrEqual(t, len(m.samples), int(backlogSpan/backlogEvery)+1)
+	last := t0.Add(4999 * backlogEvery)
+	require.Equal(t, backlogSpan, m.observe(last.Add(backlogEvery), []int64{5001}, []int64{0}), "a backlog older than the span counts as the span")
+}
+
+// A due event queued behind the dispatchers' backlog is late, not lost:
+// it is not sent again until the backlog has drained past it and the ack
+// timeout has passed since.
+func TestRedeliveryWaitsForTheDispatchersBacklog(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, func(c *Config) { c.AckTimeout = time.Minute })
+	r.d.backlog.Store(int64(5 * time.Minute))
+	r.command(upsert(httpSpec(at(t0)), t0), t0)
+	r.tick(t0)
+	require.Len(t, r.dues, 1)
+	require.Equal(t, t0.Add(6*time.Minute), r.st.TimerAt.AsTime(), "the ack timeout after the backlog")
+	r.tick(t0.Add(time.Minute))
+	require.Len(t, r.dues, 1, "not sent again at the ack timeout while the dispatchers are behind")
+	// The backlog grew meanwhile: at its timer the row looks again and
+	// waits longer, sending nothing.
+	r.d.backlog.Store(int64(8 * time.Minute))
+	r.tick(t0.Add(6 * time.Minute))
+	require.Len(t, r.dues, 1)
+	require.Equal(t, t0.Add(9*time.Minute), r.st.TimerAt.AsTime())
+	// Drained: the next look sends it again, as without a backlog.
+	r.d.backlog.Store(0)
+	r.tick(t0.Add(9 * time.Minute))
+	require.Len(t, r.dues, 2)
+	require.Equal(t, r.dues[0].EmitSeq, r.dues[1].EmitSeq)
+	require.Equal(t, chimev1.JobEventType_JOB_EVENT_TYPE_REDELIVERED, r.events[len(r.events)-1].Type)
+}
