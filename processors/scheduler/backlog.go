@@ -36,55 +36,94 @@ type backlogSample struct {
 }
 
 // backlogMeter turns samples of the due topic's end offsets and of the
-// dispatchers' committed offsets into the age of the oldest due event the
-// dispatchers have not completed. Not safe for concurrent use: the
-// watcher owns it and publishes the result.
+// dispatchers' committed offsets into, per partition, the age of the
+// oldest due event the dispatchers have not completed. Not safe for
+// concurrent use: the watcher owns it and publishes the results.
 type backlogMeter struct {
 	samples []backlogSample // oldest first
+	// busy is when each partition last took a due event or was behind.
+	busy []time.Time
 }
 
-// observe records the end offsets at now and returns how far the
-// committed offsets are behind, as a duration: 0 when they reach the
-// end, else now minus the time of the latest sample they are past (every
-// due event written before it has been completed), or minus the oldest
-// sample when they are past none.
-func (m *backlogMeter) observe(now time.Time, ends, committed []int64) time.Duration {
+// backlog is what the meter says after a sample.
+type backlog struct {
+	// worst is the largest partition's backlog: redelivery waits for it.
+	worst time.Duration
+	// flow is the smallest backlog among the busy partitions (those that
+	// took a due event within backlogBusy or are behind): above
+	// FlowBacklog every busy partition is behind, which is the machine or
+	// the dispatchers running out, not one namespace's endpoint hanging,
+	// and the pump holds fires back (pump.go). A hanging namespace's
+	// partition alone never holds back the others'.
+	flow time.Duration
+}
+
+// backlogBusy is how recently a partition must have taken a due event to
+// count as busy.
+const backlogBusy = time.Minute
+
+// observe records the end offsets at now and returns the backlogs. A
+// partition's backlog is 0 when its committed offset reaches its end,
+// else now minus the time of the latest sample its committed offset is
+// past (every due event written before it has been completed), or minus
+// the oldest sample when it is past none. A partition the group never
+// committed in has none: nothing says it is behind, and redelivery there
+// is by the ack timeout alone, as without a meter.
+func (m *backlogMeter) observe(now time.Time, ends, committed []int64) backlog {
 	for len(m.samples) > 0 && now.Sub(m.samples[0].at) > backlogSpan {
 		m.samples = m.samples[1:]
 	}
+	var prev []int64
+	if len(m.samples) > 0 {
+		prev = m.samples[len(m.samples)-1].ends
+	}
 	m.samples = append(m.samples, backlogSample{at: now, ends: ends})
-	for i := len(m.samples) - 1; i >= 0; i-- {
-		if past(committed, m.samples[i].ends) {
-			return now.Sub(m.samples[i].at)
-		}
+	for len(m.busy) < len(ends) {
+		m.busy = append(m.busy, time.Time{})
 	}
-	return now.Sub(m.samples[0].at)
-}
-
-// past says whether committed reaches ends in every partition the group
-// committed in (-1: never, or its commit expired; such a partition says
-// nothing, and redelivery there is by the ack timeout alone, as without
-// a meter).
-func past(committed, ends []int64) bool {
+	var b backlog
+	flow := time.Duration(-1)
 	for p, end := range ends {
-		if p < len(committed) && committed[p] >= 0 && committed[p] < end {
-			return false
+		c := int64(-1)
+		if p < len(committed) {
+			c = committed[p]
+		}
+		lag := time.Duration(0)
+		if c >= 0 && c < end {
+			lag = now.Sub(m.samples[0].at)
+			for i := len(m.samples) - 1; i >= 0; i-- {
+				if e := m.samples[i].ends; p >= len(e) || c >= e[p] {
+					lag = now.Sub(m.samples[i].at)
+					break
+				}
+			}
+		}
+		if lag > 0 || (p < len(prev) && end > prev[p]) {
+			m.busy[p] = now
+		}
+		b.worst = max(b.worst, lag)
+		if !m.busy[p].IsZero() && now.Sub(m.busy[p]) <= backlogBusy && (flow < 0 || lag < flow) {
+			flow = lag
 		}
 	}
-	return true
+	b.flow = max(flow, 0)
+	return b
 }
 
 // watchBacklog samples the due topic and the dispatchers' group every
-// backlogEvery until ctx ends and stores the backlog in out (nanoseconds).
-// A failed read keeps the last value: it says nothing about the backlog.
-func watchBacklog(ctx context.Context, cl *kgo.Client, topic, group string, out *atomic.Int64) {
+// backlogEvery until ctx ends and stores the backlogs (nanoseconds) in
+// worst and flow. A failed read keeps the last values: it says nothing
+// about the backlog.
+func watchBacklog(ctx context.Context, cl *kgo.Client, topic, group string, worst, flow *atomic.Int64) {
 	adm := kadm.NewClient(cl)
 	var m backlogMeter
 	t := time.NewTicker(backlogEvery)
 	defer t.Stop()
 	for {
 		if ends, committed, ok := readBacklog(ctx, adm, topic, group); ok {
-			out.Store(int64(m.observe(time.Now(), ends, committed)))
+			b := m.observe(time.Now(), ends, committed)
+			worst.Store(int64(b.worst))
+			flow.Store(int64(b.flow))
 		}
 		select {
 		case <-ctx.Done():

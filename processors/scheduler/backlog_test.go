@@ -12,38 +12,46 @@ import (
 func TestBacklogMeterAgesTheOldestUncompletedDue(t *testing.T) {
 	t.Parallel()
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	sec := func(n int) time.Duration { return time.Duration(n) * time.Second }
 	type step struct {
-		at        int
-		ends      []int64
-		committed []int64
-		want      time.Duration
+		at          int
+		ends        []int64
+		committed   []int64
+		worst, flow time.Duration
 	}
 	tests := []struct {
 		name  string
 		steps []step
 	}{
 		{"caught up", []step{
-			{0, []int64{10, 5}, []int64{10, 5}, 0},
-			{2, []int64{20, 5}, []int64{20, 5}, 0},
+			{0, []int64{10, 5}, []int64{10, 5}, 0, 0},
+			{2, []int64{20, 5}, []int64{20, 5}, 0, 0},
 		}},
 		{"behind: the age of the last sample passed", []step{
-			{0, []int64{10, 5}, []int64{10, 5}, 0},
-			{2, []int64{20, 9}, []int64{12, 5}, 2 * time.Second},
-			{4, []int64{30, 9}, []int64{15, 9}, 4 * time.Second},
-			{6, []int64{40, 9}, []int64{20, 9}, 4 * time.Second},
-			{8, []int64{50, 9}, []int64{50, 9}, 0},
+			{0, []int64{10, 5}, []int64{10, 5}, 0, 0},
+			{2, []int64{20, 9}, []int64{12, 5}, sec(2), sec(2)},
+			{4, []int64{30, 9}, []int64{15, 9}, sec(4), 0},
+			{6, []int64{40, 9}, []int64{20, 9}, sec(4), 0},
+			{8, []int64{50, 9}, []int64{50, 9}, 0, 0},
 		}},
-		{"one partition behind holds the figure", []step{
-			{0, []int64{10, 10}, []int64{10, 10}, 0},
-			{2, []int64{20, 20}, []int64{20, 10}, 2 * time.Second},
+		{"every busy partition behind: the least is the flow", []step{
+			{0, []int64{10, 10, 0}, []int64{10, 10, -1}, 0, 0},
+			{2, []int64{20, 20, 0}, []int64{15, 20, -1}, sec(2), 0},
+			{4, []int64{30, 30, 0}, []int64{20, 20, -1}, sec(2), sec(2)},
+			{6, []int64{40, 40, 0}, []int64{20, 20, -1}, sec(4), sec(4)},
+		}},
+		{"one partition behind, the others keep up: no flow backlog", []step{
+			{0, []int64{10, 10}, []int64{10, 10}, 0, 0},
+			{2, []int64{20, 20}, []int64{20, 10}, sec(2), 0},
+			{4, []int64{30, 30}, []int64{30, 10}, sec(4), 0},
 		}},
 		{"past no sample: as old as the oldest", []step{
-			{0, []int64{10}, []int64{3}, 0},
-			{2, []int64{20}, []int64{4}, 2 * time.Second},
+			{0, []int64{10}, []int64{3}, 0, 0},
+			{2, []int64{20}, []int64{4}, sec(2), sec(2)},
 		}},
 		{"a partition never committed says nothing", []step{
-			{0, []int64{10, 7}, []int64{10, -1}, 0},
-			{2, []int64{20, 9}, []int64{20}, 0},
+			{0, []int64{10, 7}, []int64{10, -1}, 0, 0},
+			{2, []int64{20, 9}, []int64{20}, 0, 0},
 		}},
 	}
 	for _, tc := range tests {
@@ -51,7 +59,8 @@ func TestBacklogMeterAgesTheOldestUncompletedDue(t *testing.T) {
 			t.Parallel()
 			var m backlogMeter
 			for i, s := range tc.steps {
-				require.Equal(t, s.want, m.observe(at(s.at), s.ends, s.committed), "step %d", i)
+				got := m.observe(at(s.at), s.ends, s.committed)
+				require.Equal(t, backlog{worst: s.worst, flow: s.flow}, got, "step %d", i)
 			}
 		})
 	}
@@ -65,7 +74,7 @@ func TestBacklogMeterForgetsBeyondItsSpan(t *testing.T) {
 	}
 	require.LessOrEqual(t, len(m.samples), int(backlogSpan/backlogEvery)+1)
 	last := t0.Add(4999 * backlogEvery)
-	require.Equal(t, backlogSpan, m.observe(last.Add(backlogEvery), []int64{5001}, []int64{0}), "a backlog older than the span counts as the span")
+	require.Equal(t, backlogSpan, m.observe(last.Add(backlogEvery), []int64{5001}, []int64{0}).worst, "a backlog older than the span counts as the span")
 }
 
 // A due event queued behind the dispatchers' backlog is late, not lost:
@@ -93,4 +102,26 @@ func TestRedeliveryWaitsForTheDispatchersBacklog(t *testing.T) {
 	require.Len(t, r.dues, 2)
 	require.Equal(t, r.dues[0].EmitSeq, r.dues[1].EmitSeq)
 	require.Equal(t, chimev1.JobEventType_JOB_EVENT_TYPE_REDELIVERED, r.events[len(r.events)-1].Type)
+}
+
+func TestPumpHoldsFiresBackByTheFlowBacklogsExcess(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		flowConfig time.Duration
+		flow, want time.Duration
+	}{
+		{"keeping up", DefaultFlowBacklog, time.Second, 0},
+		{"at the limit", DefaultFlowBacklog, DefaultFlowBacklog, 0},
+		{"behind", DefaultFlowBacklog, time.Minute, time.Minute - DefaultFlowBacklog},
+		{"off", Off, time.Minute, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := &Scheduler{cfg: Config{FlowBacklog: tc.flowConfig}, decider: &decider{}}
+			s.decider.flow.Store(int64(tc.flow))
+			require.Equal(t, tc.want, s.holdBack())
+		})
+	}
 }

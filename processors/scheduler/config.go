@@ -91,6 +91,15 @@ type Config struct {
 	// redelivery, at most 1h). It recovers a due event lost in a crash.
 	// Default DefaultAckTimeout; Off turns redelivery off.
 	AckTimeout time.Duration
+	// FlowBacklog is the dispatchers' backlog (backlog.go) beyond which
+	// the pump holds fires back: while every busy partition of the due
+	// topic is more than this behind, timers are taken as if the clock
+	// were behind by the excess, so due events leave about as fast as
+	// the dispatchers complete them and the rows wait pending, instead of
+	// being fired, queued and held awaiting an answer. Jobs are as late
+	// either way; held back, each costs no more than at a rate chime
+	// keeps up with. Default DefaultFlowBacklog; Off never holds back.
+	FlowBacklog time.Duration
 	// ConfirmAfter is how long a Kafka-target write stays in its row
 	// before it counts as stored (chimev1.Delivery): longer than a failed
 	// write can take to fail the processor (sarama: up to 4 tries of a 30 s
@@ -138,6 +147,7 @@ const (
 	DefaultSweepInterval    = 5 * time.Minute
 	DefaultSweepOverdue     = time.Minute
 	DefaultAckTimeout       = 2 * time.Minute
+	DefaultFlowBacklog      = 5 * time.Second
 	DefaultConfirmAfter     = 3 * time.Minute
 )
 
@@ -162,6 +172,7 @@ func (c *Config) validate() error {
 		setting.Positive(o, "SweepOverdue", &c.SweepOverdue, DefaultSweepOverdue),
 		setting.PositiveOr(o, "AckTimeout", &c.AckTimeout, DefaultAckTimeout, Off, "scheduler.Off", "to turn redelivery off"),
 		setting.Positive(o, "ConfirmAfter", &c.ConfirmAfter, DefaultConfirmAfter),
+		setting.PositiveOr(o, "FlowBacklog", &c.FlowBacklog, DefaultFlowBacklog, Off, "scheduler.Off", "never to hold fires back"),
 	)
 	// A fire emitted FireLead ahead of its time is not acknowledged
 	// before its time: an AckTimeout within the lead would redeliver it

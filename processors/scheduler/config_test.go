@@ -124,6 +124,7 @@ func TestGuaranteesListDefaults(t *testing.T) {
 		"MaxRowBytes":       count(schema.MaxRowBytes>>10) + " KiB (`schema.MaxRowBytes`)",
 		"NamespaceWait":     human(DefaultNamespaceWait),
 		"AckTimeout":        human(DefaultAckTimeout),
+		"FlowBacklog":       human(DefaultFlowBacklog),
 		"CatchupScanLimit":  count(DefaultCatchupScanLimit),
 		"TickResend":        human(DefaultTickResend),
 		"TerminalRetention": human(schema.DefaultJobRetention) + " (`CHIME_JOB_RETENTION`)",

@@ -112,9 +112,12 @@ type decider struct {
 	// incarnation names the running goka processor; a new one starts with
 	// every processor (re)start. See chimev1.Delivery.
 	incarnation atomic.Pointer[string]
-	// backlog is how far behind the dispatchers are (nanoseconds;
-	// backlog.go): redelivery waits for it on top of the ack timeout.
-	backlog atomic.Int64
+	// backlog is how far behind the dispatchers are, their worst
+	// partition (nanoseconds; backlog.go): redelivery waits for it on top
+	// of the ack timeout. flow is the least behind of their busy
+	// partitions: the pump holds fires back by what it exceeds
+	// FlowBacklog by.
+	backlog, flow atomic.Int64
 }
 
 func (d *decider) currentIncarnation() string {

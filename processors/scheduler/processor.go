@@ -300,7 +300,7 @@ func (s *Scheduler) run(ctx context.Context, ready func()) error {
 			s.cfg.Topics.Due():         &s.dueKeys.partitions,
 			s.cfg.Topics.JobCommands(): &s.cmdPartitions,
 		})
-		go watchBacklog(wctx, s.kcl, s.cfg.Topics.Due(), s.cfg.Topics.DispatcherGroup(), &s.decider.backlog)
+		go watchBacklog(wctx, s.kcl, s.cfg.Topics.Due(), s.cfg.Topics.DispatcherGroup(), &s.decider.backlog, &s.decider.flow)
 	}
 	if s.ownDB {
 		defer s.db.Close() // after Supervise: every storage is closed

@@ -32,6 +32,9 @@ func (s *Scheduler) pump(ctx context.Context, out *tickOut) {
 		if sweep {
 			lastSweep = now
 		}
+		// Held back, timers are taken as if the clock were behind
+		// (FlowBacklog); the sweep's schedule keeps the real clock.
+		now = now.Add(-s.holdBack())
 		s.tickMu.Lock()
 		sts := s.timers.activeStorages()
 		taken, missed := 0, 0
@@ -74,6 +77,16 @@ func (s *Scheduler) pump(ctx context.Context, out *tickOut) {
 		case <-idle.C:
 		}
 	}
+}
+
+// holdBack is how far the pump holds fires back: what the dispatchers'
+// backlog on their least busy partition exceeds FlowBacklog by (0 when
+// Off, or when they keep up).
+func (s *Scheduler) holdBack() time.Duration {
+	if s.cfg.FlowBacklog <= 0 {
+		return 0
+	}
+	return max(0, time.Duration(s.decider.flow.Load())-s.cfg.FlowBacklog)
 }
 
 // tickAll ticks the rows taken in st, each under its writer lock; false
