@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -43,6 +44,8 @@ type entry struct {
 	offset int64
 	epoch  int32
 	done   bool
+	// weight is how many due events the record holds.
+	weight int
 }
 
 type partState struct {
@@ -80,7 +83,8 @@ type consumer struct {
 	// partitions whose first record has not arrived yet.
 	skips map[int32]map[int64]bool
 	// buffered counts dues taken and not finished, over all partitions
-	// (revoked ones too: their calls still hold resources).
+	// (revoked ones too: their calls still hold resources): a record
+	// weighs as many dues as it holds, until all of them finished.
 	buffered int
 	paused   bool
 
@@ -196,10 +200,16 @@ func (d *Dispatcher) closeProducers() {
 	d.cutCalls()
 }
 
-// start tracks r and hands it to its goroutine.
+// start tracks r and hands each due event it holds (one, or the
+// scheduler's batch of them) to its goroutine. The record completes once
+// all of them did.
 func (c *consumer) start(r *kgo.Record, consumed time.Time) {
-	c.d.stats.consumed.Add(1)
-	e := &entry{offset: r.Offset, epoch: r.LeaderEpoch}
+	due := new(chimev1.Due)
+	err := schema.UnmarshalInternal(r.Value, due)
+	dues := schema.DuesOf(due)
+	n := len(dues)
+	c.d.stats.consumed.Add(int64(n))
+	e := &entry{offset: r.Offset, epoch: r.LeaderEpoch, weight: n}
 	c.mu.Lock()
 	ps := c.parts[r.Partition]
 	if ps == nil {
@@ -210,7 +220,7 @@ func (c *consumer) start(r *kgo.Record, consumed time.Time) {
 	}
 	ps.entries = append(ps.entries, e)
 	ps.inflight++
-	c.buffered++
+	c.buffered += n
 	if !c.paused && c.buffered >= c.d.cfg.MaxBuffered {
 		c.paused = true
 		c.cl.PauseFetchTopics(c.topic)
@@ -223,31 +233,54 @@ func (c *consumer) start(r *kgo.Record, consumed time.Time) {
 
 	if skip {
 		// The previous owner completed it: its results are in Kafka.
-		c.d.stats.duplicates.Add(1)
+		c.d.stats.duplicates.Add(int64(n))
+		c.d.stats.completed.Add(int64(n))
 		c.complete(r.Partition, ps, e, true)
 		return
 	}
-	due := new(chimev1.Due)
-	if err := schema.UnmarshalInternal(r.Value, due); err != nil {
+	if err != nil {
 		// Nothing can be answered for a record that does not decode (no
 		// namespace, no job): log it loudly and move on rather than stall
 		// the partition behind it.
 		c.d.log.Error("due event does not decode; skipped", "err", err, "bytes", len(r.Value))
+		c.d.stats.completed.Add(int64(n))
 		c.complete(r.Partition, ps, e, true)
 		return
 	}
+	// Each due counts as completed on its own (the metrics count dues);
+	// the record, and its offset, only once every one of them is.
+	var left atomic.Int32
+	left.Store(int32(n))
+	var failed atomic.Bool
+	done := func(ok bool) {
+		if ok {
+			c.d.stats.completed.Add(1)
+		} else {
+			failed.Store(true)
+		}
+		if left.Add(-1) == 0 {
+			c.complete(r.Partition, ps, e, !failed.Load())
+		}
+	}
+	for _, due := range dues {
+		c.startDue(due, ps, consumed, done)
+	}
+}
+
+// startDue hands one due event to its goroutine; done gets whether its
+// results are in Kafka.
+func (c *consumer) startDue(due *chimev1.Due, ps *partState, consumed time.Time, done func(ok bool)) {
 	if due.GetRecall() {
 		c.d.recalls.recall(due)
 		c.d.stats.recalls.Add(1)
-		c.complete(r.Partition, ps, e, true)
+		done(true)
 		return
 	}
 	c.handlers.Add(1)
 	run := func() {
 		c.workers.spawn(func() {
 			defer c.handlers.Done()
-			ok := c.d.handle(ps.owned, due, consumed)
-			c.complete(r.Partition, ps, e, ok)
+			done(c.d.handle(ps.owned, due, consumed))
 		})
 	}
 	// The scheduler emits a due up to its FireLead before its time; the
@@ -268,10 +301,10 @@ func (c *consumer) start(r *kgo.Record, consumed time.Time) {
 				// Taken back before its time: nothing to call or report.
 				c.d.stats.dropped.Add(1)
 				c.handlers.Done()
-				c.complete(r.Partition, ps, e, true)
+				done(true)
 			case <-ps.owned.Done(): // revoked, or the dispatcher stops
 				c.handlers.Done()
-				c.complete(r.Partition, ps, e, false)
+				done(false)
 			}
 		}()
 		return
@@ -283,15 +316,13 @@ func (c *consumer) start(r *kgo.Record, consumed time.Time) {
 // runs behind the scheduler's must not hold calls for long.
 const maxEarly = time.Minute
 
-// complete records that e finished; ok says its results are in Kafka.
+// complete records that e finished; ok says the results of all its dues
+// are in Kafka (the caller counted them as completed).
 func (c *consumer) complete(p int32, ps *partState, e *entry, ok bool) {
-	if ok {
-		c.d.stats.completed.Add(1)
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ps.inflight--
-	c.buffered--
+	c.buffered -= e.weight
 	if c.paused && c.buffered <= c.d.cfg.MaxBuffered/2 {
 		c.paused = false
 		c.cl.ResumeFetchTopics(c.topic)

@@ -352,3 +352,28 @@ func TestEarlyDueIsCalledAtItsTime(t *testing.T) {
 	require.EqualValues(t, 1, d.Stats().Early)
 	require.True(t, calls[0].header.Get("Idempotency-Key") == now.IdempotencyKey, "the due whose time had come went first")
 }
+
+// TestBatchRecordCallsEachDue: a record holding the scheduler's batch of
+// due events is handled as its dues one by one (a recall in it takes back
+// the early due before it), counted per due, and committed once all of
+// them completed.
+func TestBatchRecordCallsEachDue(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1)
+	r := newReceiver(t, status(200))
+	d := b.start()
+	a, c := newDue("ns", "a", r.URL), newDue("ns", "c", r.URL)
+	early := newDue("ns", "early", r.URL)
+	early.FireAt = timestamppb.New(time.Now().Add(time.Minute))
+	recall := &chimev1.Due{Namespace: "ns", JobId: "early", FireSeq: 1, EmitSeq: 1, Recall: true,
+		IdempotencyKey: early.IdempotencyKey, FireAt: early.FireAt}
+	b.produce(&chimev1.Due{Batch: []*chimev1.Due{a, early, recall, c}})
+	waitFor(t, 30*time.Second, "both called", func() bool { return len(r.calls()) == 2 })
+	waitFor(t, 30*time.Second, "the record committed", b.committedAll)
+	st := d.Stats()
+	require.EqualValues(t, 4, st.Consumed, "counted per due")
+	require.EqualValues(t, 4, st.Completed)
+	require.EqualValues(t, 1, st.Dropped, "the recalled due")
+	time.Sleep(200 * time.Millisecond)
+	require.Len(t, r.calls(), 2, "the recalled due is not called")
+}

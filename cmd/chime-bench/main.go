@@ -225,11 +225,13 @@ func benchScheduler(ctx context.Context, log *slog.Logger, jobs int, partitions 
 			fs := cons.PollFetches(cctx)
 			now := time.Now()
 			fs.EachRecord(func(r *kgo.Record) {
-				d := new(chimev1.Due)
-				if proto.Unmarshal(r.Value, d) == nil {
-					select {
-					case dues <- seen{d, now}:
-					default:
+				rec := new(chimev1.Due)
+				if proto.Unmarshal(r.Value, rec) == nil {
+					for _, d := range schema.DuesOf(rec) {
+						select {
+						case dues <- seen{d, now}:
+						default:
+						}
 					}
 				}
 			})

@@ -42,6 +42,11 @@ func (s *Scheduler) onCommand(gctx goka.Context, msg any) {
 	} else {
 		s.decideCommand(newGokaRow(s, gctx, st), gctx.Key(), &input{raw: raw, cmd: cmd}, gctx)
 	}
+	// Its due events go out batched, through goka, which commits the
+	// record once they are stored (duebatch.go).
+	st.dues.flush(s.dueKeys.partitions.Load(), func(key string, due *chimev1.Due) {
+		gctx.Emit(goka.Stream(s.cfg.Topics.Due()), key, due)
+	})
 	// Its effect is in the storage now: reads waiting for it may go.
 	s.serving.reach(gctx.Partition(), gctx.Offset())
 }

@@ -48,10 +48,12 @@ func setup(t *testing.T) *bundle {
 	require.NoError(t, err)
 	t.Cleanup(p.Close)
 	b := &bundle{t: t, cluster: c, topics: topics, prod: p}
-	b.dues = kafkatest.Collect(t, c.Brokers(), topics.Due(), func(r *kgo.Record) (string, *chimev1.Due) {
+	b.dues = kafkatest.CollectEach(t, c.Brokers(), topics.Due(), func(r *kgo.Record, keep func(string, *chimev1.Due)) {
 		d := new(chimev1.Due)
 		require.NoError(t, proto.Unmarshal(r.Value, d))
-		return schema.JobKey(d.Namespace, d.JobId), d
+		for _, d := range schema.DuesOf(d) {
+			keep(schema.JobKey(d.Namespace, d.JobId), d)
+		}
 	})
 	return b
 }

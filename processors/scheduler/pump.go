@@ -18,6 +18,10 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/lovoo/goka"
+
+	"github.com/chime-sched/chime/schema/chimev1"
 )
 
 // pump runs rounds of ticks through out until ctx ends.
@@ -90,8 +94,10 @@ func (s *Scheduler) holdBack() time.Duration {
 }
 
 // tickAll ticks the rows taken in st, each under its writer lock; false
-// if it could not (the storage closed meanwhile, no processor runs).
+// if it could not (the storage closed meanwhile, no processor runs). The
+// due events the round decided go out at its end, batched.
 func (s *Scheduler) tickAll(st *timerStorage, out *tickOut) bool {
+	defer s.sendTickDues(st, out)
 	for _, it := range st.takenKeys() {
 		st.writer.Lock()
 		ok := !st.isClosed() && out.ready()
@@ -104,6 +110,20 @@ func (s *Scheduler) tickAll(st *timerStorage, out *tickOut) bool {
 		}
 	}
 	return true
+}
+
+// sendTickDues sends the due events st holds through the processor's
+// producer.
+func (s *Scheduler) sendTickDues(st *timerStorage, out *tickOut) {
+	st.writer.Lock()
+	defer st.writer.Unlock()
+	if out.producer() == nil {
+		return // no processor runs: its successor sends the rows' fires again
+	}
+	c := newTickCtx(s, st, out, "")
+	st.dues.flush(s.dueKeys.partitions.Load(), func(key string, due *chimev1.Due) {
+		c.encode(goka.Stream(s.cfg.Topics.Due()), key, due)
+	})
 }
 
 // onTick looks at a row now.

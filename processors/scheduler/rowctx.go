@@ -93,6 +93,16 @@ func newGokaRow(s *Scheduler, ctx goka.Context, st *timerStorage) gokaRow {
 func (g gokaRow) Key() string      { return g.rowStore.Key() }
 func (g gokaRow) Partition() int32 { return g.rowStore.Partition() }
 
+// Emit holds due events for the command record's batch (duebatch.go);
+// the rest goes out through goka at once.
+func (g gokaRow) Emit(topic goka.Stream, key string, value any, options ...goka.ContextOption) {
+	if due, ok := value.(*chimev1.Due); ok && string(topic) == g.s.cfg.Topics.Due() {
+		g.st.dues.add(key, due)
+		return
+	}
+	g.Context.Emit(topic, key, value, options...)
+}
+
 func (g gokaRow) emitRaw(topic, key string, value []byte, headers goka.Headers) {
 	var opts []goka.ContextOption
 	if len(headers) > 0 {
@@ -166,6 +176,15 @@ func (o *tickOut) failed() error {
 }
 
 func (c *tickCtx) Emit(topic goka.Stream, key string, value any, _ ...goka.ContextOption) {
+	if due, ok := value.(*chimev1.Due); ok && string(topic) == c.s.cfg.Topics.Due() {
+		c.st.dues.add(key, due) // sent with the round's (duebatch.go)
+		return
+	}
+	c.encode(topic, key, value)
+}
+
+// encode writes value to topic with its codec.
+func (c *tickCtx) encode(topic goka.Stream, key string, value any) {
 	codec := c.s.codecs[string(topic)]
 	if codec == nil {
 		c.out.fail(fmt.Errorf("scheduler: a tick emits to %q, which is not an output", topic))

@@ -57,6 +57,9 @@ type timerStorage struct {
 	// command callback on goka's goroutine, or the pump's tick. Held
 	// before mu.
 	writer sync.Mutex
+	// dues are the due events decided and not sent yet (duebatch.go),
+	// guarded by writer.
+	dues dueBatcher
 }
 
 // parked is the action time of an entry whose tick is in progress.

@@ -38,10 +38,12 @@ func TestSweepFiresWhatThePumpMissed(t *testing.T) {
 	wctx, wcancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer wcancel()
 
-	dues := kafkatest.Collect(t, c.Brokers(), topics.Due(), func(r *kgo.Record) (string, *chimev1.Due) {
+	dues := kafkatest.CollectEach(t, c.Brokers(), topics.Due(), func(r *kgo.Record, keep func(string, *chimev1.Due)) {
 		d := new(chimev1.Due)
 		require.NoError(t, proto.Unmarshal(r.Value, d))
-		return d.JobId, d
+		for _, d := range schema.DuesOf(d) {
+			keep(d.JobId, d)
+		}
 	})
 	p, err := producer.New(producer.Brokers(c.Brokers()), producer.TopicPrefix(topics.Prefix))
 	require.NoError(t, err)

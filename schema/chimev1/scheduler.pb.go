@@ -812,7 +812,13 @@ type Due struct {
 	// so it follows it on the same partition; a dispatcher that holds the
 	// emission drops it, and reports nothing for it. Only the fields that
 	// name the emission (and shard, spread) are set.
-	Recall        bool `protobuf:"varint,19,opt,name=recall,proto3" json:"recall,omitempty"`
+	Recall bool `protobuf:"varint,19,opt,name=recall,proto3" json:"recall,omitempty"`
+	// A batch: due events (and recalls) of one due partition that the
+	// scheduler decided together (a round of its timers, or one command
+	// record), in one record, in the order they were decided; the record is
+	// keyed by the first one's key. A due with a batch carries nothing else,
+	// and a batch holds no batch. Each is handled as if it came alone.
+	Batch         []*Due `protobuf:"bytes,20,rep,name=batch,proto3" json:"batch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -978,6 +984,13 @@ func (x *Due) GetRecall() bool {
 		return x.Recall
 	}
 	return false
+}
+
+func (x *Due) GetBatch() []*Due {
+	if x != nil {
+		return x.Batch
+	}
+	return nil
 }
 
 // JobEvent is the job lifecycle stream (job-events topic, keyed by
@@ -1320,7 +1333,7 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\fredeliveries\x18\x05 \x01(\rR\fredeliveries\"r\n" +
 	"\x04Tick\x125\n" +
 	"\btimer_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\atimerAt\x123\n" +
-	"\asent_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x06sentAt\"\xc8\x06\n" +
+	"\asent_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x06sentAt\"\xed\x06\n" +
 	"\x03Due\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x19\n" +
@@ -1342,7 +1355,8 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\ahistory\x18\x10 \x03(\v2\x19.chime.v1.CallbackOutcomeR\ahistory\x12\x14\n" +
 	"\x05shard\x18\x11 \x01(\rR\x05shard\x12\x16\n" +
 	"\x06spread\x18\x12 \x01(\rR\x06spread\x12\x16\n" +
-	"\x06recall\x18\x13 \x01(\bR\x06recall\x1a9\n" +
+	"\x06recall\x18\x13 \x01(\bR\x06recall\x12#\n" +
+	"\x05batch\x18\x14 \x03(\v2\r.chime.v1.DueR\x05batch\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc6\x03\n" +
@@ -1474,16 +1488,17 @@ var file_chime_v1_scheduler_proto_depIdxs = []int32{
 	10, // 34: chime.v1.Due.labels:type_name -> chime.v1.Due.LabelsEntry
 	18, // 35: chime.v1.Due.relevancy_window:type_name -> google.protobuf.Duration
 	12, // 36: chime.v1.Due.history:type_name -> chime.v1.CallbackOutcome
-	1,  // 37: chime.v1.JobEvent.type:type_name -> chime.v1.JobEventType
-	11, // 38: chime.v1.JobEvent.at:type_name -> google.protobuf.Timestamp
-	11, // 39: chime.v1.JobEvent.first_scheduled_at:type_name -> google.protobuf.Timestamp
-	11, // 40: chime.v1.JobEvent.last_scheduled_at:type_name -> google.protobuf.Timestamp
-	11, // 41: chime.v1.Rejection.at:type_name -> google.protobuf.Timestamp
-	42, // [42:42] is the sub-list for method output_type
-	42, // [42:42] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	7,  // 37: chime.v1.Due.batch:type_name -> chime.v1.Due
+	1,  // 38: chime.v1.JobEvent.type:type_name -> chime.v1.JobEventType
+	11, // 39: chime.v1.JobEvent.at:type_name -> google.protobuf.Timestamp
+	11, // 40: chime.v1.JobEvent.first_scheduled_at:type_name -> google.protobuf.Timestamp
+	11, // 41: chime.v1.JobEvent.last_scheduled_at:type_name -> google.protobuf.Timestamp
+	11, // 42: chime.v1.Rejection.at:type_name -> google.protobuf.Timestamp
+	43, // [43:43] is the sub-list for method output_type
+	43, // [43:43] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_chime_v1_scheduler_proto_init() }
