@@ -336,10 +336,19 @@ func (b *Broker) compactProtected(tables []string) error {
 		_ = b.unprotect()
 		return err
 	}
+	// kfake compacts in its request loop: every produce and fetch waits
+	// meanwhile, so a long one shows as a stall of the whole pipeline.
+	start := time.Now()
 	b.cluster.Compact()
 	b.compactions.Add(1)
+	if took := time.Since(start); took >= slowCompaction {
+		b.logf("broker: compacting the tables took %s; produce and fetch requests waited meanwhile", took.Round(time.Millisecond))
+	}
 	return b.unprotect()
 }
+
+// slowCompaction is how long a compaction may take before it is logged.
+const slowCompaction = time.Second
 
 func (b *Broker) logf(format string, args ...any) {
 	if b.opts.Logf != nil {
