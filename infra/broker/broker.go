@@ -288,6 +288,7 @@ func (b *Broker) compactLoop(ctx context.Context) {
 	// The tables as loaded count as compacted: a restart does not rewrite
 	// them all at once.
 	clean := b.tableBytes(tables)
+	var notBefore time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -309,11 +310,13 @@ func (b *Broker) compactLoop(ctx context.Context) {
 			continue
 		}
 		size := b.tableBytes(tables)
-		if dirty := size - clean; dirty >= b.opts.MinDirtyBytes && float64(dirty) >= DirtyRatio*float64(size) {
+		if dirty := size - clean; dirty >= b.opts.MinDirtyBytes && float64(dirty) >= DirtyRatio*float64(size) && !time.Now().Before(notBefore) {
+			start := time.Now()
 			if err := b.compactProtected(tables); err != nil {
 				b.logf("broker: compaction skipped: %v", err)
 				continue
 			}
+			notBefore = time.Now().Add(compactionSpacing(time.Since(start)))
 			clean = b.tableBytes(tables)
 		}
 	}
@@ -337,7 +340,8 @@ func (b *Broker) compactProtected(tables []string) error {
 		return err
 	}
 	// kfake compacts in its request loop: every produce and fetch waits
-	// meanwhile, so a long one shows as a stall of the whole pipeline.
+	// meanwhile, so a long one shows as a stall of the whole pipeline
+	// (compactionSpacing keeps such stalls rare).
 	start := time.Now()
 	b.cluster.Compact()
 	b.compactions.Add(1)
@@ -349,6 +353,21 @@ func (b *Broker) compactProtected(tables []string) error {
 
 // slowCompaction is how long a compaction may take before it is logged.
 const slowCompaction = time.Second
+
+// compactionStallShare bounds the share of the time the tables'
+// compactions may stall the broker: kfake compacts in its request loop,
+// and with millions of rows one takes seconds (15 s for 3M jobs' rows on
+// 2 cores), every produce and fetch waiting meanwhile: the API's creates
+// time out and the dispatchers stop. After a compaction that took d, the
+// next waits d/compactionStallShare; small tables (milliseconds) are
+// compacted as soon as they grow (DirtyRatio), as before.
+const compactionStallShare = 0.05
+
+// compactionSpacing is how long after a compaction that took took the
+// next may start.
+func compactionSpacing(took time.Duration) time.Duration {
+	return time.Duration(float64(took) / compactionStallShare)
+}
 
 func (b *Broker) logf(format string, args ...any) {
 	if b.opts.Logf != nil {
