@@ -35,7 +35,8 @@ import (
 // the same test measured 4.08 records, 978 B: due 1.00 records.
 //
 // Bytes: the issue's 700 B is not reached, so the ceiling is what is
-// measured (it varies by some 15 B between runs), rounded up. Batching
+// measured (986–1,000 B over runs, under -race too) with a tenth to
+// spare: a regression of a record's payload shows, the jitter does not. Batching
 // saves records, not bytes: each record's payload stays. The scheduler's
 // row (its changelog record: the spec with the callback and its body, the
 // open fire) is about 285 B, the
@@ -45,15 +46,17 @@ import (
 // the callback's URL and 60-byte body alone are in three of them.
 //
 // Jobs created one per request (POST .../jobs) also write a command record
-// each, so they cost a record more: measured 4.07 records (job-commands
-// 1.04), 1,027 B; their ceilings are that, rounded up, not the issue's 4.
-// Without due batching: 5.04 records, 1,025 B.
+// each, so they cost a record more: measured 4.07–4.12 records
+// (job-commands 1.04–1.09: the dispatcher's answers gather for 10 ms, so
+// how many records they take depends on how the calls spread in time),
+// 1,027 B; their ceilings are that with room for the spread, not the
+// issue's 4. Without due batching: 5.04 records, 1,025 B.
 const (
 	budgetRecords = 4.0    // batch creates
-	budgetBytes   = 1040.0 // batch creates; the issue's target is 700 (see above)
+	budgetBytes   = 1100.0 // batch creates; the issue's target is 700 (see above)
 
-	singleRecords = 4.10 // one job per request
-	singleBytes   = 1060.0
+	singleRecords = 4.4 // one job per request: 5.04 without due batching
+	singleBytes   = 1130.0
 )
 
 // TestFiredOneShotStaysWithinItsKafkaBudget runs `chime dev` (every role
