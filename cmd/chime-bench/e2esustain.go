@@ -93,8 +93,6 @@ func sustainFlags() *sustainOptions {
 type sustainRun struct {
 	rate, n int
 	burstRun
-	a        arrivals
-	at       func(int) time.Time
 	t0       time.Time
 	tail     deliveryStats // the jobs due in the last o.tail of the window
 	inWindow float64       // callbacks/s arrived within the window
@@ -172,12 +170,11 @@ func runSustain(ctx context.Context, e e2eOptions, o *sustainOptions, rcv *recei
 		r.compactions = m1.sum("chime_broker_compactions_total") - m0.sum("chime_broker_compactions_total")
 	}
 	r.burstRun = runBurst(ctx, e, rcv, plan)
-	r.a, r.at = r.burstRun.arrivals, r.burstRun.at
 	from := int(float64(n) * (o.over - o.tail).Seconds() / o.over.Seconds())
-	r.tail = summarize(arrivals{first: r.a.first[from:], count: r.a.count[from:]}, func(i int) time.Time { return r.at(from + i) })
+	r.tail = summarize(arrivals{first: r.arrivals.first[from:], count: r.arrivals.count[from:]}, func(i int) time.Time { return r.at(from + i) })
 	end := r.t0.Add(o.over).UnixNano()
 	in := 0
-	for _, f := range r.a.first {
+	for _, f := range r.arrivals.first {
 		if f != 0 && f >= r.t0.UnixNano() && f <= end {
 			in++
 		}
@@ -201,7 +198,7 @@ func dumpLag(path string, r sustainRun) {
 	secs := int(r.at(r.n-1).Sub(r.t0)/time.Second) + 1
 	lags := make([][]time.Duration, secs)
 	arrived := map[int64]int{}
-	for i, first := range r.a.first {
+	for i, first := range r.arrivals.first {
 		if first == 0 {
 			continue
 		}
@@ -306,14 +303,4 @@ func (c *chimeProc) probeAPI(ctx context.Context, rate int, until time.Time, p *
 		}
 	}()
 	return func() { <-done }
-}
-
-// class reads one class of a labelled counter.
-func (s scrape) class(name, class string) float64 {
-	for _, l := range s[name] {
-		if strings.Contains(l.labels, `class="`+class+`"`) {
-			return l.value
-		}
-	}
-	return 0
 }

@@ -99,3 +99,13 @@ func (s scrape) quantileSince(prev scrape, name string, q float64) float64 {
 	}
 	return -1
 }
+
+// class reads one class of a labelled counter.
+func (s scrape) class(name, class string) float64 {
+	for _, l := range s[name] {
+		if strings.Contains(l.labels, `class="`+class+`"`) {
+			return l.value
+		}
+	}
+	return 0
+}

@@ -311,12 +311,12 @@ func (b *Broker) compactLoop(ctx context.Context) {
 		}
 		size := b.tableBytes(tables)
 		if dirty := size - clean; dirty >= b.opts.MinDirtyBytes && float64(dirty) >= DirtyRatio*float64(size) && !time.Now().Before(notBefore) {
-			start := time.Now()
-			if err := b.compactProtected(tables); err != nil {
+			took, err := b.compactProtected(tables)
+			if err != nil {
 				b.logf("broker: compaction skipped: %v", err)
 				continue
 			}
-			notBefore = time.Now().Add(compactionSpacing(time.Since(start)))
+			notBefore = time.Now().Add(compactionSpacing(took))
 			clean = b.tableBytes(tables)
 		}
 	}
@@ -333,22 +333,24 @@ func (b *Broker) trimStreams(ctx context.Context) {
 }
 
 // compactProtected compacts with the tables' files linked aside
-// (compaction.go), so a kill in the middle loses nothing.
-func (b *Broker) compactProtected(tables []string) error {
+// (compaction.go), so a kill in the middle loses nothing, and says how
+// long the compaction took.
+func (b *Broker) compactProtected(tables []string) (time.Duration, error) {
 	if err := b.protect(tables); err != nil {
 		_ = b.unprotect()
-		return err
+		return 0, err
 	}
 	// kfake compacts in its request loop: every produce and fetch waits
 	// meanwhile, so a long one shows as a stall of the whole pipeline
 	// (compactionSpacing keeps such stalls rare).
 	start := time.Now()
 	b.cluster.Compact()
+	took := time.Since(start)
 	b.compactions.Add(1)
-	if took := time.Since(start); took >= slowCompaction {
+	if took >= slowCompaction {
 		b.logf("broker: compacting the tables took %s; produce and fetch requests waited meanwhile", took.Round(time.Millisecond))
 	}
-	return b.unprotect()
+	return took, b.unprotect()
 }
 
 // slowCompaction is how long a compaction may take before it is logged.

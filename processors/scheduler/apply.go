@@ -113,14 +113,14 @@ func (s *Scheduler) namespaceOf(ctx rowCtx, in *input) {
 func (s *Scheduler) apply(ctx rowCtx, d decision) {
 	t := s.cfg.Topics
 	for _, due := range d.dues {
-		ctx.Emit(goka.Stream(t.Due()), s.dueKeys.key(due), due)
+		ctx.holdDue(s.dueKeys.key(due), due)
 		s.fireLag.Observe(due.GetEmittedAt().AsTime().Sub(due.GetFireAt().AsTime()).Seconds())
 	}
 	if len(d.dues) > 0 {
 		s.fires.WithLabelValues("http").Add(float64(len(d.dues)))
 	}
 	for _, r := range d.recalls {
-		ctx.Emit(goka.Stream(t.Due()), s.dueKeys.key(r), r)
+		ctx.holdDue(s.dueKeys.key(r), r)
 	}
 	s.recalls.Add(float64(len(d.recalls)))
 	if len(d.deliver) > 0 {

@@ -28,6 +28,9 @@ type rowCtx interface {
 	setRow(st *chimev1.JobState)
 	// deleteRow removes the row.
 	deleteRow()
+	// holdDue holds a due event (or recall) for the partition's next
+	// batch (duebatch.go): the command record's, or the pump round's.
+	holdDue(key string, due *chimev1.Due)
 	Emit(topic goka.Stream, key string, value any, options ...goka.ContextOption)
 	// emitRaw writes bytes with headers (a Kafka-target delivery).
 	emitRaw(topic, key string, value []byte, headers goka.Headers)
@@ -72,6 +75,8 @@ func (r rowStore) setRow(st *chimev1.JobState) {
 	}
 }
 
+func (r rowStore) holdDue(key string, due *chimev1.Due) { r.st.dues.add(key, due) }
+
 func (r rowStore) deleteRow() {
 	if err := r.st.Delete(r.key); err != nil {
 		r.fail(fmt.Errorf("scheduler: deleting %q: %w", r.key, err))
@@ -92,16 +97,6 @@ func newGokaRow(s *Scheduler, ctx goka.Context, st *timerStorage) gokaRow {
 
 func (g gokaRow) Key() string      { return g.rowStore.Key() }
 func (g gokaRow) Partition() int32 { return g.rowStore.Partition() }
-
-// Emit holds due events for the command record's batch (duebatch.go);
-// the rest goes out through goka at once.
-func (g gokaRow) Emit(topic goka.Stream, key string, value any, options ...goka.ContextOption) {
-	if due, ok := value.(*chimev1.Due); ok && string(topic) == g.s.cfg.Topics.Due() {
-		g.st.dues.add(key, due)
-		return
-	}
-	g.Context.Emit(topic, key, value, options...)
-}
 
 func (g gokaRow) emitRaw(topic, key string, value []byte, headers goka.Headers) {
 	var opts []goka.ContextOption
@@ -176,10 +171,6 @@ func (o *tickOut) failed() error {
 }
 
 func (c *tickCtx) Emit(topic goka.Stream, key string, value any, _ ...goka.ContextOption) {
-	if due, ok := value.(*chimev1.Due); ok && string(topic) == c.s.cfg.Topics.Due() {
-		c.st.dues.add(key, due) // sent with the round's (duebatch.go)
-		return
-	}
 	c.encode(topic, key, value)
 }
 
