@@ -76,10 +76,14 @@ func TestDevKill9KeepsEveryTopic(t *testing.T) {
 	// commands, one-shot jobs, and namespace commands that are rejected.
 	stop := make(chan struct{})
 	var writers sync.WaitGroup
+	// The writers outlive the kill: they keep the first process's address
+	// (the restarted one listens on the same port), not dev, which the
+	// test replaces.
+	base := dev.base
 	writers.Go(func() {
 		c := &http.Client{Timeout: 5 * time.Second}
 		send := func(method, path, body string) {
-			req, _ := http.NewRequest(method, dev.base+path, strings.NewReader(body))
+			req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
 			req.Header.Set("Authorization", "Bearer "+admin)
 			if res, err := c.Do(req); err == nil {
 				res.Body.Close()
