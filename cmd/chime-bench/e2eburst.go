@@ -171,7 +171,13 @@ func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, p burstPlan)
 	r.ingestCPU = c.cpu() - cpuStart
 	phase.Store(1)
 	cpu0, ch0, rc0 := c.cpu(), c.clickhouseCPU(), procCPU(rcv.pid())
-	busy0, total0 := machineCPU()
+	// The machine's CPU is read from the instant itself, not the second
+	// before it (nothing fires then, and it read as idle time).
+	atInstant := make(chan [2]int64, 1)
+	time.AfterFunc(time.Until(t0), func() {
+		busy, total := machineCPU()
+		atInstant <- [2]int64{busy, total}
+	})
 	atInstantDone := func() {}
 	if p.atInstant != nil {
 		atInstantDone = p.atInstant(c, t0)
@@ -183,6 +189,9 @@ func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, p burstPlan)
 		c.snapshot("allocs", base+".allocs-before.pprof")
 		profiled = c.profile(path, o.profileFor)
 		time.AfterFunc(time.Until(t0.Add(3*time.Second)), func() { c.snapshot("heap", base+".heap-during.pprof") })
+		// An execution trace of two seconds of firing: it shows what the
+		// goroutines wait on while the machine is not fully busy.
+		time.AfterFunc(time.Until(t0.Add(time.Second)), func() { c.snapshot("trace?seconds=2", base+".trace") })
 		for _, after := range []time.Duration{3 * time.Second, 15 * time.Second, 30 * time.Second} {
 			time.AfterFunc(time.Until(t0.Add(after)), func() {
 				c.snapshot("heap?debug=1", fmt.Sprintf("%s.memstats-%s.txt", base, after))
@@ -198,8 +207,9 @@ func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, p burstPlan)
 	}
 	atInstantDone()
 	_, r.peakRSS = procMem(c.pid())
-	if busy1, total1 := machineCPU(); total1 > total0 {
-		r.machineBusy = float64(busy1-busy0) / float64(total1-total0)
+	m0 := <-atInstant
+	if busy1, total1 := machineCPU(); total1 > m0[1] {
+		r.machineBusy = float64(busy1-m0[0]) / float64(total1-m0[1])
 	}
 	r.fireLag50 = c.histogramQuantile(ctx, "chime_scheduler_fire_lag_seconds", 0.5)
 	r.fireLag99 = c.histogramQuantile(ctx, "chime_scheduler_fire_lag_seconds", 0.99)
