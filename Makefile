@@ -131,6 +131,52 @@ schemathesis: build clickhouse $(ST_STAMP) ## schemathesis against chime dev (SC
 	.ci/schemathesis $(ST_VENV)/bin/st $(BIN_DIR)/chime $(SCHEMATHESIS_EXAMPLES)
 
 # ---------------------------------------------------------------------------
+# SDKs (issue 29). The Python SDK's pinned test and generator packages
+# (sdk/python/requirements-dev.txt: grpcio-tools bundles the protoc that
+# makes src/chime/v1, datamodel-code-generator makes models.py from
+# api/openapi.json) in a virtualenv under .tools/, named by the file's hash
+# so a change to it makes a new one.
+# ---------------------------------------------------------------------------
+PY_SDK       := sdk/python
+PY_REQS      := $(PY_SDK)/requirements-dev.txt
+PY_VENV      := $(TOOLS_DIR)/py-sdk-$(shell sha256sum $(PY_REQS) 2>/dev/null | cut -c1-12)
+PY_STAMP     := $(PY_VENV)/.installed
+PY           := $(PY_VENV)/bin/python
+BENCH_SDK_JOBS ?= 100000
+
+$(PY_STAMP): $(PY_REQS)
+	@echo "installing the Python SDK's packages into $(PY_VENV)"
+	python3 -m venv $(PY_VENV)
+	$(PY_VENV)/bin/pip install --quiet --disable-pip-version-check -r $(PY_REQS)
+	$(PY_VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps -e $(PY_SDK)
+	@touch $@
+
+.PHONY: generate-sdk
+generate-sdk: $(PY_STAMP) ## regenerate the Python SDK's messages (src/chime/v1) and API types (models.py)
+	$(PY_SDK)/generate.sh $(PY) $(PY_SDK)/src
+
+.PHONY: check-generate-sdk
+check-generate-sdk: $(PY_STAMP) ## fail if the Python SDK's generated code is not what the .proto files and api/openapi.json make
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	$(PY_SDK)/generate.sh $(PY) $$tmp; \
+	for f in $$(cd $$tmp && find chime -type f | sort); do \
+		if ! diff -u "$(PY_SDK)/src/$$f" "$$tmp/$$f" >"$$tmp/changes.diff" 2>&1; then \
+			head -n 40 "$$tmp/changes.diff"; \
+			echo "check-generate-sdk: $(PY_SDK)/src/$$f is stale; run 'make generate-sdk' and commit the result"; \
+			exit 1; \
+		fi; \
+	done; \
+	echo "check-generate-sdk: the Python SDK's generated code is up to date"
+
+.PHONY: bench-sdk
+bench-sdk: build $(PY_STAMP) ## the SDKs' publishing benchmark: one process schedules BENCH_SDK_JOBS (100000) jobs into a chime dev through Kafka
+	CHIME_BIN=$(CURDIR)/$(BIN_DIR)/chime $(PY) $(PY_SDK)/bench/publish.py $(BENCH_SDK_JOBS)
+
+.PHONY: test-sdk
+test-sdk: build clickhouse check-generate-sdk ## the SDKs' tests: unit tests, then against a chime dev the tests start (bin/chime)
+	CHIME_BIN=$(CURDIR)/$(BIN_DIR)/chime $(PY) -m pytest -q $(PY_SDK)/tests
+
+# ---------------------------------------------------------------------------
 # Apache Kafka for tests on a real broker: its jars from Maven Central (pinned
 # in internal/kafkacluster/pom.xml, the one place the version is written), copied
 # into .tools/kafka-<version>/libs; needs Java 17+ and Maven. chime-kafka
