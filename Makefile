@@ -143,6 +143,10 @@ PY_VENV      := $(TOOLS_DIR)/py-sdk-$(shell sha256sum $(PY_REQS) 2>/dev/null | c
 PY_STAMP     := $(PY_VENV)/.installed
 PY           := $(PY_VENV)/bin/python
 BENCH_SDK_JOBS ?= 100000
+# The TypeScript SDK's packages (npm, exact versions from its package-lock.json)
+# in sdk/typescript/node_modules; protoc-gen-es makes src/gen through buf.
+TS_SDK       := sdk/typescript
+TS_STAMP     := $(TS_SDK)/node_modules/.installed
 
 $(PY_STAMP): $(PY_REQS)
 	@echo "installing the Python SDK's packages into $(PY_VENV)"
@@ -151,12 +155,18 @@ $(PY_STAMP): $(PY_REQS)
 	$(PY_VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps -e $(PY_SDK)
 	@touch $@
 
+$(TS_STAMP): $(TS_SDK)/package-lock.json
+	@echo "installing the TypeScript SDK's packages into $(TS_SDK)/node_modules"
+	cd $(TS_SDK) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
 .PHONY: generate-sdk
-generate-sdk: $(PY_STAMP) ## regenerate the Python SDK's messages (src/chime/v1) and API types (models.py)
+generate-sdk: $(PY_STAMP) $(TS_STAMP) $(BUF_STAMP) ## regenerate the SDKs' messages and API types (sdk/python/src/chime/{v1,models.py}, sdk/typescript/src/gen)
 	$(PY_SDK)/generate.sh $(PY) $(PY_SDK)/src
+	rm -rf $(TS_SDK)/src/gen && cd $(TS_SDK) && sh generate.sh src/gen
 
 .PHONY: check-generate-sdk
-check-generate-sdk: $(PY_STAMP) ## fail if the Python SDK's generated code is not what the .proto files and api/openapi.json make
+check-generate-sdk: $(PY_STAMP) $(TS_STAMP) $(BUF_STAMP) ## fail if the SDKs' generated code is not what the .proto files and api/openapi.json make
 	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	$(PY_SDK)/generate.sh $(PY) $$tmp; \
 	for f in $$(cd $$tmp && find chime -type f | sort); do \
@@ -167,14 +177,24 @@ check-generate-sdk: $(PY_STAMP) ## fail if the Python SDK's generated code is no
 		fi; \
 	done; \
 	echo "check-generate-sdk: the Python SDK's generated code is up to date"
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	(cd $(TS_SDK) && sh generate.sh "$$tmp/gen"); \
+	if ! diff -r -u $(TS_SDK)/src/gen "$$tmp/gen" >"$$tmp/changes.diff" 2>&1; then \
+		head -n 40 "$$tmp/changes.diff"; \
+		echo "check-generate-sdk: $(TS_SDK)/src/gen is stale; run 'make generate-sdk' and commit the result"; \
+		exit 1; \
+	fi; \
+	echo "check-generate-sdk: the TypeScript SDK's generated code is up to date"
 
 .PHONY: bench-sdk
-bench-sdk: build $(PY_STAMP) ## the SDKs' publishing benchmark: one process schedules BENCH_SDK_JOBS (100000) jobs into a chime dev through Kafka
+bench-sdk: build $(PY_STAMP) $(TS_STAMP) ## the SDKs' publishing benchmark: one process schedules BENCH_SDK_JOBS (100000) jobs into a chime dev through Kafka
 	CHIME_BIN=$(CURDIR)/$(BIN_DIR)/chime $(PY) $(PY_SDK)/bench/publish.py $(BENCH_SDK_JOBS)
+	cd $(TS_SDK) && npm run --silent build && CHIME_BIN=$(CURDIR)/$(BIN_DIR)/chime node dist/bench/publish.js $(BENCH_SDK_JOBS)
 
 .PHONY: test-sdk
 test-sdk: build clickhouse check-generate-sdk ## the SDKs' tests: unit tests, then against a chime dev the tests start (bin/chime)
 	CHIME_BIN=$(CURDIR)/$(BIN_DIR)/chime $(PY) -m pytest -q $(PY_SDK)/tests
+	cd $(TS_SDK) && CHIME_BIN=$(CURDIR)/$(BIN_DIR)/chime npm test --silent
 
 # ---------------------------------------------------------------------------
 # Apache Kafka for tests on a real broker: its jars from Maven Central (pinned
