@@ -140,3 +140,17 @@ def test_async_client(chime_dev, setup):
             with pytest.raises(ProblemError):
                 await c.get_job(NS, "no-such-job")
     asyncio.run(run())
+
+
+def test_schedule_many_publishes_nothing_when_one_is_invalid(setup, receiver):
+    _, client, publisher, _ = setup
+    good = http_job(NS, "many-1", receiver.url + "/many", every_s=3600)
+    bad = http_job(NS, "many-2", "ftp://example.com/x", every_s=3600)
+    with pytest.raises(ValidationError) as e:
+        publisher.schedule_many([good, bad])
+    assert e.value.field == "specs[1].upsert.spec.target.http.url"
+    futures = publisher.schedule_many([good, http_job(NS, "many-3", receiver.url + "/many", every_s=3600)])
+    assert len({f.result(timeout=30).command_id for f in futures}) == 2
+    wait_for("both scheduled", lambda: state_of(client, "many-3") == "scheduled")
+    with pytest.raises(ProblemError):
+        client.get_job(NS, "many-2")

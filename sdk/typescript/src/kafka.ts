@@ -27,7 +27,7 @@ import * as commands from "./commands.js";
 import { type JobCommand, JobCommandSchema, type JobSpec } from "./gen/chime/v1/job_pb.js";
 import { jobKey, partitionOf } from "./partition.js";
 import { HEADER_COMMAND, jobCommandsTopic } from "./topics.js";
-import { validateBatch, validateCommand } from "./validate.js";
+import { ValidationError, validateBatch, validateCommand } from "./validate.js";
 
 /** How long records wait for others to share their produce request (Go: producer's defaultLinger). */
 export const DEFAULT_LINGER_MS = 5;
@@ -189,9 +189,24 @@ export class Publisher {
     return this.publish(commands.upsert(spec));
   }
 
-  /** An upsert per spec; each promise answers for its own job. */
+  /**
+   * An upsert per spec; each promise answers for its own job. Every command
+   * is validated before any is published (as Go's ScheduleMany): if one is
+   * invalid, nothing is published and the ValidationError's field names its
+   * index (`specs[i].<field>`).
+   */
   scheduleMany(specs: JobSpec[]): Promise<Receipt>[] {
-    return specs.map((s) => this.schedule(s));
+    const cmds = specs.map((s) => commands.upsert(s));
+    cmds.forEach((cmd, i) => {
+      commands.stamp(cmd);
+      try {
+        validateCommand(cmd);
+      } catch (e) {
+        if (e instanceof ValidationError) throw new ValidationError(`specs[${i}].${e.field}`, e.reason);
+        throw e;
+      }
+    });
+    return cmds.map((c) => this.publish(c));
   }
 
   cancel(namespace: string, jobId: string, reason = ""): Promise<Receipt> {

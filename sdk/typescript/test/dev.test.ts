@@ -113,3 +113,13 @@ test("reads problem+json as a typed exception", async () => {
 test("the publisher refuses an invalid command before Kafka", () => {
   assert.throws(() => publisher.schedule(httpJob(NS, "bad", { url: "ftp://example.com/x", at: soon() })), (e: unknown) => e instanceof ValidationError && e.field === "upsert.spec.target.http.url");
 });
+
+test("scheduleMany publishes nothing when one command is invalid", async () => {
+  const good = httpJob(NS, "many-1", { url: receiver.url + "/many", everyMs: 3600_000 });
+  const bad = httpJob(NS, "many-2", { url: "ftp://example.com/x", everyMs: 3600_000 });
+  assert.throws(() => publisher.scheduleMany([good, bad]), (e: unknown) => e instanceof ValidationError && e.field === "specs[1].upsert.spec.target.http.url");
+  const receipts = await Promise.all(publisher.scheduleMany([good, httpJob(NS, "many-3", { url: receiver.url + "/many", everyMs: 3600_000 })]));
+  assert.equal(new Set(receipts.map((r) => r.commandId)).size, 2);
+  await waitFor("both scheduled", async () => (await stateOf("many-3")) === "scheduled");
+  await assert.rejects(client.getJob(NS, "many-2"), (e: unknown) => e instanceof ProblemError && e.status === 404);
+});

@@ -23,7 +23,7 @@ import confluent_kafka
 from chime import commands
 from chime.partition import job_key, partition_of
 from chime.topics import HEADER_COMMAND, job_commands
-from chime.validate import validate_batch, validate_command
+from chime.validate import ValidationError, validate_batch, validate_command
 from chime.v1 import job_pb2
 
 DEFAULT_LINGER_MS = 5
@@ -164,8 +164,21 @@ class Publisher:
         return self.publish(commands.upsert(spec))
 
     def schedule_many(self, specs: Iterable[job_pb2.JobSpec]) -> "list[Future[Receipt]]":
-        """Publish an upsert per spec; each future answers for its own job."""
-        return [self.schedule(s) for s in specs]
+        """Publish an upsert per spec; each future answers for its own job.
+
+        Every command is validated before any is published (as Go's
+        ScheduleMany): if one is invalid, nothing is published and the
+        ValidationError's field names its index (``specs[i].<field>``).
+        """
+        cmds = [commands.upsert(s) for s in specs]
+        for i, cmd in enumerate(cmds):
+            commands.stamp(cmd)
+            try:
+                validate_command(cmd)
+            except ValidationError as e:
+                e.field = f"specs[{i}].{e.field}"
+                raise
+        return [self.publish(c) for c in cmds]
 
     def cancel(self, namespace: str, job_id: str, reason: str = "") -> "Future[Receipt]":
         return self.publish(commands.cancel(namespace, job_id, reason))
