@@ -244,7 +244,7 @@ generate: $(BUF_STAMP) $(PROTOC_GEN_GO_STAMP) $(PROTOC_GEN_VTPROTO_STAMP) ## reg
 # Generates into a scratch directory (buf generate -o) and compares it with the
 # committed tree, so stale, hand-edited, missing or leftover files all show up.
 .PHONY: check-generate
-check-generate: $(BUF_STAMP) $(PROTOC_GEN_GO_STAMP) $(PROTOC_GEN_VTPROTO_STAMP) ## buf lint, and fail if schema/chimev1 is not what the .proto files generate
+check-generate: $(BUF_STAMP) $(PROTOC_GEN_GO_STAMP) $(PROTOC_GEN_VTPROTO_STAMP) check-generate-sdk ## buf lint, and fail if schema/chimev1 (or the SDKs' generated code) is not what the .proto files generate
 	cd $(SCHEMA_DIR) && $(BUF) lint
 	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	(cd $(SCHEMA_DIR) && $(BUF) generate -o "$$tmp/out"); \
