@@ -323,6 +323,7 @@ func (s *server) routes(app *fiber.App) {
 	s.consoleRoutes(app)
 
 	app.Get("/v1/namespaces", s.authenticate, s.adminOnly, s.listNamespaces)
+	app.Post("/v1/schedules\\:preview", s.authenticateAnyKey, s.readBody, s.previewSchedule)
 	// Bodies are read once the request is authenticated and within its
 	// namespace's request quota.
 	v1 := app.Group("/v1/namespaces/:ns", s.authenticate, s.limitRequests, s.readBody)

@@ -49,7 +49,14 @@ const principalKey = "chime.principal"
 
 // authenticate checks the bearer token and the path's namespace: the admin
 // token passes everywhere, a namespace key only under its namespace.
-func (s *server) authenticate(c *fiber.Ctx) error {
+func (s *server) authenticate(c *fiber.Ctx) error { return s.authenticateFor(c, false) }
+
+// authenticateAnyKey is authenticate for a route across namespaces that
+// reads none of them (POST /v1/schedules:preview): any namespace's key may
+// use it, as the admin token may.
+func (s *server) authenticateAnyKey(c *fiber.Ctx) error { return s.authenticateFor(c, true) }
+
+func (s *server) authenticateFor(c *fiber.Ctx, anyKey bool) error {
 	token, challenge, err := bearer(c.Get(fiber.HeaderAuthorization))
 	if err != nil {
 		c.Set(fiber.HeaderWWWAuthenticate, challenge)
@@ -77,6 +84,10 @@ func (s *server) authenticate(c *fiber.Ctx) error {
 		return problem(fiber.StatusUnauthorized, "unauthorized", "the bearer token is neither the admin token nor a valid namespace key (revoked, mistyped, or never created)")
 	}
 	if !slices.Contains(c.Route().Params, "ns") {
+		if anyKey {
+			c.Locals(principalKey, principal{namespace: owner})
+			return c.Next()
+		}
 		return problem(fiber.StatusForbidden, "forbidden", "%s %s needs the admin token; namespace keys cannot use it", c.Method(), c.Path())
 	}
 	if err := checkNamespaceParam(c); err != nil {

@@ -29,6 +29,7 @@ func renderJob(ns, id string, row *chimev1.JobState, pending bool) jobResponse {
 		Pending:      pending,
 		CurrentFires: currentFires(row),
 	}
+	r.NextFires = nextFires(schema.JobKey(ns, id), row)
 	if !schema.JobEnded(row.GetStatus()) {
 		r.NextFireAt = fmtTime(row.GetTimerAt())
 		if r.NextFireAt == nil || row.GetStatus() == chimev1.JobStatus_JOB_STATUS_PAUSED {

@@ -53,10 +53,13 @@ type jobCreated struct {
 
 // jobResponse is GET .../jobs/{id} and the answer to cancel, pause, resume.
 type jobResponse struct {
-	ID          string            `json:"id"`
-	Namespace   string            `json:"namespace"`
-	State       string            `json:"state,omitempty"` // unset only in a repeated replay's answer once its job was removed
-	NextFireAt  *string           `json:"next_fire_at"`
+	ID         string  `json:"id"`
+	Namespace  string  `json:"namespace"`
+	State      string  `json:"state,omitempty"` // unset only in a repeated replay's answer once its job was removed
+	NextFireAt *string `json:"next_fire_at"`
+	// NextFires are the next few fires as the row stands (JobNextFires),
+	// with their jitter; none for a job that has ended.
+	NextFires   []fireJSON        `json:"next_fires,omitempty"`
 	Schedule    *scheduleJSON     `json:"schedule,omitempty"`
 	Callback    *callbackOut      `json:"callback,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`

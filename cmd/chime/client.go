@@ -53,6 +53,9 @@ Jobs:
   jobs NS [--state S] [--limit N] [--cursor C]   list, newest first
   job NS ID                           show, with fires in progress
   schedule NS JSON|-                  create
+  preview SCHEDULE [--count N] [--ns NS --id ID] [--from T]   the next fires of a schedule (JSON,
+                                      as a job's "schedule"), creating nothing; --ns and --id
+                                      for a schedule with jitter
   trigger|pause|resume|cancel NS ID
 Dead letters:
   dead-letters NS [--limit N] [--job-prefix P] [--from T] [--to T] [--replayed true|false]
@@ -137,6 +140,26 @@ var clientCommands = map[string]clientCommand{
 	"job": {2, nil, get(func(p []string) string { return nsPath(p[0], "/jobs/", url.PathEscape(p[1])) }, fieldsTable)},
 	"schedule": {2, nil, func(p []string, _ map[string]string) (clientCall, error) {
 		return clientCall{"POST", nsPath(p[0], "/jobs"), p[1], fieldsTable}, nil
+	}},
+	"preview": {1, []string{"count", "ns", "id", "from"}, func(p []string, f map[string]string) (clientCall, error) {
+		if !json.Valid([]byte(p[0])) {
+			return clientCall{}, fmt.Errorf("preview: %q is not a JSON schedule; write e.g. '{\"cron\": \"0 9 * * 1-5\", \"timezone\": \"Europe/Berlin\"}'", p[0])
+		}
+		m := map[string]any{"schedule": json.RawMessage(p[0])}
+		for flag, field := range map[string]string{"ns": "namespace", "id": "id", "from": "from"} {
+			if v := f[flag]; v != "" {
+				m[field] = v
+			}
+		}
+		if v := f["count"]; v != "" {
+			var n int
+			if _, err := fmt.Sscan(v, &n); err != nil {
+				return clientCall{}, fmt.Errorf("--count %q is not a number", v)
+			}
+			m["count"] = n
+		}
+		b, _ := json.Marshal(m)
+		return clientCall{"POST", "/v1/schedules:preview", string(b), tableOf("fires", col("FIRE", "fire_seq"), col("SCHEDULED", "scheduled_at"), col("FIRES AT", "fire_at"))}, nil
 	}},
 	"trigger": jobAction("POST", "/trigger"),
 	"pause":   jobAction("POST", "/pause"),

@@ -31,6 +31,8 @@ func TestClientRequest(t *testing.T) {
 		{[]string{"schedule", "acme", `{"x":1}`}, "POST", "/v1/namespaces/acme/jobs", `{"x":1}`, ""},
 		{[]string{"pause", "acme", "j1"}, "POST", "/v1/namespaces/acme/jobs/j1/pause", "", ""},
 		{[]string{"trigger", "acme", "j1"}, "POST", "/v1/namespaces/acme/jobs/j1/trigger", "", ""},
+		{[]string{"preview", `{"every":"1h","jitter":"1m"}`, "--ns", "acme", "--id", "j1", "--count", "3"}, "POST", "/v1/schedules:preview", `{"count":3,"id":"j1","namespace":"acme","schedule":{"every":"1h","jitter":"1m"}}`, ""},
+		{[]string{"preview", "every hour"}, "", "", "", `preview: "every hour" is not a JSON schedule`},
 		{[]string{"cancel", "acme", "j1"}, "DELETE", "/v1/namespaces/acme/jobs/j1", "", ""},
 		{[]string{"jobs", "acme", "--state", "paused", "--limit=5"}, "GET", "/v1/namespaces/acme/jobs?limit=5&state=paused", "", ""},
 		{[]string{"jobs", "--state", "dead", "acme"}, "GET", "/v1/namespaces/acme/jobs?state=dead", "", ""},

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/chime-sched/chime/schema/schedule"
+
 	"github.com/lovoo/goka"
 
 	"github.com/chime-sched/chime/internal/setting"
@@ -143,7 +145,7 @@ const (
 	DefaultTickBatch        = 4096
 	DefaultPumpIdle         = 5 * time.Second
 	DefaultNamespaceWait    = time.Minute
-	DefaultCatchupScanLimit = 10_000
+	DefaultCatchupScanLimit = schedule.DefaultScanLimit
 	DefaultSweepInterval    = 5 * time.Minute
 	DefaultSweepOverdue     = time.Minute
 	DefaultAckTimeout       = 2 * time.Minute

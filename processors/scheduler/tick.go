@@ -109,7 +109,10 @@ func (d *decider) fireNext(in *input, dec *decision, plan *schedule.Compiled, du
 		return
 	}
 	from := next.AsTime()
-	fireAt := from.Add(d.jitter(in.key, st, st.GetFireSeq()+1))
+	// The same steps as a preview's (schedule.Upcoming): the fires a
+	// preview shows are the fires made.
+	up := plan.Upcoming(in.key, from, st.GetFireSeq(), 2)
+	fireAt := up[0].FireAt
 	if fireAt.After(now) && !fireAt.After(due) {
 		// The next occurrence, emitted ahead of its time. Only this
 		// one: the catch-up below counts what is past, not what is
@@ -118,17 +121,13 @@ func (d *decider) fireNext(in *input, dec *decision, plan *schedule.Compiled, du
 		st.LastScheduledAt = timestamppb.New(from)
 		d.fire(in, dec, occurrence{fireSeq: st.GetFireSeq(), attempt: 1, scheduledAt: from, fireAt: fireAt}, now)
 		st.NextScheduledAt = nil
-		if n, ok := plan.Next(from); ok {
-			st.NextScheduledAt = timestamppb.New(n)
+		if len(up) > 1 {
+			st.NextScheduledAt = timestamppb.New(up[1].ScheduledAt)
 		}
 	} else if !fireAt.After(now) {
-		last, count, exact := plan.Latest(from, now, d.cfg.CatchupScanLimit)
-		if count > 1 && last.Add(d.jitter(in.key, st, st.GetFireSeq()+count)).After(now) {
-			// The latest occurrence is not due yet with its jitter: it
-			// fires on its own timer; the one before it is the latest
-			// missed one.
-			last, count, exact = plan.Latest(from, last.Add(-time.Nanosecond), d.cfg.CatchupScanLimit)
-		}
+		// As a preview counts them (schedule.Preview).
+		f, count, exact := plan.CatchUp(in.key, from, st.GetFireSeq(), now, d.cfg.CatchupScanLimit)
+		last := f.ScheduledAt
 		if count > 1 {
 			lastSkipped, _, _ := plan.Latest(from, last.Add(-time.Nanosecond), d.cfg.CatchupScanLimit)
 			sk := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_SKIPPED, now)
@@ -143,11 +142,10 @@ func (d *decider) fireNext(in *input, dec *decision, plan *schedule.Compiled, du
 			sk.FireSeq = st.GetFireSeq() + count - 1
 			dec.events = append(dec.events, sk)
 			st.Skipped += count - 1
-			fireAt = last // jitter is not applied to a catch-up fire
 		}
-		st.FireSeq += count
+		st.FireSeq = f.Seq
 		st.LastScheduledAt = timestamppb.New(last)
-		d.fire(in, dec, occurrence{fireSeq: st.GetFireSeq(), attempt: 1, scheduledAt: last, fireAt: fireAt}, now)
+		d.fire(in, dec, occurrence{fireSeq: st.GetFireSeq(), attempt: 1, scheduledAt: last, fireAt: f.FireAt}, now)
 		st.NextScheduledAt = nil
 		if n, ok := plan.Next(last); ok {
 			st.NextScheduledAt = timestamppb.New(n)
@@ -156,14 +154,4 @@ func (d *decider) fireNext(in *input, dec *decision, plan *schedule.Compiled, du
 }
 
 // compilePlan compiles the row's schedule with the job's anchor.
-func compilePlan(st *chimev1.JobState) (*schedule.Compiled, error) {
-	c, err := schedule.Compile(st.GetSpec().GetSchedule())
-	if err != nil {
-		return nil, err
-	}
-	anchor := st.GetCreatedAt()
-	if st.GetAnchor() != nil {
-		anchor = st.GetAnchor()
-	}
-	return c.WithAnchor(anchor.AsTime()), nil
-}
+func compilePlan(st *chimev1.JobState) (*schedule.Compiled, error) { return schedule.ForRow(st) }

@@ -510,3 +510,17 @@ func addSteps(t time.Time, k uint64, d time.Duration) time.Time {
 	sec, nsec := bits.Div64(hi, lo, uint64(time.Second))
 	return time.Unix(t.Unix()+int64(sec), int64(t.Nanosecond())+int64(nsec)).UTC()
 }
+
+// ForRow compiles a scheduler row's schedule with the job's anchor (the
+// row's anchor, else its creation time): the plan its occurrences follow.
+func ForRow(st *chimev1.JobState) (*Compiled, error) {
+	c, err := Compile(st.GetSpec().GetSchedule())
+	if err != nil {
+		return nil, err
+	}
+	anchor := st.GetCreatedAt()
+	if st.GetAnchor() != nil {
+		anchor = st.GetAnchor()
+	}
+	return c.WithAnchor(anchor.AsTime()), nil
+}

@@ -154,3 +154,17 @@ def test_schedule_many_publishes_nothing_when_one_is_invalid(setup, receiver):
     wait_for("both scheduled", lambda: state_of(client, "many-3") == "scheduled")
     with pytest.raises(ProblemError):
         client.get_job(NS, "many-2")
+
+
+def test_preview_matches_the_job(setup):
+    _, client, _, _ = setup
+    sched = {"every": "1h", "jitter": "5m"}
+    preview = client.preview_schedule(sched, count=3, namespace=NS, job_id="preview-1")["fires"]
+    assert [f["fire_seq"] for f in preview] == [1, 2, 3]
+    client.create_job(NS, {"id": "preview-1", "schedule": sched, "callback": {"url": "http://127.0.0.1:9/x"}})
+    job = wait_for("the job's row", lambda: (j := client.get_job(NS, "preview-1")).get("next_fires") and j)
+    # Created a moment after the preview: the same jitter, an hour from creation.
+    assert [f["fire_seq"] for f in job["next_fires"][:3]] == [1, 2, 3]
+    with pytest.raises(ProblemError) as e:
+        client.preview_schedule({"every": "1h", "jitter": "5m"})
+    assert e.value.status == 422 and e.value.errors[0]["field"] == "id"

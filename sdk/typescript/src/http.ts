@@ -104,6 +104,12 @@ export class Client {
     return unwrap(await this.raw.POST("/v1/namespaces/{ns}/signing-secret:rotate", { params: { path: { ns } }, body }));
   }
 
+  // Schedules (any token).
+  /** The next fires of a schedule, creating nothing (namespace and id are needed when it has jitter). */
+  async previewSchedule(body: Schemas["PreviewRequest"]): Promise<Schemas["Preview"]> {
+    return unwrap(await this.raw.POST("/v1/schedules:preview", { body }));
+  }
+
   // Jobs.
   async createJob(ns: string, job: JobRequest, o: { idempotencyKey?: string } = {}): Promise<Schemas["JobCreated"]> {
     return unwrap(await this.raw.POST("/v1/namespaces/{ns}/jobs", { params: { path: { ns }, header: idem(o) }, body: job }));

@@ -123,3 +123,16 @@ test("scheduleMany publishes nothing when one command is invalid", async () => {
   await waitFor("both scheduled", async () => (await stateOf("many-3")) === "scheduled");
   await assert.rejects(client.getJob(NS, "many-2"), (e: unknown) => e instanceof ProblemError && e.status === 404);
 });
+
+test("previews a schedule and shows a job's next fires", async () => {
+  const schedule = { every: "1h", jitter: "5m" };
+  const preview = await client.previewSchedule({ schedule, count: 3, namespace: NS, id: "preview-1" });
+  assert.deepEqual(preview.fires.map((f) => f.fire_seq), [1, 2, 3]);
+  await client.createJob(NS, { id: "preview-1", schedule, callback: { url: "http://127.0.0.1:9/x" } });
+  const job = await waitFor("the job's row", async () => {
+    const j = await client.getJob(NS, "preview-1");
+    return j.next_fires && j;
+  });
+  assert.deepEqual(job.next_fires!.slice(0, 3).map((f) => f.fire_seq), [1, 2, 3]);
+  await assert.rejects(client.previewSchedule({ schedule }), (e: unknown) => e instanceof ProblemError && e.status === 422 && e.errors[0].field === "id");
+});

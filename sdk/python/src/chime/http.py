@@ -95,6 +95,16 @@ class _Routes:
     def rotate_signing_secret(self, ns: str, rotate: models.Rotate | None = None) -> models.SigningSecret:
         return self._call("POST", f"/v1/namespaces/{_seg(ns)}/signing-secret:rotate", json=rotate or {})
 
+    # Schedules (any token).
+    def preview_schedule(self, schedule: models.Schedule, *, count: int | None = None, namespace: str | None = None,
+                         job_id: str | None = None, from_: str | None = None) -> models.Preview:
+        """The next fires of a schedule, creating nothing (namespace and job_id are needed when it has jitter)."""
+        body: dict[str, Any] = {"schedule": schedule}
+        for k, v in (("count", count), ("namespace", namespace), ("id", job_id), ("from", from_)):
+            if v is not None:
+                body[k] = v
+        return self._call("POST", "/v1/schedules:preview", json=body)
+
     # Jobs.
     def create_job(self, ns: str, job: models.JobRequest, *, idempotency_key: str | None = None) -> models.JobCreated:
         return self._call("POST", f"/v1/namespaces/{_seg(ns)}/jobs", json=job, idempotency_key=idempotency_key)

@@ -210,32 +210,6 @@ class CurrentFire(TypedDict):
     last_error: NotRequired[LastError]
 
 
-class Job(TypedDict):
-    id: NotRequired[str]
-    namespace: NotRequired[str]
-    state: NotRequired[Literal['scheduled', 'paused', 'completed', 'cancelled', 'dead']]
-    next_fire_at: NotRequired[str | None]
-    schedule: NotRequired[Schedule]
-    callback: NotRequired[dict[str, Any]]
-    labels: NotRequired[dict[str, Any]]
-    created_at: NotRequired[str]
-    updated_at: NotRequired[str]
-    fires: NotRequired[int]
-    skipped: NotRequired[int]
-    last_fired_at: NotRequired[str]
-    last_outcome: NotRequired[LastOutcome]
-    pending: NotRequired[bool]
-    current_fires: NotRequired[list[CurrentFire]]
-
-
-class Replay(Job):
-    dead_letter_id: str
-    already_replayed: bool
-    replayed_at: str
-    id: str
-    namespace: str
-
-
 class Window(TypedDict):
     requests: NotRequired[float]
     failures: NotRequired[float]
@@ -424,11 +398,6 @@ class DeadLetters(TypedDict):
     next_before: str | None
 
 
-class JobList(TypedDict):
-    jobs: list[Job]
-    next_cursor: str
-
-
 class Namespace1(Namespace):
     breaker_state: Literal[
         'closed', 'open', 'half_open', 'disabled', 'forced_open', 'forced_closed'
@@ -486,3 +455,58 @@ class BulkReplay(TypedDict):
     quota_reason: NotRequired[str]
     jobs: list[str]
     more: bool
+
+
+class Fire(TypedDict):
+    fire_seq: int
+    scheduled_at: str
+    fire_at: str
+
+
+PreviewRequest = TypedDict(
+    'PreviewRequest',
+    {
+        'schedule': Schedule,
+        'count': NotRequired[int],
+        'namespace': NotRequired[str],
+        'id': NotRequired[str],
+        'from': NotRequired[str],
+    },
+    closed=True,
+)
+
+
+class Preview(TypedDict):
+    fires: list[Fire]
+
+
+class Job(TypedDict):
+    id: NotRequired[str]
+    namespace: NotRequired[str]
+    state: NotRequired[Literal['scheduled', 'paused', 'completed', 'cancelled', 'dead']]
+    next_fire_at: NotRequired[str | None]
+    schedule: NotRequired[Schedule]
+    callback: NotRequired[dict[str, Any]]
+    labels: NotRequired[dict[str, Any]]
+    created_at: NotRequired[str]
+    updated_at: NotRequired[str]
+    fires: NotRequired[int]
+    skipped: NotRequired[int]
+    last_fired_at: NotRequired[str]
+    last_outcome: NotRequired[LastOutcome]
+    pending: NotRequired[bool]
+    current_fires: NotRequired[list[CurrentFire]]
+    next_fires: NotRequired[list[Fire]]
+
+
+class Replay(Job):
+    dead_letter_id: str
+    already_replayed: bool
+    replayed_at: str
+    id: str
+    namespace: str
+
+
+class JobList(TypedDict):
+    jobs: list[Job]
+    next_cursor: str

@@ -92,6 +92,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/schedules:preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The next fires of a schedule, without creating anything
+         * @description The scheduler's own steps: the times shown are the times fired while chime runs on time (jitter included). Any valid token may ask: the admin token or any namespace's key.
+         */
+        post: operations["previewSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/namespaces/{ns}": {
         parameters: {
             query?: never;
@@ -689,6 +709,8 @@ export interface components {
                     body_snippet?: string;
                 };
             }[];
+            /** @description the next fires (up to 5) as the job stands, with their jitter; absent once the job has ended */
+            next_fires?: components["schemas"]["Fire"][];
         };
         /** @description the replay's job, as GET .../jobs/{id} shows it (only id and namespace once the job was removed, long after it ended), and the replay */
         Replay: components["schemas"]["Job"] & {
@@ -929,6 +951,37 @@ export interface components {
             /** @description more dead letters not replayed yet match: the same request again replays the next ones */
             more: boolean;
         };
+        Fire: {
+            /** @description the fire's number: its idempotency key is namespace/id/fire_seq */
+            fire_seq: number;
+            /**
+             * Format: date-time
+             * @description the occurrence's time
+             */
+            scheduled_at: string;
+            /**
+             * Format: date-time
+             * @description when the call goes out: scheduled_at plus the job's jitter for this fire
+             */
+            fire_at: string;
+        };
+        PreviewRequest: {
+            schedule: components["schemas"]["Schedule"];
+            /** @description how many fires to show (default 10) */
+            count?: number;
+            /** @description the job's namespace: with id, needed when the schedule has jitter (each fire's jitter depends on the job) */
+            namespace?: string;
+            /** @description the job's id */
+            id?: string;
+            /**
+             * Format: date-time
+             * @description when the job would be created (default now): an every-schedule without start_at counts from it, a cron schedule fires after it
+             */
+            from?: string;
+        };
+        Preview: {
+            fires: components["schemas"]["Fire"][];
+        };
     };
     responses: never;
     parameters: never;
@@ -1097,6 +1150,75 @@ export interface operations {
                 };
             };
             /** @description The namespace table cannot be read right now; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    previewSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PreviewRequest"];
+            };
+        };
+        responses: {
+            /** @description the next fires, in order; empty when the schedule has none left */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Preview"];
+                };
+            };
+            /** @description Malformed JSON, unknown field or wrong type */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed; errors[] names the fields */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description chime holds as many request bodies as it may at once; retry after Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;

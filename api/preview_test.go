@@ -1,0 +1,99 @@
+package api_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/schema/schedule"
+)
+
+// TestPreviewSchedule: POST /v1/schedules:preview answers the fires
+// schedule.Upcoming computes (the scheduler's own steps), for the admin
+// token and any namespace's key, and names the field at fault otherwise.
+func TestPreviewSchedule(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := b.namespace(t, "shop", nil)
+	from := "2026-10-23T08:00:00Z"
+	body := map[string]any{"schedule": map[string]any{"cron": "0 9 * * 1-5", "timezone": "Europe/Berlin", "jitter": "10m"},
+		"namespace": "shop", "id": "daily", "count": 5, "from": from}
+
+	plan, err := schedule.Compile(&chimev1.Schedule{Kind: &chimev1.Schedule_Cron{Cron: &chimev1.Cron{Expr: "0 9 * * 1-5", Timezone: "Europe/Berlin"}}, Jitter: durationpb.New(10 * time.Minute)})
+	require.NoError(t, err)
+	start, _ := time.Parse(time.RFC3339, from)
+	first, ok := plan.First(start)
+	require.True(t, ok)
+	want := plan.Upcoming("shop/daily", first, 0, 5)
+
+	for _, token := range []string{adminToken, key} {
+		r := b.do(t, "POST", "/v1/schedules:preview", token, body)
+		require.Equal(t, 200, r.status, string(r.raw))
+		fires := r.body["fires"].([]any)
+		require.Len(t, fires, 5)
+		for i, f := range fires {
+			m := f.(map[string]any)
+			require.EqualValues(t, want[i].Seq, m["fire_seq"])
+			require.Equal(t, want[i].ScheduledAt.Format(time.RFC3339Nano), m["scheduled_at"])
+			require.Equal(t, want[i].FireAt.Format(time.RFC3339Nano), m["fire_at"])
+		}
+	}
+	// From Friday 10:00 in Berlin, the first fire is Monday 26 October at
+	// 09:00 in Berlin: 08:00 UTC, after the change from summer time.
+	require.Equal(t, "2026-10-26T08:00:00Z", want[0].ScheduledAt.Format(time.RFC3339))
+
+	for _, tc := range []struct {
+		name  string
+		body  map[string]any
+		field string
+	}{
+		{"jitter without the job", map[string]any{"schedule": map[string]any{"every": "1h", "jitter": "1m"}}, "id"},
+		{"bad cron", map[string]any{"schedule": map[string]any{"cron": "61 * * * *"}}, "schedule.cron"},
+		{"two kinds", map[string]any{"schedule": map[string]any{"every": "1h", "cron": "* * * * *"}}, "schedule"},
+		{"count too large", map[string]any{"schedule": map[string]any{"every": "1h"}, "count": 101}, "count"},
+		{"bad namespace", map[string]any{"schedule": map[string]any{"every": "1h"}, "namespace": "Shop"}, "namespace"},
+		{"no schedule", map[string]any{"count": 3}, "schedule"},
+	} {
+		requireProblem(t, b.do(t, "POST", "/v1/schedules:preview", key, tc.body), 422, tc.field)
+	}
+	requireProblem(t, b.do(t, "POST", "/v1/schedules:preview", "ck_shop.wrong", body), 401, "")
+
+	// A schedule whose occurrences are past when the job is created fires
+	// the latest of them at once, numbered after the ones it skips, and
+	// then nothing more past its end.
+	r := b.do(t, "POST", "/v1/schedules:preview", key, map[string]any{"schedule": map[string]any{"every": "10m", "start_at": "2026-01-01T00:00:00Z", "end_at": "2026-01-01T00:30:00Z"}, "from": from})
+	require.Equal(t, 200, r.status, string(r.raw))
+	fires := r.body["fires"].([]any)
+	require.Len(t, fires, 1)
+	require.EqualValues(t, 4, fires[0].(map[string]any)["fire_seq"], "00:00, 00:10 and 00:20 skipped")
+	require.Equal(t, "2026-01-01T00:30:00Z", fires[0].(map[string]any)["scheduled_at"])
+}
+
+// TestJobShowsItsNextFires: GET .../jobs/{id} shows the next five fires
+// as the row stands, numbered after its last fire; none once it ended.
+func TestJobShowsItsNextFires(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := b.namespace(t, "shop", nil)
+	created := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	spec := &chimev1.JobSpec{Namespace: "shop", Id: "j", Schedule: &chimev1.Schedule{Kind: &chimev1.Schedule_Every{Every: &chimev1.Every{Interval: durationpb.New(time.Hour)}}},
+		Target: &chimev1.Target{Kind: &chimev1.Target_Http{Http: &chimev1.HttpCallback{Url: "https://example.com/h"}}}}
+	b.states.put("shop", "j", &chimev1.JobState{Spec: spec, Status: chimev1.JobStatus_JOB_STATUS_SCHEDULED, CreatedAt: timestamppb.New(created),
+		FireSeq: 3, NextScheduledAt: timestamppb.New(created.Add(4 * time.Hour))})
+	r := b.do(t, "GET", "/v1/namespaces/shop/jobs/j", key, nil)
+	require.Equal(t, 200, r.status, string(r.raw))
+	fires := r.body["next_fires"].([]any)
+	require.Len(t, fires, 5)
+	require.EqualValues(t, 4, fires[0].(map[string]any)["fire_seq"])
+	require.Equal(t, "2026-11-24T14:00:00Z", fires[0].(map[string]any)["scheduled_at"])
+	require.Equal(t, "2026-11-24T18:00:00Z", fires[4].(map[string]any)["scheduled_at"])
+
+	b.states.put("shop", "done", &chimev1.JobState{Spec: spec, Status: chimev1.JobStatus_JOB_STATUS_CANCELLED, CreatedAt: timestamppb.New(created)})
+	r = b.do(t, "GET", "/v1/namespaces/shop/jobs/done", key, nil)
+	require.Equal(t, 200, r.status, string(r.raw))
+	require.Nil(t, r.body["next_fires"])
+}
