@@ -43,7 +43,7 @@ func (js jobScope) toCommand(id string, req *jobRequest, prefix string) (*conver
 		add("", "is null; send a job object")
 		return nil, fe
 	}
-	spec := &chimev1.JobSpec{Namespace: ns, Id: id, Labels: req.Labels}
+	spec := &chimev1.JobSpec{Namespace: ns, Id: id, Labels: req.Labels, MaxFires: deref(req.MaxFires)}
 	usedIn := false
 	if sc := req.Schedule; sc == nil {
 		add("schedule", "is missing; set exactly one of at, in, every, cron")

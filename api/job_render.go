@@ -21,6 +21,7 @@ func renderJob(ns, id string, row *chimev1.JobState, pending bool) jobResponse {
 		Namespace:    ns,
 		State:        stateName(row.GetStatus()),
 		Labels:       spec.GetLabels(),
+		MaxFires:     spec.GetMaxFires(),
 		CreatedAt:    fmtTime(row.GetCreatedAt()),
 		UpdatedAt:    fmtTime(row.GetUpdatedAt()),
 		Fires:        row.GetFires(),

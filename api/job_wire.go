@@ -15,6 +15,8 @@ type jobRequest struct {
 	Retry           *retryJSON        `json:"retry,omitempty"`
 	RelevancyWindow *string           `json:"relevancy_window,omitempty"`
 	Labels          map[string]string `json:"labels,omitempty"`
+	// MaxFires ends the job once its schedule has fired this many times.
+	MaxFires *uint32 `json:"max_fires,omitempty"`
 }
 
 // scheduleJSON: exactly one of at, in, every, cron.
@@ -63,6 +65,7 @@ type jobResponse struct {
 	Schedule    *scheduleJSON     `json:"schedule,omitempty"`
 	Callback    *callbackOut      `json:"callback,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
+	MaxFires    uint32            `json:"max_fires,omitempty"`
 	CreatedAt   *string           `json:"created_at,omitempty"`
 	UpdatedAt   *string           `json:"updated_at,omitempty"`
 	Fires       uint64            `json:"fires"`

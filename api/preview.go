@@ -30,6 +30,8 @@ type previewRequest struct {
 	// From is when the job would be created (now): an every-schedule
 	// without start_at counts from it, a cron one fires after it.
 	From *string `json:"from,omitempty"`
+	// MaxFires is the job's max_fires: the preview stops at it.
+	MaxFires *uint32 `json:"max_fires,omitempty"`
 }
 
 // fireJSON is one upcoming fire.
@@ -96,6 +98,9 @@ func (s *server) previewSchedule(c *fiber.Ctx) error {
 		fe.add("id", "the schedule has jitter, and each fire's jitter depends on its job: give namespace and id")
 		return fe.problem()
 	}
+	if m := deref(req.MaxFires); m > 0 {
+		count = min(count, int(m))
+	}
 	fires := plan.WithAnchor(from).Preview(schema.JobKey(req.Namespace, req.ID), from, count)
 	return c.JSON(previewResponse{Fires: firesJSON(fires)})
 }
@@ -128,5 +133,9 @@ func nextFires(key string, row *chimev1.JobState) []fireJSON {
 	if err != nil {
 		return nil
 	}
-	return firesJSON(plan.Upcoming(key, next.AsTime(), row.GetFireSeq(), JobNextFires))
+	n := uint64(JobNextFires)
+	if m := uint64(row.GetSpec().GetMaxFires()); m > 0 {
+		n = min(n, m-min(m, row.GetScheduledFires()))
+	}
+	return firesJSON(plan.Upcoming(key, next.AsTime(), row.GetFireSeq(), int(n)))
 }

@@ -97,3 +97,30 @@ func TestJobShowsItsNextFires(t *testing.T) {
 	require.Equal(t, 200, r.status, string(r.raw))
 	require.Nil(t, r.body["next_fires"])
 }
+
+// TestMaxFires: a job's max_fires reaches the scheduler's command, shows
+// on the job, and ends its preview and its next_fires.
+func TestMaxFires(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := b.namespace(t, "shop", nil)
+	r := b.do(t, "POST", "/v1/namespaces/shop/jobs", key, map[string]any{"id": "instalments", "schedule": map[string]any{"every": "720h"},
+		"callback": map[string]any{"url": "https://example.com/charge"}, "max_fires": 12})
+	require.Equal(t, 201, r.status, string(r.raw))
+	cmds := b.jobs.commands()
+	require.EqualValues(t, 12, cmds[len(cmds)-1].GetUpsert().GetSpec().GetMaxFires())
+
+	r = b.do(t, "POST", "/v1/schedules:preview", key, map[string]any{"schedule": map[string]any{"every": "1h"}, "count": 10, "max_fires": 3})
+	require.Equal(t, 200, r.status, string(r.raw))
+	require.Len(t, r.body["fires"], 3)
+
+	created := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	spec := &chimev1.JobSpec{Namespace: "shop", Id: "j", MaxFires: 12, Schedule: &chimev1.Schedule{Kind: &chimev1.Schedule_Every{Every: &chimev1.Every{Interval: durationpb.New(time.Hour)}}},
+		Target: &chimev1.Target{Kind: &chimev1.Target_Http{Http: &chimev1.HttpCallback{Url: "https://example.com/h"}}}}
+	b.states.put("shop", "j", &chimev1.JobState{Spec: spec, Status: chimev1.JobStatus_JOB_STATUS_SCHEDULED, CreatedAt: timestamppb.New(created),
+		FireSeq: 10, ScheduledFires: 10, NextScheduledAt: timestamppb.New(created.Add(11 * time.Hour))})
+	r = b.do(t, "GET", "/v1/namespaces/shop/jobs/j", key, nil)
+	require.Equal(t, 200, r.status, string(r.raw))
+	require.EqualValues(t, 12, r.body["max_fires"])
+	require.Len(t, r.body["next_fires"], 2, "two fires left of twelve")
+}

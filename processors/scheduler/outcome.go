@@ -132,6 +132,10 @@ func (d *decider) ack(in *input, cur *chimev1.JobState, a *chimev1.Ack, now time
 // nothing in flight, nothing waiting to be retried.
 func (d *decider) maybeComplete(in *input, dec *decision, plan *schedule.Compiled, now time.Time) {
 	st := dec.state
+	if m := st.GetSpec().GetMaxFires(); m > 0 && st.GetScheduledFires() >= uint64(m) {
+		// Its schedule has fired max_fires times: no occurrence is left.
+		st.NextScheduledAt = nil
+	}
 	if st.GetStatus() != chimev1.JobStatus_JOB_STATUS_SCHEDULED ||
 		st.GetNextScheduledAt() != nil || len(st.GetOpen()) > 0 || len(st.GetPending()) > 0 {
 		return

@@ -48,6 +48,7 @@ func copyRow(st *chimev1.JobState) *chimev1.JobState {
 		HeldCommand:     st.HeldCommand,
 		HeldUntil:       st.HeldUntil,
 		TickAt:          st.TickAt,
+		ScheduledFires:  st.ScheduledFires,
 	}
 	copyUnknown(c, st)
 	return c

@@ -119,7 +119,7 @@ func (d *decider) fireNext(in *input, dec *decision, plan *schedule.Compiled, du
 		// near.
 		st.FireSeq++
 		st.LastScheduledAt = timestamppb.New(from)
-		d.fire(in, dec, occurrence{fireSeq: st.GetFireSeq(), attempt: 1, scheduledAt: from, fireAt: fireAt}, now)
+		d.fireScheduled(in, dec, occurrence{fireSeq: st.GetFireSeq(), attempt: 1, scheduledAt: from, fireAt: fireAt}, now)
 		st.NextScheduledAt = nil
 		if len(up) > 1 {
 			st.NextScheduledAt = timestamppb.New(up[1].ScheduledAt)
@@ -145,11 +145,22 @@ func (d *decider) fireNext(in *input, dec *decision, plan *schedule.Compiled, du
 		}
 		st.FireSeq = f.Seq
 		st.LastScheduledAt = timestamppb.New(last)
-		d.fire(in, dec, occurrence{fireSeq: st.GetFireSeq(), attempt: 1, scheduledAt: last, fireAt: f.FireAt}, now)
+		d.fireScheduled(in, dec, occurrence{fireSeq: st.GetFireSeq(), attempt: 1, scheduledAt: last, fireAt: f.FireAt}, now)
 		st.NextScheduledAt = nil
 		if n, ok := plan.Next(last); ok {
 			st.NextScheduledAt = timestamppb.New(n)
 		}
+	}
+}
+
+// fireScheduled fires an occurrence of the schedule (not a trigger),
+// counting it toward spec.max_fires when it goes out.
+func (d *decider) fireScheduled(in *input, dec *decision, o occurrence, now time.Time) {
+	st := dec.state
+	before := st.GetFires()
+	d.fire(in, dec, o, now)
+	if st.GetFires() > before {
+		st.ScheduledFires++
 	}
 }
 

@@ -676,8 +676,12 @@ type JobSpec struct {
 	// expired instead. Unset: the namespace's window, else no limit.
 	RelevancyWindow *durationpb.Duration `protobuf:"bytes,6,opt,name=relevancy_window,json=relevancyWindow,proto3" json:"relevancy_window,omitempty"`
 	Labels          map[string]string    `protobuf:"bytes,7,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The job ends once its schedule has fired this many times (its
+	// occurrences that went out: skipped and expired ones, retries and
+	// triggered fires do not count). 0: no limit.
+	MaxFires      uint32 `protobuf:"varint,8,opt,name=max_fires,json=maxFires,proto3" json:"max_fires,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -757,6 +761,13 @@ func (x *JobSpec) GetLabels() map[string]string {
 		return x.Labels
 	}
 	return nil
+}
+
+func (x *JobSpec) GetMaxFires() uint32 {
+	if x != nil {
+		return x.MaxFires
+	}
+	return 0
 }
 
 // JobCommand is the one input of the scheduler, on the job-commands topic,
@@ -1526,7 +1537,7 @@ const file_chime_v1_job_proto_rawDesc = "" +
 	"multiplier\x12\x16\n" +
 	"\x06jitter\x18\x05 \x01(\x01R\x06jitter\x12:\n" +
 	"\vmax_elapsed\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\n" +
-	"maxElapsed\"\xf6\x02\n" +
+	"maxElapsed\"\x93\x03\n" +
 	"\aJobSpec\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12.\n" +
@@ -1534,7 +1545,8 @@ const file_chime_v1_job_proto_rawDesc = "" +
 	"\x06target\x18\x04 \x01(\v2\x10.chime.v1.TargetR\x06target\x12+\n" +
 	"\x05retry\x18\x05 \x01(\v2\x15.chime.v1.RetryPolicyR\x05retry\x12D\n" +
 	"\x10relevancy_window\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\x0frelevancyWindow\x125\n" +
-	"\x06labels\x18\a \x03(\v2\x1d.chime.v1.JobSpec.LabelsEntryR\x06labels\x1a9\n" +
+	"\x06labels\x18\a \x03(\v2\x1d.chime.v1.JobSpec.LabelsEntryR\x06labels\x12\x1b\n" +
+	"\tmax_fires\x18\b \x01(\rR\bmaxFires\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9e\x04\n" +

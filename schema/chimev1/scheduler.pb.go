@@ -438,9 +438,12 @@ type JobState struct {
 	// (the dispatcher calls at the due's fire_at), so that a burst of fires
 	// due at one instant is decided before it. Kept in the codec's header in
 	// timer_at's place.
-	TickAt        *timestamppb.Timestamp `protobuf:"bytes,23,opt,name=tick_at,json=tickAt,proto3" json:"tick_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	TickAt *timestamppb.Timestamp `protobuf:"bytes,23,opt,name=tick_at,json=tickAt,proto3" json:"tick_at,omitempty"`
+	// The occurrences of the schedule that went out (fires less triggered
+	// ones): what spec.max_fires counts.
+	ScheduledFires uint64 `protobuf:"varint,24,opt,name=scheduled_fires,json=scheduledFires,proto3" json:"scheduled_fires,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *JobState) Reset() {
@@ -632,6 +635,13 @@ func (x *JobState) GetTickAt() *timestamppb.Timestamp {
 		return x.TickAt
 	}
 	return nil
+}
+
+func (x *JobState) GetScheduledFires() uint64 {
+	if x != nil {
+		return x.ScheduledFires
+	}
+	return 0
 }
 
 // Delivery is a write to a Kafka-target job's topic that the scheduler
@@ -1293,7 +1303,7 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\ahistory\x18\t \x03(\v2\x19.chime.v1.CallbackOutcomeR\ahistory\x12 \n" +
 	"\vincarnation\x18\n" +
 	" \x01(\tR\vincarnation\x123\n" +
-	"\afire_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x06fireAt\"\xcd\b\n" +
+	"\afire_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x06fireAt\"\xf6\b\n" +
 	"\bJobState\x12%\n" +
 	"\x04spec\x18\x01 \x01(\v2\x11.chime.v1.JobSpecR\x04spec\x12+\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x13.chime.v1.JobStatusR\x06status\x12\x19\n" +
@@ -1324,7 +1334,8 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\fheld_command\x18\x15 \x01(\fR\vheldCommand\x129\n" +
 	"\n" +
 	"held_until\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\theldUntil\x123\n" +
-	"\atick_at\x18\x17 \x01(\v2\x1a.google.protobuf.TimestampR\x06tickAt\"\xd9\x01\n" +
+	"\atick_at\x18\x17 \x01(\v2\x1a.google.protobuf.TimestampR\x06tickAt\x12'\n" +
+	"\x0fscheduled_fires\x18\x18 \x01(\x04R\x0escheduledFires\"\xd9\x01\n" +
 	"\bDelivery\x12\x19\n" +
 	"\bfire_seq\x18\x01 \x01(\x04R\afireSeq\x12-\n" +
 	"\x06target\x18\x02 \x01(\v2\x15.chime.v1.KafkaTargetR\x06target\x12=\n" +

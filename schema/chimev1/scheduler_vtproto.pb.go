@@ -249,6 +249,13 @@ func (m *JobState) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.ScheduledFires != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.ScheduledFires))
+		i--
+		dAtA[i] = 0x1
+		i--
+		dAtA[i] = 0xc0
+	}
 	if m.TickAt != nil {
 		size, err := (*timestamppb.Timestamp)(m.TickAt).MarshalToSizedBufferVT(dAtA[:i])
 		if err != nil {
@@ -1218,6 +1225,9 @@ func (m *JobState) SizeVT() (n int) {
 	if m.TickAt != nil {
 		l = (*timestamppb.Timestamp)(m.TickAt).SizeVT()
 		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.ScheduledFires != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.ScheduledFires))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -2778,6 +2788,25 @@ func (m *JobState) UnmarshalVT(dAtA []byte) error {
 				return err
 			}
 			iNdEx = postIndex
+		case 24:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ScheduledFires", wireType)
+			}
+			m.ScheduledFires = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.ScheduledFires |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])

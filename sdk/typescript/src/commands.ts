@@ -79,6 +79,8 @@ export interface HttpJob {
   headers?: Record<string, string>;
   body?: Uint8Array | string;
   labels?: Record<string, string>;
+  /** Ends a recurring job after its schedule fired this many times (0: no limit). */
+  maxFires?: number;
 }
 
 /** A job spec with an HTTP callback and one of at, everyMs or cron. */
@@ -96,6 +98,7 @@ export function httpJob(namespace: string, id: string, j: HttpJob): JobSpec {
     id,
     schedule,
     labels: j.labels ?? {},
+    maxFires: j.maxFires ?? 0,
     target: { kind: { case: "http", value: { url: j.url, method: j.method ?? "", headers: j.headers ?? {}, body } } },
   });
 }

@@ -104,9 +104,13 @@ def http_job(
     headers: dict[str, str] | None = None,
     body: bytes = b"",
     labels: dict[str, str] | None = None,
+    max_fires: int = 0,
 ) -> job_pb2.JobSpec:
-    """A job spec with an HTTP callback and one of ``at``, ``every_s`` or ``cron``."""
-    spec = job_pb2.JobSpec(namespace=namespace, id=job_id, labels=labels or {})
+    """A job spec with an HTTP callback and one of ``at``, ``every_s`` or ``cron``.
+
+    ``max_fires`` ends a recurring job after its schedule fired that many times (0: no limit).
+    """
+    spec = job_pb2.JobSpec(namespace=namespace, id=job_id, labels=labels or {}, max_fires=max_fires)
     spec.target.http.url = url
     spec.target.http.method = method
     spec.target.http.body = body

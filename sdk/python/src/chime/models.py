@@ -164,6 +164,7 @@ class JobRequest(TypedDict, closed=True):
     retry: NotRequired[RetryPolicy]
     relevancy_window: NotRequired[str]
     labels: NotRequired[dict[str, str]]
+    max_fires: NotRequired[int]
 
 
 class BatchRequest(TypedDict, closed=True):
@@ -471,6 +472,7 @@ PreviewRequest = TypedDict(
         'namespace': NotRequired[str],
         'id': NotRequired[str],
         'from': NotRequired[str],
+        'max_fires': NotRequired[int],
     },
     closed=True,
 )
@@ -497,6 +499,7 @@ class Job(TypedDict):
     pending: NotRequired[bool]
     current_fires: NotRequired[list[CurrentFire]]
     next_fires: NotRequired[list[Fire]]
+    max_fires: NotRequired[int]
 
 
 class Replay(Job):

@@ -649,6 +649,8 @@ export interface components {
             labels?: {
                 [key: string]: string;
             };
+            /** @description the job ends once its schedule has fired this many times (skipped and expired occurrences, retries and triggered fires do not count); 0 or absent: no limit */
+            max_fires?: number;
         };
         BatchRequest: {
             jobs: components["schemas"]["JobRequest"][];
@@ -711,6 +713,8 @@ export interface components {
             }[];
             /** @description the next fires (up to 5) as the job stands, with their jitter; absent once the job has ended */
             next_fires?: components["schemas"]["Fire"][];
+            /** @description the job's max_fires, when it has one */
+            max_fires?: number;
         };
         /** @description the replay's job, as GET .../jobs/{id} shows it (only id and namespace once the job was removed, long after it ended), and the replay */
         Replay: components["schemas"]["Job"] & {
@@ -978,6 +982,8 @@ export interface components {
              * @description when the job would be created (default now): an every-schedule without start_at counts from it, a cron schedule fires after it
              */
             from?: string;
+            /** @description the job's max_fires: the preview stops there */
+            max_fires?: number;
         };
         Preview: {
             fires: components["schemas"]["Fire"][];

@@ -104,7 +104,7 @@ class Emission(_message.Message):
     def __init__(self, fire_seq: _Optional[int] = ..., emit_seq: _Optional[int] = ..., attempt: _Optional[int] = ..., scheduled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., deferrals: _Optional[int] = ..., emitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., redeliveries: _Optional[int] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., history: _Optional[_Iterable[_Union[_outcome_pb2.CallbackOutcome, _Mapping]]] = ..., incarnation: _Optional[str] = ..., fire_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class JobState(_message.Message):
-    __slots__ = ("spec", "status", "fire_seq", "next_scheduled_at", "timer_at", "pending", "open", "emit_seq", "created_at", "updated_at", "anchor", "fires", "skipped", "last_result", "last_fired_at", "last_command_id", "last_detail", "last_scheduled_at", "unconfirmed", "recover_at", "held_command", "held_until", "tick_at")
+    __slots__ = ("spec", "status", "fire_seq", "next_scheduled_at", "timer_at", "pending", "open", "emit_seq", "created_at", "updated_at", "anchor", "fires", "skipped", "last_result", "last_fired_at", "last_command_id", "last_detail", "last_scheduled_at", "unconfirmed", "recover_at", "held_command", "held_until", "tick_at", "scheduled_fires")
     SPEC_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     FIRE_SEQ_FIELD_NUMBER: _ClassVar[int]
@@ -128,6 +128,7 @@ class JobState(_message.Message):
     HELD_COMMAND_FIELD_NUMBER: _ClassVar[int]
     HELD_UNTIL_FIELD_NUMBER: _ClassVar[int]
     TICK_AT_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULED_FIRES_FIELD_NUMBER: _ClassVar[int]
     spec: _job_pb2.JobSpec
     status: JobStatus
     fire_seq: int
@@ -151,7 +152,8 @@ class JobState(_message.Message):
     held_command: bytes
     held_until: _timestamp_pb2.Timestamp
     tick_at: _timestamp_pb2.Timestamp
-    def __init__(self, spec: _Optional[_Union[_job_pb2.JobSpec, _Mapping]] = ..., status: _Optional[_Union[JobStatus, str]] = ..., fire_seq: _Optional[int] = ..., next_scheduled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., timer_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., pending: _Optional[_Iterable[_Union[Pending, _Mapping]]] = ..., open: _Optional[_Iterable[_Union[Emission, _Mapping]]] = ..., emit_seq: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., anchor: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., fires: _Optional[int] = ..., skipped: _Optional[int] = ..., last_result: _Optional[_Union[_job_pb2.AckResult, str]] = ..., last_fired_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_command_id: _Optional[str] = ..., last_detail: _Optional[str] = ..., last_scheduled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., unconfirmed: _Optional[_Iterable[_Union[Delivery, _Mapping]]] = ..., recover_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., held_command: _Optional[bytes] = ..., held_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., tick_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    scheduled_fires: int
+    def __init__(self, spec: _Optional[_Union[_job_pb2.JobSpec, _Mapping]] = ..., status: _Optional[_Union[JobStatus, str]] = ..., fire_seq: _Optional[int] = ..., next_scheduled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., timer_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., pending: _Optional[_Iterable[_Union[Pending, _Mapping]]] = ..., open: _Optional[_Iterable[_Union[Emission, _Mapping]]] = ..., emit_seq: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., anchor: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., fires: _Optional[int] = ..., skipped: _Optional[int] = ..., last_result: _Optional[_Union[_job_pb2.AckResult, str]] = ..., last_fired_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_command_id: _Optional[str] = ..., last_detail: _Optional[str] = ..., last_scheduled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., unconfirmed: _Optional[_Iterable[_Union[Delivery, _Mapping]]] = ..., recover_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., held_command: _Optional[bytes] = ..., held_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., tick_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., scheduled_fires: _Optional[int] = ...) -> None: ...
 
 class Delivery(_message.Message):
     __slots__ = ("fire_seq", "target", "delivered_at", "incarnation", "redeliveries")
