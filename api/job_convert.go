@@ -43,7 +43,7 @@ func (js jobScope) toCommand(id string, req *jobRequest, prefix string) (*conver
 		add("", "is null; send a job object")
 		return nil, fe
 	}
-	spec := &chimev1.JobSpec{Namespace: ns, Id: id, Labels: req.Labels, MaxFires: deref(req.MaxFires)}
+	spec := &chimev1.JobSpec{Namespace: ns, Id: id, Labels: req.Labels, MaxFires: deref(req.MaxFires), PauseOnFailure: deref(req.PauseOnFailure)}
 	usedIn := false
 	if sc := req.Schedule; sc == nil {
 		add("schedule", "is missing; set exactly one of at, in, every, cron")

@@ -22,6 +22,7 @@ func renderJob(ns, id string, row *chimev1.JobState, pending bool) jobResponse {
 		State:        stateName(row.GetStatus()),
 		Labels:       spec.GetLabels(),
 		MaxFires:     spec.GetMaxFires(),
+		PauseOnFail:  spec.GetPauseOnFailure(),
 		CreatedAt:    fmtTime(row.GetCreatedAt()),
 		UpdatedAt:    fmtTime(row.GetUpdatedAt()),
 		Fires:        row.GetFires(),

@@ -17,6 +17,8 @@ type jobRequest struct {
 	Labels          map[string]string `json:"labels,omitempty"`
 	// MaxFires ends the job once its schedule has fired this many times.
 	MaxFires *uint32 `json:"max_fires,omitempty"`
+	// PauseOnFailure pauses a recurring job when a fire dead-letters.
+	PauseOnFailure *bool `json:"pause_on_failure,omitempty"`
 }
 
 // scheduleJSON: exactly one of at, in, every, cron.
@@ -66,6 +68,7 @@ type jobResponse struct {
 	Callback    *callbackOut      `json:"callback,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
 	MaxFires    uint32            `json:"max_fires,omitempty"`
+	PauseOnFail bool              `json:"pause_on_failure,omitempty"`
 	CreatedAt   *string           `json:"created_at,omitempty"`
 	UpdatedAt   *string           `json:"updated_at,omitempty"`
 	Fires       uint64            `json:"fires"`

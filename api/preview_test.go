@@ -124,3 +124,26 @@ func TestMaxFires(t *testing.T) {
 	require.EqualValues(t, 12, r.body["max_fires"])
 	require.Len(t, r.body["next_fires"], 2, "two fires left of twelve")
 }
+
+// TestPauseOnFailureField: pause_on_failure reaches the command and shows
+// on the job.
+func TestPauseOnFailureField(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := b.namespace(t, "shop", nil)
+	r := b.do(t, "POST", "/v1/namespaces/shop/jobs", key, map[string]any{"id": "export", "schedule": map[string]any{"cron": "0 2 * * *"},
+		"callback": map[string]any{"url": "https://example.com/export"}, "pause_on_failure": true})
+	require.Equal(t, 201, r.status, string(r.raw))
+	cmds := b.jobs.commands()
+	spec := cmds[len(cmds)-1].GetUpsert().GetSpec()
+	require.True(t, spec.GetPauseOnFailure())
+	// A row the scheduler paused (another job: the one just created
+	// answers from this API's own memory until the scheduler writes it).
+	b.states.put("shop", "export2", &chimev1.JobState{Spec: spec, Status: chimev1.JobStatus_JOB_STATUS_PAUSED, LastResult: chimev1.AckResult_ACK_RESULT_DEAD,
+		LastDetail: "paused on failure (pause_on_failure): fire 3 ended dead: HTTP 500"})
+	r = b.do(t, "GET", "/v1/namespaces/shop/jobs/export2", key, nil)
+	require.Equal(t, 200, r.status, string(r.raw))
+	require.Equal(t, true, r.body["pause_on_failure"])
+	require.Equal(t, "paused", r.body["state"])
+	require.Contains(t, r.body["last_outcome"].(map[string]any)["detail"], "paused on failure")
+}

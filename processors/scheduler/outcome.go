@@ -5,7 +5,9 @@ package scheduler
 // ends.
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -114,6 +116,7 @@ func (d *decider) ack(in *input, cur *chimev1.JobState, a *chimev1.Ack, now time
 		dec.events = append(dec.events, ev)
 	}
 	if plan, err := compilePlan(st); err == nil {
+		d.pauseOnFailure(in, &dec, plan, a, now)
 		d.maybeComplete(in, &dec, plan, now)
 		if !d.cfg.FireEvents && !plan.Recurring() && a.GetResult() == chimev1.AckResult_ACK_RESULT_SUCCEEDED &&
 			st.GetStatus() == chimev1.JobStatus_JOB_STATUS_COMPLETED && len(dec.events) > 0 {
@@ -126,6 +129,30 @@ func (d *decider) ack(in *input, cur *chimev1.JobState, a *chimev1.Ack, now time
 	}
 	d.setTimer(in.key, st)
 	return dec
+}
+
+// pauseOnFailure pauses a recurring job with spec.pause_on_failure whose
+// fire ended FAILED or DEAD, while it has occurrences left: the reason in
+// its last detail and a PAUSED event naming the fire. Fires emitted ahead
+// of their time are recalled, as a paused job's are.
+func (d *decider) pauseOnFailure(in *input, dec *decision, plan *schedule.Compiled, a *chimev1.Ack, now time.Time) {
+	st := dec.state
+	res := a.GetResult()
+	if !st.GetSpec().GetPauseOnFailure() || !plan.Recurring() || st.GetStatus() != chimev1.JobStatus_JOB_STATUS_SCHEDULED ||
+		st.GetNextScheduledAt() == nil || (res != chimev1.AckResult_ACK_RESULT_FAILED && res != chimev1.AckResult_ACK_RESULT_DEAD) {
+		return
+	}
+	recalled := d.recallEarly(in, dec, now)
+	st.Status = chimev1.JobStatus_JOB_STATUS_PAUSED
+	reason := fmt.Sprintf("paused on failure (pause_on_failure): fire %d ended %s", a.GetFireSeq(), strings.ToLower(strings.TrimPrefix(res.String(), "ACK_RESULT_")))
+	if detail := a.GetDetail(); detail != "" {
+		reason += ": " + detail
+	}
+	st.LastDetail = reason
+	ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_PAUSED, now)
+	ev.FireSeq, ev.Detail = a.GetFireSeq(), recalledDetail(reason, recalled)
+	dec.events = append(dec.events, ev)
+	d.pauseRecalled(in, dec, recalled, now)
 }
 
 // maybeComplete ends a job that has nothing left to do: no next occurrence,

@@ -679,9 +679,13 @@ type JobSpec struct {
 	// The job ends once its schedule has fired this many times (its
 	// occurrences that went out: skipped and expired ones, retries and
 	// triggered fires do not count). 0: no limit.
-	MaxFires      uint32 `protobuf:"varint,8,opt,name=max_fires,json=maxFires,proto3" json:"max_fires,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	MaxFires uint32 `protobuf:"varint,8,opt,name=max_fires,json=maxFires,proto3" json:"max_fires,omitempty"`
+	// A recurring job pauses itself when one of its fires ends FAILED or
+	// DEAD (dead-lettered), the reason in its last detail and a PAUSED
+	// event; resume it when the receiver is fixed. Off: it goes on firing.
+	PauseOnFailure bool `protobuf:"varint,9,opt,name=pause_on_failure,json=pauseOnFailure,proto3" json:"pause_on_failure,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -768,6 +772,13 @@ func (x *JobSpec) GetMaxFires() uint32 {
 		return x.MaxFires
 	}
 	return 0
+}
+
+func (x *JobSpec) GetPauseOnFailure() bool {
+	if x != nil {
+		return x.PauseOnFailure
+	}
+	return false
 }
 
 // JobCommand is the one input of the scheduler, on the job-commands topic,
@@ -1537,7 +1548,7 @@ const file_chime_v1_job_proto_rawDesc = "" +
 	"multiplier\x12\x16\n" +
 	"\x06jitter\x18\x05 \x01(\x01R\x06jitter\x12:\n" +
 	"\vmax_elapsed\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\n" +
-	"maxElapsed\"\x93\x03\n" +
+	"maxElapsed\"\xbd\x03\n" +
 	"\aJobSpec\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12.\n" +
@@ -1546,7 +1557,8 @@ const file_chime_v1_job_proto_rawDesc = "" +
 	"\x05retry\x18\x05 \x01(\v2\x15.chime.v1.RetryPolicyR\x05retry\x12D\n" +
 	"\x10relevancy_window\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\x0frelevancyWindow\x125\n" +
 	"\x06labels\x18\a \x03(\v2\x1d.chime.v1.JobSpec.LabelsEntryR\x06labels\x12\x1b\n" +
-	"\tmax_fires\x18\b \x01(\rR\bmaxFires\x1a9\n" +
+	"\tmax_fires\x18\b \x01(\rR\bmaxFires\x12(\n" +
+	"\x10pause_on_failure\x18\t \x01(\bR\x0epauseOnFailure\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9e\x04\n" +

@@ -619,6 +619,16 @@ func (m *JobSpec) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.PauseOnFailure {
+		i--
+		if m.PauseOnFailure {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x48
+	}
 	if m.MaxFires != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.MaxFires))
 		i--
@@ -1648,6 +1658,9 @@ func (m *JobSpec) SizeVT() (n int) {
 	}
 	if m.MaxFires != 0 {
 		n += 1 + protohelpers.SizeOfVarint(uint64(m.MaxFires))
+	}
+	if m.PauseOnFailure {
+		n += 2
 	}
 	n += len(m.unknownFields)
 	return n
@@ -3827,6 +3840,26 @@ func (m *JobSpec) UnmarshalVT(dAtA []byte) error {
 					break
 				}
 			}
+		case 9:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PauseOnFailure", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.PauseOnFailure = bool(v != 0)
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])

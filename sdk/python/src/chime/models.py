@@ -165,6 +165,7 @@ class JobRequest(TypedDict, closed=True):
     relevancy_window: NotRequired[str]
     labels: NotRequired[dict[str, str]]
     max_fires: NotRequired[int]
+    pause_on_failure: NotRequired[bool]
 
 
 class BatchRequest(TypedDict, closed=True):
@@ -500,6 +501,7 @@ class Job(TypedDict):
     current_fires: NotRequired[list[CurrentFire]]
     next_fires: NotRequired[list[Fire]]
     max_fires: NotRequired[int]
+    pause_on_failure: NotRequired[bool]
 
 
 class Replay(Job):

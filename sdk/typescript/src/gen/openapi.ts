@@ -651,6 +651,8 @@ export interface components {
             };
             /** @description the job ends once its schedule has fired this many times (skipped and expired occurrences, retries and triggered fires do not count); 0 or absent: no limit */
             max_fires?: number;
+            /** @description a recurring job pauses itself when one of its fires ends failed or dead (dead-lettered), the reason in last_outcome.detail; default false */
+            pause_on_failure?: boolean;
         };
         BatchRequest: {
             jobs: components["schemas"]["JobRequest"][];
@@ -715,6 +717,8 @@ export interface components {
             next_fires?: components["schemas"]["Fire"][];
             /** @description the job's max_fires, when it has one */
             max_fires?: number;
+            /** @description the job pauses itself when a fire dead-letters */
+            pause_on_failure?: boolean;
         };
         /** @description the replay's job, as GET .../jobs/{id} shows it (only id and namespace once the job was removed, long after it ended), and the replay */
         Replay: components["schemas"]["Job"] & {

@@ -126,7 +126,7 @@ class RetryPolicy(_message.Message):
     def __init__(self, max_attempts: _Optional[int] = ..., initial_interval: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., max_interval: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., multiplier: _Optional[float] = ..., jitter: _Optional[float] = ..., max_elapsed: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("namespace", "id", "schedule", "target", "retry", "relevancy_window", "labels", "max_fires")
+    __slots__ = ("namespace", "id", "schedule", "target", "retry", "relevancy_window", "labels", "max_fires", "pause_on_failure")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -142,6 +142,7 @@ class JobSpec(_message.Message):
     RELEVANCY_WINDOW_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
     MAX_FIRES_FIELD_NUMBER: _ClassVar[int]
+    PAUSE_ON_FAILURE_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     id: str
     schedule: Schedule
@@ -150,7 +151,8 @@ class JobSpec(_message.Message):
     relevancy_window: _duration_pb2.Duration
     labels: _containers.ScalarMap[str, str]
     max_fires: int
-    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., schedule: _Optional[_Union[Schedule, _Mapping]] = ..., target: _Optional[_Union[Target, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., relevancy_window: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., max_fires: _Optional[int] = ...) -> None: ...
+    pause_on_failure: bool
+    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., schedule: _Optional[_Union[Schedule, _Mapping]] = ..., target: _Optional[_Union[Target, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., relevancy_window: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., max_fires: _Optional[int] = ..., pause_on_failure: _Optional[bool] = ...) -> None: ...
 
 class JobCommand(_message.Message):
     __slots__ = ("command_id", "issued_at", "namespace", "job_id", "upsert", "cancel", "pause", "resume", "retry", "defer", "ack", "trigger", "batch")
