@@ -67,6 +67,13 @@ func (js jobScope) toCommand(id string, req *jobRequest, prefix string) (*conver
 		spec.Retry = r.toProto(&fe, prefix+"retry")
 	}
 	spec.RelevancyWindow = fe.duration(prefix+"relevancy_window", req.RelevancyWindow)
+	if o := req.Overlap; o != nil {
+		v, ok := chimev1.OverlapPolicy_value["OVERLAP_POLICY_"+strings.ToUpper(*o)]
+		if !ok || *o != strings.ToLower(*o) || *o == "unspecified" {
+			add("overlap", "%q is not an overlap policy; use allow_all, skip, buffer_one or cancel_other", *o)
+		}
+		spec.Overlap = chimev1.OverlapPolicy(v)
+	}
 	if len(fe) > 0 {
 		return nil, fe
 	}

@@ -23,6 +23,7 @@ func renderJob(ns, id string, row *chimev1.JobState, pending bool) jobResponse {
 		Labels:       spec.GetLabels(),
 		MaxFires:     spec.GetMaxFires(),
 		PauseOnFail:  spec.GetPauseOnFailure(),
+		Overlap:      overlapName(spec.GetOverlap()),
 		CreatedAt:    fmtTime(row.GetCreatedAt()),
 		UpdatedAt:    fmtTime(row.GetUpdatedAt()),
 		Fires:        row.GetFires(),
@@ -138,4 +139,13 @@ func sentHeaders(h *chimev1.HttpCallback) map[string]string {
 func created(ns, id string, row *chimev1.JobState) jobCreated {
 	r := renderJob(ns, id, row, false)
 	return jobCreated{ID: id, Namespace: ns, State: r.State, NextFireAt: r.NextFireAt}
+}
+
+// overlapName is a job's overlap policy as the API writes it; "" for the
+// default (allow_all).
+func overlapName(o chimev1.OverlapPolicy) string {
+	if o == chimev1.OverlapPolicy_OVERLAP_POLICY_UNSPECIFIED {
+		return ""
+	}
+	return strings.ToLower(strings.TrimPrefix(o.String(), "OVERLAP_POLICY_"))
 }

@@ -19,6 +19,9 @@ type jobRequest struct {
 	MaxFires *uint32 `json:"max_fires,omitempty"`
 	// PauseOnFailure pauses a recurring job when a fire dead-letters.
 	PauseOnFailure *bool `json:"pause_on_failure,omitempty"`
+	// Overlap is the overlap policy: allow_all (default), skip,
+	// buffer_one or cancel_other.
+	Overlap *string `json:"overlap,omitempty"`
 }
 
 // scheduleJSON: exactly one of at, in, every, cron.
@@ -69,6 +72,7 @@ type jobResponse struct {
 	Labels      map[string]string `json:"labels,omitempty"`
 	MaxFires    uint32            `json:"max_fires,omitempty"`
 	PauseOnFail bool              `json:"pause_on_failure,omitempty"`
+	Overlap     string            `json:"overlap,omitempty"`
 	CreatedAt   *string           `json:"created_at,omitempty"`
 	UpdatedAt   *string           `json:"updated_at,omitempty"`
 	Fires       uint64            `json:"fires"`

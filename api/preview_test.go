@@ -147,3 +147,25 @@ func TestPauseOnFailureField(t *testing.T) {
 	require.Equal(t, "paused", r.body["state"])
 	require.Contains(t, r.body["last_outcome"].(map[string]any)["detail"], "paused on failure")
 }
+
+// TestOverlapField: the overlap policy reaches the command and shows on
+// the job; an unknown one is refused naming the field.
+func TestOverlapField(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := b.namespace(t, "shop", nil)
+	job := func(overlap string) map[string]any {
+		return map[string]any{"id": "sync", "schedule": map[string]any{"every": "1m"}, "callback": map[string]any{"url": "https://example.com/sync"}, "overlap": overlap}
+	}
+	r := b.do(t, "POST", "/v1/namespaces/shop/jobs", key, job("buffer_one"))
+	require.Equal(t, 201, r.status, string(r.raw))
+	cmds := b.jobs.commands()
+	spec := cmds[len(cmds)-1].GetUpsert().GetSpec()
+	require.Equal(t, chimev1.OverlapPolicy_OVERLAP_POLICY_BUFFER_ONE, spec.GetOverlap())
+	b.states.put("shop", "sync2", &chimev1.JobState{Spec: spec, Status: chimev1.JobStatus_JOB_STATUS_SCHEDULED})
+	r = b.do(t, "GET", "/v1/namespaces/shop/jobs/sync2", key, nil)
+	require.Equal(t, "buffer_one", r.body["overlap"])
+	for _, bad := range []string{"serial", "SKIP", "unspecified", ""} {
+		requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs", key, job(bad)), 422, "overlap")
+	}
+}

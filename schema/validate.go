@@ -373,6 +373,9 @@ func validateUpsert(cmd *chimev1.JobCommand, u *chimev1.Upsert, opts ValidateOpt
 			}
 		}
 	}
+	if o := spec.GetOverlap(); chimev1.OverlapPolicy_name[int32(o)] == "" {
+		return invalid("upsert.spec.overlap", "%d is not a known overlap policy; use ALLOW_ALL, SKIP, BUFFER_ONE or CANCEL_OTHER", int32(o))
+	}
 	return validateLabels("upsert.spec.labels", spec.GetLabels())
 }
 

@@ -124,6 +124,13 @@ func vectorCommands() map[string]*chimev1.JobCommand {
 		"window too long": job(func(_ *chimev1.JobCommand, s *chimev1.JobSpec, _ *chimev1.HttpCallback) {
 			s.RelevancyWindow = durationpb.New(31 * 24 * time.Hour)
 		}),
+		"unknown overlap policy": job(func(_ *chimev1.JobCommand, s *chimev1.JobSpec, _ *chimev1.HttpCallback) { s.Overlap = 9 }),
+		"overlap buffer_one": job(func(_ *chimev1.JobCommand, s *chimev1.JobSpec, _ *chimev1.HttpCallback) {
+			s.Overlap = chimev1.OverlapPolicy_OVERLAP_POLICY_BUFFER_ONE
+		}),
+		"max_fires and pause": job(func(_ *chimev1.JobCommand, s *chimev1.JobSpec, _ *chimev1.HttpCallback) {
+			s.MaxFires, s.PauseOnFailure = 12, true
+		}),
 		"label key bad": job(func(_ *chimev1.JobCommand, s *chimev1.JobSpec, _ *chimev1.HttpCallback) {
 			s.Labels["team billing"] = "x"
 		}),

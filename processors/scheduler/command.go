@@ -186,6 +186,7 @@ func (d *decider) cancel(in *input, cmd *chimev1.JobCommand, c *chimev1.Cancel, 
 	st.Status = chimev1.JobStatus_JOB_STATUS_CANCELLED
 	st.NextScheduledAt = nil
 	st.Pending = nil
+	st.Buffered = nil
 	st.UpdatedAt = timestamppb.New(now)
 	st.LastCommandId = cmd.GetCommandId()
 	st.LastDetail = c.GetReason()

@@ -117,6 +117,7 @@ func (d *decider) ack(in *input, cur *chimev1.JobState, a *chimev1.Ack, now time
 	}
 	if plan, err := compilePlan(st); err == nil {
 		d.pauseOnFailure(in, &dec, plan, a, now)
+		d.releaseBuffered(in, &dec, now)
 		d.maybeComplete(in, &dec, plan, now)
 		if !d.cfg.FireEvents && !plan.Recurring() && a.GetResult() == chimev1.AckResult_ACK_RESULT_SUCCEEDED &&
 			st.GetStatus() == chimev1.JobStatus_JOB_STATUS_COMPLETED && len(dec.events) > 0 {
@@ -164,7 +165,7 @@ func (d *decider) maybeComplete(in *input, dec *decision, plan *schedule.Compile
 		st.NextScheduledAt = nil
 	}
 	if st.GetStatus() != chimev1.JobStatus_JOB_STATUS_SCHEDULED ||
-		st.GetNextScheduledAt() != nil || len(st.GetOpen()) > 0 || len(st.GetPending()) > 0 {
+		st.GetNextScheduledAt() != nil || len(st.GetOpen()) > 0 || len(st.GetPending()) > 0 || st.GetBuffered() != nil {
 		return
 	}
 	st.Status = chimev1.JobStatus_JOB_STATUS_COMPLETED

@@ -49,6 +49,7 @@ func copyRow(st *chimev1.JobState) *chimev1.JobState {
 		HeldUntil:       st.HeldUntil,
 		TickAt:          st.TickAt,
 		ScheduledFires:  st.ScheduledFires,
+		Buffered:        st.Buffered,
 	}
 	copyUnknown(c, st)
 	return c

@@ -56,7 +56,10 @@ func (d *decider) setTimer(key string, st *chimev1.JobState) {
 // time. A Kafka target is written by the scheduler itself, at its time;
 // retention and confirmation timers are not fires.
 func (d *decider) leads(st *chimev1.JobState) bool {
-	return d.cfg.FireLead > 0 && st.GetStatus() == chimev1.JobStatus_JOB_STATUS_SCHEDULED && st.GetSpec().GetTarget().GetHttp() != nil
+	return d.cfg.FireLead > 0 && st.GetStatus() == chimev1.JobStatus_JOB_STATUS_SCHEDULED && st.GetSpec().GetTarget().GetHttp() != nil &&
+		// An overlap policy looks at the fires open at the occurrence's
+		// time, which is only known then.
+		!hasOverlapPolicy(st.GetSpec())
 }
 
 // earliest lowers *at to t (a zero *at is unset).

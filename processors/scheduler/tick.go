@@ -69,6 +69,7 @@ func (d *decider) tick(in *input, cur *chimev1.JobState, now time.Time) decision
 	}
 	d.firePending(in, &dec, due, now)
 	d.fireNext(in, &dec, plan, due, now)
+	d.releaseBuffered(in, &dec, now)
 	d.redeliver(in, &dec, due, now)
 	st.UpdatedAt = timestamppb.New(now)
 	d.maybeComplete(in, &dec, plan, now)
@@ -154,9 +155,13 @@ func (d *decider) fireNext(in *input, dec *decision, plan *schedule.Compiled, du
 }
 
 // fireScheduled fires an occurrence of the schedule (not a trigger),
-// counting it toward spec.max_fires when it goes out.
+// under the job's overlap policy (overlap.go), counting it toward
+// spec.max_fires when it goes out.
 func (d *decider) fireScheduled(in *input, dec *decision, o occurrence, now time.Time) {
 	st := dec.state
+	if !d.overlap(in, dec, o, now) {
+		return
+	}
 	before := st.GetFires()
 	d.fire(in, dec, o, now)
 	if st.GetFires() > before {

@@ -26,6 +26,72 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// OverlapPolicy: Temporal's schedule overlap policies, for chime's fires.
+// A job with a policy other than allow_all is decided at each
+// occurrence's time (not emitted ahead of it), so that "still open" means
+// what it says.
+type OverlapPolicy int32
+
+const (
+	// allow_all.
+	OverlapPolicy_OVERLAP_POLICY_UNSPECIFIED OverlapPolicy = 0
+	// Every occurrence fires on time, whatever the earlier ones are doing.
+	OverlapPolicy_OVERLAP_POLICY_ALLOW_ALL OverlapPolicy = 1
+	// The occurrence is skipped (a SKIPPED event; it uses up its number).
+	OverlapPolicy_OVERLAP_POLICY_SKIP OverlapPolicy = 2
+	// The occurrence waits and fires when the open ones have settled; at
+	// most one waits, later ones are skipped.
+	OverlapPolicy_OVERLAP_POLICY_BUFFER_ONE OverlapPolicy = 3
+	// The open fires' remaining retries are dropped (a SUPERSEDED event)
+	// and the occurrence fires.
+	OverlapPolicy_OVERLAP_POLICY_CANCEL_OTHER OverlapPolicy = 4
+)
+
+// Enum value maps for OverlapPolicy.
+var (
+	OverlapPolicy_name = map[int32]string{
+		0: "OVERLAP_POLICY_UNSPECIFIED",
+		1: "OVERLAP_POLICY_ALLOW_ALL",
+		2: "OVERLAP_POLICY_SKIP",
+		3: "OVERLAP_POLICY_BUFFER_ONE",
+		4: "OVERLAP_POLICY_CANCEL_OTHER",
+	}
+	OverlapPolicy_value = map[string]int32{
+		"OVERLAP_POLICY_UNSPECIFIED":  0,
+		"OVERLAP_POLICY_ALLOW_ALL":    1,
+		"OVERLAP_POLICY_SKIP":         2,
+		"OVERLAP_POLICY_BUFFER_ONE":   3,
+		"OVERLAP_POLICY_CANCEL_OTHER": 4,
+	}
+)
+
+func (x OverlapPolicy) Enum() *OverlapPolicy {
+	p := new(OverlapPolicy)
+	*p = x
+	return p
+}
+
+func (x OverlapPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (OverlapPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_chime_v1_job_proto_enumTypes[0].Descriptor()
+}
+
+func (OverlapPolicy) Type() protoreflect.EnumType {
+	return &file_chime_v1_job_proto_enumTypes[0]
+}
+
+func (x OverlapPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use OverlapPolicy.Descriptor instead.
+func (OverlapPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{0}
+}
+
 type AckResult int32
 
 const (
@@ -69,11 +135,11 @@ func (x AckResult) String() string {
 }
 
 func (AckResult) Descriptor() protoreflect.EnumDescriptor {
-	return file_chime_v1_job_proto_enumTypes[0].Descriptor()
+	return file_chime_v1_job_proto_enumTypes[1].Descriptor()
 }
 
 func (AckResult) Type() protoreflect.EnumType {
-	return &file_chime_v1_job_proto_enumTypes[0]
+	return &file_chime_v1_job_proto_enumTypes[1]
 }
 
 func (x AckResult) Number() protoreflect.EnumNumber {
@@ -82,7 +148,7 @@ func (x AckResult) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use AckResult.Descriptor instead.
 func (AckResult) EnumDescriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{0}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{1}
 }
 
 // Schedule says when a job fires. Exactly one of at, every, cron is set.
@@ -684,8 +750,11 @@ type JobSpec struct {
 	// DEAD (dead-lettered), the reason in its last detail and a PAUSED
 	// event; resume it when the receiver is fixed. Off: it goes on firing.
 	PauseOnFailure bool `protobuf:"varint,9,opt,name=pause_on_failure,json=pauseOnFailure,proto3" json:"pause_on_failure,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// What an occurrence of a recurring job does when it falls due while an
+	// earlier fire is still open (awaiting its outcome or a retry).
+	Overlap       OverlapPolicy `protobuf:"varint,10,opt,name=overlap,proto3,enum=chime.v1.OverlapPolicy" json:"overlap,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -779,6 +848,13 @@ func (x *JobSpec) GetPauseOnFailure() bool {
 		return x.PauseOnFailure
 	}
 	return false
+}
+
+func (x *JobSpec) GetOverlap() OverlapPolicy {
+	if x != nil {
+		return x.Overlap
+	}
+	return OverlapPolicy_OVERLAP_POLICY_UNSPECIFIED
 }
 
 // JobCommand is the one input of the scheduler, on the job-commands topic,
@@ -1548,7 +1624,7 @@ const file_chime_v1_job_proto_rawDesc = "" +
 	"multiplier\x12\x16\n" +
 	"\x06jitter\x18\x05 \x01(\x01R\x06jitter\x12:\n" +
 	"\vmax_elapsed\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\n" +
-	"maxElapsed\"\xbd\x03\n" +
+	"maxElapsed\"\xf0\x03\n" +
 	"\aJobSpec\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12.\n" +
@@ -1558,7 +1634,9 @@ const file_chime_v1_job_proto_rawDesc = "" +
 	"\x10relevancy_window\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\x0frelevancyWindow\x125\n" +
 	"\x06labels\x18\a \x03(\v2\x1d.chime.v1.JobSpec.LabelsEntryR\x06labels\x12\x1b\n" +
 	"\tmax_fires\x18\b \x01(\rR\bmaxFires\x12(\n" +
-	"\x10pause_on_failure\x18\t \x01(\bR\x0epauseOnFailure\x1a9\n" +
+	"\x10pause_on_failure\x18\t \x01(\bR\x0epauseOnFailure\x121\n" +
+	"\aoverlap\x18\n" +
+	" \x01(\x0e2\x17.chime.v1.OverlapPolicyR\aoverlap\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9e\x04\n" +
@@ -1608,7 +1686,13 @@ const file_chime_v1_job_proto_rawDesc = "" +
 	"\bemit_seq\x18\x02 \x01(\x04R\aemitSeq\x12\x18\n" +
 	"\aattempt\x18\x03 \x01(\rR\aattempt\x12+\n" +
 	"\x06result\x18\x04 \x01(\x0e2\x13.chime.v1.AckResultR\x06result\x12\x16\n" +
-	"\x06detail\x18\x05 \x01(\tR\x06detail*\x85\x01\n" +
+	"\x06detail\x18\x05 \x01(\tR\x06detail*\xa6\x01\n" +
+	"\rOverlapPolicy\x12\x1e\n" +
+	"\x1aOVERLAP_POLICY_UNSPECIFIED\x10\x00\x12\x1c\n" +
+	"\x18OVERLAP_POLICY_ALLOW_ALL\x10\x01\x12\x17\n" +
+	"\x13OVERLAP_POLICY_SKIP\x10\x02\x12\x1d\n" +
+	"\x19OVERLAP_POLICY_BUFFER_ONE\x10\x03\x12\x1f\n" +
+	"\x1bOVERLAP_POLICY_CANCEL_OTHER\x10\x04*\x85\x01\n" +
 	"\tAckResult\x12\x1a\n" +
 	"\x16ACK_RESULT_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14ACK_RESULT_SUCCEEDED\x10\x01\x12\x15\n" +
@@ -1628,79 +1712,81 @@ func file_chime_v1_job_proto_rawDescGZIP() []byte {
 	return file_chime_v1_job_proto_rawDescData
 }
 
-var file_chime_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_chime_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_chime_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_chime_v1_job_proto_goTypes = []any{
-	(AckResult)(0),                // 0: chime.v1.AckResult
-	(*Schedule)(nil),              // 1: chime.v1.Schedule
-	(*Every)(nil),                 // 2: chime.v1.Every
-	(*Cron)(nil),                  // 3: chime.v1.Cron
-	(*HttpCallback)(nil),          // 4: chime.v1.HttpCallback
-	(*KafkaTarget)(nil),           // 5: chime.v1.KafkaTarget
-	(*Target)(nil),                // 6: chime.v1.Target
-	(*RetryPolicy)(nil),           // 7: chime.v1.RetryPolicy
-	(*JobSpec)(nil),               // 8: chime.v1.JobSpec
-	(*JobCommand)(nil),            // 9: chime.v1.JobCommand
-	(*Batch)(nil),                 // 10: chime.v1.Batch
-	(*Upsert)(nil),                // 11: chime.v1.Upsert
-	(*Cancel)(nil),                // 12: chime.v1.Cancel
-	(*Pause)(nil),                 // 13: chime.v1.Pause
-	(*Resume)(nil),                // 14: chime.v1.Resume
-	(*Trigger)(nil),               // 15: chime.v1.Trigger
-	(*Retry)(nil),                 // 16: chime.v1.Retry
-	(*Defer)(nil),                 // 17: chime.v1.Defer
-	(*Ack)(nil),                   // 18: chime.v1.Ack
-	nil,                           // 19: chime.v1.HttpCallback.HeadersEntry
-	nil,                           // 20: chime.v1.KafkaTarget.HeadersEntry
-	nil,                           // 21: chime.v1.JobSpec.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 23: google.protobuf.Duration
-	(*CallbackOutcome)(nil),       // 24: chime.v1.CallbackOutcome
+	(OverlapPolicy)(0),            // 0: chime.v1.OverlapPolicy
+	(AckResult)(0),                // 1: chime.v1.AckResult
+	(*Schedule)(nil),              // 2: chime.v1.Schedule
+	(*Every)(nil),                 // 3: chime.v1.Every
+	(*Cron)(nil),                  // 4: chime.v1.Cron
+	(*HttpCallback)(nil),          // 5: chime.v1.HttpCallback
+	(*KafkaTarget)(nil),           // 6: chime.v1.KafkaTarget
+	(*Target)(nil),                // 7: chime.v1.Target
+	(*RetryPolicy)(nil),           // 8: chime.v1.RetryPolicy
+	(*JobSpec)(nil),               // 9: chime.v1.JobSpec
+	(*JobCommand)(nil),            // 10: chime.v1.JobCommand
+	(*Batch)(nil),                 // 11: chime.v1.Batch
+	(*Upsert)(nil),                // 12: chime.v1.Upsert
+	(*Cancel)(nil),                // 13: chime.v1.Cancel
+	(*Pause)(nil),                 // 14: chime.v1.Pause
+	(*Resume)(nil),                // 15: chime.v1.Resume
+	(*Trigger)(nil),               // 16: chime.v1.Trigger
+	(*Retry)(nil),                 // 17: chime.v1.Retry
+	(*Defer)(nil),                 // 18: chime.v1.Defer
+	(*Ack)(nil),                   // 19: chime.v1.Ack
+	nil,                           // 20: chime.v1.HttpCallback.HeadersEntry
+	nil,                           // 21: chime.v1.KafkaTarget.HeadersEntry
+	nil,                           // 22: chime.v1.JobSpec.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 24: google.protobuf.Duration
+	(*CallbackOutcome)(nil),       // 25: chime.v1.CallbackOutcome
 }
 var file_chime_v1_job_proto_depIdxs = []int32{
-	22, // 0: chime.v1.Schedule.at:type_name -> google.protobuf.Timestamp
-	2,  // 1: chime.v1.Schedule.every:type_name -> chime.v1.Every
-	3,  // 2: chime.v1.Schedule.cron:type_name -> chime.v1.Cron
-	23, // 3: chime.v1.Schedule.jitter:type_name -> google.protobuf.Duration
-	23, // 4: chime.v1.Every.interval:type_name -> google.protobuf.Duration
-	22, // 5: chime.v1.Every.start_at:type_name -> google.protobuf.Timestamp
-	22, // 6: chime.v1.Every.end_at:type_name -> google.protobuf.Timestamp
-	22, // 7: chime.v1.Cron.start_at:type_name -> google.protobuf.Timestamp
-	22, // 8: chime.v1.Cron.end_at:type_name -> google.protobuf.Timestamp
-	19, // 9: chime.v1.HttpCallback.headers:type_name -> chime.v1.HttpCallback.HeadersEntry
-	23, // 10: chime.v1.HttpCallback.timeout:type_name -> google.protobuf.Duration
-	20, // 11: chime.v1.KafkaTarget.headers:type_name -> chime.v1.KafkaTarget.HeadersEntry
-	4,  // 12: chime.v1.Target.http:type_name -> chime.v1.HttpCallback
-	5,  // 13: chime.v1.Target.kafka:type_name -> chime.v1.KafkaTarget
-	23, // 14: chime.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
-	23, // 15: chime.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
-	23, // 16: chime.v1.RetryPolicy.max_elapsed:type_name -> google.protobuf.Duration
-	1,  // 17: chime.v1.JobSpec.schedule:type_name -> chime.v1.Schedule
-	6,  // 18: chime.v1.JobSpec.target:type_name -> chime.v1.Target
-	7,  // 19: chime.v1.JobSpec.retry:type_name -> chime.v1.RetryPolicy
-	23, // 20: chime.v1.JobSpec.relevancy_window:type_name -> google.protobuf.Duration
-	21, // 21: chime.v1.JobSpec.labels:type_name -> chime.v1.JobSpec.LabelsEntry
-	22, // 22: chime.v1.JobCommand.issued_at:type_name -> google.protobuf.Timestamp
-	11, // 23: chime.v1.JobCommand.upsert:type_name -> chime.v1.Upsert
-	12, // 24: chime.v1.JobCommand.cancel:type_name -> chime.v1.Cancel
-	13, // 25: chime.v1.JobCommand.pause:type_name -> chime.v1.Pause
-	14, // 26: chime.v1.JobCommand.resume:type_name -> chime.v1.Resume
-	16, // 27: chime.v1.JobCommand.retry:type_name -> chime.v1.Retry
-	17, // 28: chime.v1.JobCommand.defer:type_name -> chime.v1.Defer
-	18, // 29: chime.v1.JobCommand.ack:type_name -> chime.v1.Ack
-	15, // 30: chime.v1.JobCommand.trigger:type_name -> chime.v1.Trigger
-	10, // 31: chime.v1.JobCommand.batch:type_name -> chime.v1.Batch
-	9,  // 32: chime.v1.Batch.commands:type_name -> chime.v1.JobCommand
-	8,  // 33: chime.v1.Upsert.spec:type_name -> chime.v1.JobSpec
-	22, // 34: chime.v1.Retry.not_before:type_name -> google.protobuf.Timestamp
-	24, // 35: chime.v1.Retry.outcome:type_name -> chime.v1.CallbackOutcome
-	22, // 36: chime.v1.Defer.not_before:type_name -> google.protobuf.Timestamp
-	0,  // 37: chime.v1.Ack.result:type_name -> chime.v1.AckResult
-	38, // [38:38] is the sub-list for method output_type
-	38, // [38:38] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	23, // 0: chime.v1.Schedule.at:type_name -> google.protobuf.Timestamp
+	3,  // 1: chime.v1.Schedule.every:type_name -> chime.v1.Every
+	4,  // 2: chime.v1.Schedule.cron:type_name -> chime.v1.Cron
+	24, // 3: chime.v1.Schedule.jitter:type_name -> google.protobuf.Duration
+	24, // 4: chime.v1.Every.interval:type_name -> google.protobuf.Duration
+	23, // 5: chime.v1.Every.start_at:type_name -> google.protobuf.Timestamp
+	23, // 6: chime.v1.Every.end_at:type_name -> google.protobuf.Timestamp
+	23, // 7: chime.v1.Cron.start_at:type_name -> google.protobuf.Timestamp
+	23, // 8: chime.v1.Cron.end_at:type_name -> google.protobuf.Timestamp
+	20, // 9: chime.v1.HttpCallback.headers:type_name -> chime.v1.HttpCallback.HeadersEntry
+	24, // 10: chime.v1.HttpCallback.timeout:type_name -> google.protobuf.Duration
+	21, // 11: chime.v1.KafkaTarget.headers:type_name -> chime.v1.KafkaTarget.HeadersEntry
+	5,  // 12: chime.v1.Target.http:type_name -> chime.v1.HttpCallback
+	6,  // 13: chime.v1.Target.kafka:type_name -> chime.v1.KafkaTarget
+	24, // 14: chime.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
+	24, // 15: chime.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
+	24, // 16: chime.v1.RetryPolicy.max_elapsed:type_name -> google.protobuf.Duration
+	2,  // 17: chime.v1.JobSpec.schedule:type_name -> chime.v1.Schedule
+	7,  // 18: chime.v1.JobSpec.target:type_name -> chime.v1.Target
+	8,  // 19: chime.v1.JobSpec.retry:type_name -> chime.v1.RetryPolicy
+	24, // 20: chime.v1.JobSpec.relevancy_window:type_name -> google.protobuf.Duration
+	22, // 21: chime.v1.JobSpec.labels:type_name -> chime.v1.JobSpec.LabelsEntry
+	0,  // 22: chime.v1.JobSpec.overlap:type_name -> chime.v1.OverlapPolicy
+	23, // 23: chime.v1.JobCommand.issued_at:type_name -> google.protobuf.Timestamp
+	12, // 24: chime.v1.JobCommand.upsert:type_name -> chime.v1.Upsert
+	13, // 25: chime.v1.JobCommand.cancel:type_name -> chime.v1.Cancel
+	14, // 26: chime.v1.JobCommand.pause:type_name -> chime.v1.Pause
+	15, // 27: chime.v1.JobCommand.resume:type_name -> chime.v1.Resume
+	17, // 28: chime.v1.JobCommand.retry:type_name -> chime.v1.Retry
+	18, // 29: chime.v1.JobCommand.defer:type_name -> chime.v1.Defer
+	19, // 30: chime.v1.JobCommand.ack:type_name -> chime.v1.Ack
+	16, // 31: chime.v1.JobCommand.trigger:type_name -> chime.v1.Trigger
+	11, // 32: chime.v1.JobCommand.batch:type_name -> chime.v1.Batch
+	10, // 33: chime.v1.Batch.commands:type_name -> chime.v1.JobCommand
+	9,  // 34: chime.v1.Upsert.spec:type_name -> chime.v1.JobSpec
+	23, // 35: chime.v1.Retry.not_before:type_name -> google.protobuf.Timestamp
+	25, // 36: chime.v1.Retry.outcome:type_name -> chime.v1.CallbackOutcome
+	23, // 37: chime.v1.Defer.not_before:type_name -> google.protobuf.Timestamp
+	1,  // 38: chime.v1.Ack.result:type_name -> chime.v1.AckResult
+	39, // [39:39] is the sub-list for method output_type
+	39, // [39:39] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_chime_v1_job_proto_init() }
@@ -1734,7 +1820,7 @@ func file_chime_v1_job_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chime_v1_job_proto_rawDesc), len(file_chime_v1_job_proto_rawDesc)),
-			NumEnums:      1,
+			NumEnums:      2,
 			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,

@@ -619,6 +619,11 @@ func (m *JobSpec) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.Overlap != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Overlap))
+		i--
+		dAtA[i] = 0x50
+	}
 	if m.PauseOnFailure {
 		i--
 		if m.PauseOnFailure {
@@ -1661,6 +1666,9 @@ func (m *JobSpec) SizeVT() (n int) {
 	}
 	if m.PauseOnFailure {
 		n += 2
+	}
+	if m.Overlap != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.Overlap))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -3860,6 +3868,25 @@ func (m *JobSpec) UnmarshalVT(dAtA []byte) error {
 				}
 			}
 			m.PauseOnFailure = bool(v != 0)
+		case 10:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Overlap", wireType)
+			}
+			m.Overlap = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Overlap |= OverlapPolicy(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])

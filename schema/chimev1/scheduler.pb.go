@@ -103,6 +103,9 @@ const (
 	JobEventType_JOB_EVENT_TYPE_REDELIVERED JobEventType = 13
 	// An operator fired the job now (Trigger); fire_seq is that fire's.
 	JobEventType_JOB_EVENT_TYPE_TRIGGERED JobEventType = 14
+	// Open fires whose remaining retries were dropped: a newer occurrence
+	// fired under the overlap policy cancel_other; detail names them.
+	JobEventType_JOB_EVENT_TYPE_SUPERSEDED JobEventType = 15
 )
 
 // Enum value maps for JobEventType.
@@ -123,6 +126,7 @@ var (
 		12: "JOB_EVENT_TYPE_EXPIRED",
 		13: "JOB_EVENT_TYPE_REDELIVERED",
 		14: "JOB_EVENT_TYPE_TRIGGERED",
+		15: "JOB_EVENT_TYPE_SUPERSEDED",
 	}
 	JobEventType_value = map[string]int32{
 		"JOB_EVENT_TYPE_UNSPECIFIED":     0,
@@ -140,6 +144,7 @@ var (
 		"JOB_EVENT_TYPE_EXPIRED":         12,
 		"JOB_EVENT_TYPE_REDELIVERED":     13,
 		"JOB_EVENT_TYPE_TRIGGERED":       14,
+		"JOB_EVENT_TYPE_SUPERSEDED":      15,
 	}
 )
 
@@ -442,8 +447,11 @@ type JobState struct {
 	// The occurrences of the schedule that went out (fires less triggered
 	// ones): what spec.max_fires counts.
 	ScheduledFires uint64 `protobuf:"varint,24,opt,name=scheduled_fires,json=scheduledFires,proto3" json:"scheduled_fires,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The occurrence waiting for the open fires to settle (overlap
+	// buffer_one).
+	Buffered      *Buffered `protobuf:"bytes,25,opt,name=buffered,proto3" json:"buffered,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobState) Reset() {
@@ -642,6 +650,13 @@ func (x *JobState) GetScheduledFires() uint64 {
 		return x.ScheduledFires
 	}
 	return 0
+}
+
+func (x *JobState) GetBuffered() *Buffered {
+	if x != nil {
+		return x.Buffered
+	}
+	return nil
 }
 
 // Delivery is a write to a Kafka-target job's topic that the scheduler
@@ -1003,6 +1018,59 @@ func (x *Due) GetBatch() []*Due {
 	return nil
 }
 
+// Buffered is an occurrence held back by the overlap policy buffer_one.
+type Buffered struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	FireSeq       uint64                 `protobuf:"varint,1,opt,name=fire_seq,json=fireSeq,proto3" json:"fire_seq,omitempty"`
+	ScheduledAt   *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=scheduled_at,json=scheduledAt,proto3" json:"scheduled_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Buffered) Reset() {
+	*x = Buffered{}
+	mi := &file_chime_v1_scheduler_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Buffered) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Buffered) ProtoMessage() {}
+
+func (x *Buffered) ProtoReflect() protoreflect.Message {
+	mi := &file_chime_v1_scheduler_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Buffered.ProtoReflect.Descriptor instead.
+func (*Buffered) Descriptor() ([]byte, []int) {
+	return file_chime_v1_scheduler_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Buffered) GetFireSeq() uint64 {
+	if x != nil {
+		return x.FireSeq
+	}
+	return 0
+}
+
+func (x *Buffered) GetScheduledAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ScheduledAt
+	}
+	return nil
+}
+
 // JobEvent is the job lifecycle stream (job-events topic, keyed by
 // namespace), for analytics and audits.
 type JobEvent struct {
@@ -1026,7 +1094,7 @@ type JobEvent struct {
 
 func (x *JobEvent) Reset() {
 	*x = JobEvent{}
-	mi := &file_chime_v1_scheduler_proto_msgTypes[6]
+	mi := &file_chime_v1_scheduler_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1038,7 +1106,7 @@ func (x *JobEvent) String() string {
 func (*JobEvent) ProtoMessage() {}
 
 func (x *JobEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_scheduler_proto_msgTypes[6]
+	mi := &file_chime_v1_scheduler_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1051,7 +1119,7 @@ func (x *JobEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEvent.ProtoReflect.Descriptor instead.
 func (*JobEvent) Descriptor() ([]byte, []int) {
-	return file_chime_v1_scheduler_proto_rawDescGZIP(), []int{6}
+	return file_chime_v1_scheduler_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *JobEvent) GetEventId() string {
@@ -1165,7 +1233,7 @@ type Rejection struct {
 
 func (x *Rejection) Reset() {
 	*x = Rejection{}
-	mi := &file_chime_v1_scheduler_proto_msgTypes[7]
+	mi := &file_chime_v1_scheduler_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1177,7 +1245,7 @@ func (x *Rejection) String() string {
 func (*Rejection) ProtoMessage() {}
 
 func (x *Rejection) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_scheduler_proto_msgTypes[7]
+	mi := &file_chime_v1_scheduler_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1190,7 +1258,7 @@ func (x *Rejection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rejection.ProtoReflect.Descriptor instead.
 func (*Rejection) Descriptor() ([]byte, []int) {
-	return file_chime_v1_scheduler_proto_rawDescGZIP(), []int{7}
+	return file_chime_v1_scheduler_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Rejection) GetEventId() string {
@@ -1303,7 +1371,7 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\ahistory\x18\t \x03(\v2\x19.chime.v1.CallbackOutcomeR\ahistory\x12 \n" +
 	"\vincarnation\x18\n" +
 	" \x01(\tR\vincarnation\x123\n" +
-	"\afire_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x06fireAt\"\xf6\b\n" +
+	"\afire_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x06fireAt\"\xa6\t\n" +
 	"\bJobState\x12%\n" +
 	"\x04spec\x18\x01 \x01(\v2\x11.chime.v1.JobSpecR\x04spec\x12+\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x13.chime.v1.JobStatusR\x06status\x12\x19\n" +
@@ -1335,7 +1403,8 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\n" +
 	"held_until\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\theldUntil\x123\n" +
 	"\atick_at\x18\x17 \x01(\v2\x1a.google.protobuf.TimestampR\x06tickAt\x12'\n" +
-	"\x0fscheduled_fires\x18\x18 \x01(\x04R\x0escheduledFires\"\xd9\x01\n" +
+	"\x0fscheduled_fires\x18\x18 \x01(\x04R\x0escheduledFires\x12.\n" +
+	"\bbuffered\x18\x19 \x01(\v2\x12.chime.v1.BufferedR\bbuffered\"\xd9\x01\n" +
 	"\bDelivery\x12\x19\n" +
 	"\bfire_seq\x18\x01 \x01(\x04R\afireSeq\x12-\n" +
 	"\x06target\x18\x02 \x01(\v2\x15.chime.v1.KafkaTargetR\x06target\x12=\n" +
@@ -1370,7 +1439,10 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\x05batch\x18\x14 \x03(\v2\r.chime.v1.DueR\x05batch\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc6\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"d\n" +
+	"\bBuffered\x12\x19\n" +
+	"\bfire_seq\x18\x01 \x01(\x04R\afireSeq\x12=\n" +
+	"\fscheduled_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\vscheduledAt\"\xc6\x03\n" +
 	"\bJobEvent\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x15\n" +
@@ -1407,7 +1479,7 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\x11JOB_STATUS_PAUSED\x10\x02\x12\x18\n" +
 	"\x14JOB_STATUS_COMPLETED\x10\x03\x12\x18\n" +
 	"\x14JOB_STATUS_CANCELLED\x10\x04\x12\x13\n" +
-	"\x0fJOB_STATUS_DEAD\x10\x05*\xc3\x03\n" +
+	"\x0fJOB_STATUS_DEAD\x10\x05*\xe2\x03\n" +
 	"\fJobEventType\x12\x1e\n" +
 	"\x1aJOB_EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16JOB_EVENT_TYPE_CREATED\x10\x01\x12\x1a\n" +
@@ -1424,7 +1496,8 @@ const file_chime_v1_scheduler_proto_rawDesc = "" +
 	"\x17JOB_EVENT_TYPE_DEFERRED\x10\v\x12\x1a\n" +
 	"\x16JOB_EVENT_TYPE_EXPIRED\x10\f\x12\x1e\n" +
 	"\x1aJOB_EVENT_TYPE_REDELIVERED\x10\r\x12\x1c\n" +
-	"\x18JOB_EVENT_TYPE_TRIGGERED\x10\x0eB5Z3github.com/chime-sched/chime/schema/chimev1;chimev1b\x06proto3"
+	"\x18JOB_EVENT_TYPE_TRIGGERED\x10\x0e\x12\x1d\n" +
+	"\x19JOB_EVENT_TYPE_SUPERSEDED\x10\x0fB5Z3github.com/chime-sched/chime/schema/chimev1;chimev1b\x06proto3"
 
 var (
 	file_chime_v1_scheduler_proto_rawDescOnce sync.Once
@@ -1439,7 +1512,7 @@ func file_chime_v1_scheduler_proto_rawDescGZIP() []byte {
 }
 
 var file_chime_v1_scheduler_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_chime_v1_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_chime_v1_scheduler_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_chime_v1_scheduler_proto_goTypes = []any{
 	(JobStatus)(0),                // 0: chime.v1.JobStatus
 	(JobEventType)(0),             // 1: chime.v1.JobEventType
@@ -1449,67 +1522,70 @@ var file_chime_v1_scheduler_proto_goTypes = []any{
 	(*Delivery)(nil),              // 5: chime.v1.Delivery
 	(*Tick)(nil),                  // 6: chime.v1.Tick
 	(*Due)(nil),                   // 7: chime.v1.Due
-	(*JobEvent)(nil),              // 8: chime.v1.JobEvent
-	(*Rejection)(nil),             // 9: chime.v1.Rejection
-	nil,                           // 10: chime.v1.Due.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
-	(*CallbackOutcome)(nil),       // 12: chime.v1.CallbackOutcome
-	(*JobSpec)(nil),               // 13: chime.v1.JobSpec
-	(AckResult)(0),                // 14: chime.v1.AckResult
-	(*KafkaTarget)(nil),           // 15: chime.v1.KafkaTarget
-	(*HttpCallback)(nil),          // 16: chime.v1.HttpCallback
-	(*RetryPolicy)(nil),           // 17: chime.v1.RetryPolicy
-	(*durationpb.Duration)(nil),   // 18: google.protobuf.Duration
+	(*Buffered)(nil),              // 8: chime.v1.Buffered
+	(*JobEvent)(nil),              // 9: chime.v1.JobEvent
+	(*Rejection)(nil),             // 10: chime.v1.Rejection
+	nil,                           // 11: chime.v1.Due.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
+	(*CallbackOutcome)(nil),       // 13: chime.v1.CallbackOutcome
+	(*JobSpec)(nil),               // 14: chime.v1.JobSpec
+	(AckResult)(0),                // 15: chime.v1.AckResult
+	(*KafkaTarget)(nil),           // 16: chime.v1.KafkaTarget
+	(*HttpCallback)(nil),          // 17: chime.v1.HttpCallback
+	(*RetryPolicy)(nil),           // 18: chime.v1.RetryPolicy
+	(*durationpb.Duration)(nil),   // 19: google.protobuf.Duration
 }
 var file_chime_v1_scheduler_proto_depIdxs = []int32{
-	11, // 0: chime.v1.Pending.not_before:type_name -> google.protobuf.Timestamp
-	11, // 1: chime.v1.Pending.scheduled_at:type_name -> google.protobuf.Timestamp
-	12, // 2: chime.v1.Pending.history:type_name -> chime.v1.CallbackOutcome
-	11, // 3: chime.v1.Emission.scheduled_at:type_name -> google.protobuf.Timestamp
-	11, // 4: chime.v1.Emission.emitted_at:type_name -> google.protobuf.Timestamp
-	11, // 5: chime.v1.Emission.deadline:type_name -> google.protobuf.Timestamp
-	12, // 6: chime.v1.Emission.history:type_name -> chime.v1.CallbackOutcome
-	11, // 7: chime.v1.Emission.fire_at:type_name -> google.protobuf.Timestamp
-	13, // 8: chime.v1.JobState.spec:type_name -> chime.v1.JobSpec
+	12, // 0: chime.v1.Pending.not_before:type_name -> google.protobuf.Timestamp
+	12, // 1: chime.v1.Pending.scheduled_at:type_name -> google.protobuf.Timestamp
+	13, // 2: chime.v1.Pending.history:type_name -> chime.v1.CallbackOutcome
+	12, // 3: chime.v1.Emission.scheduled_at:type_name -> google.protobuf.Timestamp
+	12, // 4: chime.v1.Emission.emitted_at:type_name -> google.protobuf.Timestamp
+	12, // 5: chime.v1.Emission.deadline:type_name -> google.protobuf.Timestamp
+	13, // 6: chime.v1.Emission.history:type_name -> chime.v1.CallbackOutcome
+	12, // 7: chime.v1.Emission.fire_at:type_name -> google.protobuf.Timestamp
+	14, // 8: chime.v1.JobState.spec:type_name -> chime.v1.JobSpec
 	0,  // 9: chime.v1.JobState.status:type_name -> chime.v1.JobStatus
-	11, // 10: chime.v1.JobState.next_scheduled_at:type_name -> google.protobuf.Timestamp
-	11, // 11: chime.v1.JobState.timer_at:type_name -> google.protobuf.Timestamp
+	12, // 10: chime.v1.JobState.next_scheduled_at:type_name -> google.protobuf.Timestamp
+	12, // 11: chime.v1.JobState.timer_at:type_name -> google.protobuf.Timestamp
 	2,  // 12: chime.v1.JobState.pending:type_name -> chime.v1.Pending
 	3,  // 13: chime.v1.JobState.open:type_name -> chime.v1.Emission
-	11, // 14: chime.v1.JobState.created_at:type_name -> google.protobuf.Timestamp
-	11, // 15: chime.v1.JobState.updated_at:type_name -> google.protobuf.Timestamp
-	11, // 16: chime.v1.JobState.anchor:type_name -> google.protobuf.Timestamp
-	14, // 17: chime.v1.JobState.last_result:type_name -> chime.v1.AckResult
-	11, // 18: chime.v1.JobState.last_fired_at:type_name -> google.protobuf.Timestamp
-	11, // 19: chime.v1.JobState.last_scheduled_at:type_name -> google.protobuf.Timestamp
+	12, // 14: chime.v1.JobState.created_at:type_name -> google.protobuf.Timestamp
+	12, // 15: chime.v1.JobState.updated_at:type_name -> google.protobuf.Timestamp
+	12, // 16: chime.v1.JobState.anchor:type_name -> google.protobuf.Timestamp
+	15, // 17: chime.v1.JobState.last_result:type_name -> chime.v1.AckResult
+	12, // 18: chime.v1.JobState.last_fired_at:type_name -> google.protobuf.Timestamp
+	12, // 19: chime.v1.JobState.last_scheduled_at:type_name -> google.protobuf.Timestamp
 	5,  // 20: chime.v1.JobState.unconfirmed:type_name -> chime.v1.Delivery
-	11, // 21: chime.v1.JobState.recover_at:type_name -> google.protobuf.Timestamp
-	11, // 22: chime.v1.JobState.held_until:type_name -> google.protobuf.Timestamp
-	11, // 23: chime.v1.JobState.tick_at:type_name -> google.protobuf.Timestamp
-	15, // 24: chime.v1.Delivery.target:type_name -> chime.v1.KafkaTarget
-	11, // 25: chime.v1.Delivery.delivered_at:type_name -> google.protobuf.Timestamp
-	11, // 26: chime.v1.Tick.timer_at:type_name -> google.protobuf.Timestamp
-	11, // 27: chime.v1.Tick.sent_at:type_name -> google.protobuf.Timestamp
-	11, // 28: chime.v1.Due.scheduled_at:type_name -> google.protobuf.Timestamp
-	11, // 29: chime.v1.Due.fire_at:type_name -> google.protobuf.Timestamp
-	11, // 30: chime.v1.Due.emitted_at:type_name -> google.protobuf.Timestamp
-	11, // 31: chime.v1.Due.deadline:type_name -> google.protobuf.Timestamp
-	16, // 32: chime.v1.Due.callback:type_name -> chime.v1.HttpCallback
-	17, // 33: chime.v1.Due.retry:type_name -> chime.v1.RetryPolicy
-	10, // 34: chime.v1.Due.labels:type_name -> chime.v1.Due.LabelsEntry
-	18, // 35: chime.v1.Due.relevancy_window:type_name -> google.protobuf.Duration
-	12, // 36: chime.v1.Due.history:type_name -> chime.v1.CallbackOutcome
-	7,  // 37: chime.v1.Due.batch:type_name -> chime.v1.Due
-	1,  // 38: chime.v1.JobEvent.type:type_name -> chime.v1.JobEventType
-	11, // 39: chime.v1.JobEvent.at:type_name -> google.protobuf.Timestamp
-	11, // 40: chime.v1.JobEvent.first_scheduled_at:type_name -> google.protobuf.Timestamp
-	11, // 41: chime.v1.JobEvent.last_scheduled_at:type_name -> google.protobuf.Timestamp
-	11, // 42: chime.v1.Rejection.at:type_name -> google.protobuf.Timestamp
-	43, // [43:43] is the sub-list for method output_type
-	43, // [43:43] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	12, // 21: chime.v1.JobState.recover_at:type_name -> google.protobuf.Timestamp
+	12, // 22: chime.v1.JobState.held_until:type_name -> google.protobuf.Timestamp
+	12, // 23: chime.v1.JobState.tick_at:type_name -> google.protobuf.Timestamp
+	8,  // 24: chime.v1.JobState.buffered:type_name -> chime.v1.Buffered
+	16, // 25: chime.v1.Delivery.target:type_name -> chime.v1.KafkaTarget
+	12, // 26: chime.v1.Delivery.delivered_at:type_name -> google.protobuf.Timestamp
+	12, // 27: chime.v1.Tick.timer_at:type_name -> google.protobuf.Timestamp
+	12, // 28: chime.v1.Tick.sent_at:type_name -> google.protobuf.Timestamp
+	12, // 29: chime.v1.Due.scheduled_at:type_name -> google.protobuf.Timestamp
+	12, // 30: chime.v1.Due.fire_at:type_name -> google.protobuf.Timestamp
+	12, // 31: chime.v1.Due.emitted_at:type_name -> google.protobuf.Timestamp
+	12, // 32: chime.v1.Due.deadline:type_name -> google.protobuf.Timestamp
+	17, // 33: chime.v1.Due.callback:type_name -> chime.v1.HttpCallback
+	18, // 34: chime.v1.Due.retry:type_name -> chime.v1.RetryPolicy
+	11, // 35: chime.v1.Due.labels:type_name -> chime.v1.Due.LabelsEntry
+	19, // 36: chime.v1.Due.relevancy_window:type_name -> google.protobuf.Duration
+	13, // 37: chime.v1.Due.history:type_name -> chime.v1.CallbackOutcome
+	7,  // 38: chime.v1.Due.batch:type_name -> chime.v1.Due
+	12, // 39: chime.v1.Buffered.scheduled_at:type_name -> google.protobuf.Timestamp
+	1,  // 40: chime.v1.JobEvent.type:type_name -> chime.v1.JobEventType
+	12, // 41: chime.v1.JobEvent.at:type_name -> google.protobuf.Timestamp
+	12, // 42: chime.v1.JobEvent.first_scheduled_at:type_name -> google.protobuf.Timestamp
+	12, // 43: chime.v1.JobEvent.last_scheduled_at:type_name -> google.protobuf.Timestamp
+	12, // 44: chime.v1.Rejection.at:type_name -> google.protobuf.Timestamp
+	45, // [45:45] is the sub-list for method output_type
+	45, // [45:45] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_chime_v1_scheduler_proto_init() }
@@ -1525,7 +1601,7 @@ func file_chime_v1_scheduler_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chime_v1_scheduler_proto_rawDesc), len(file_chime_v1_scheduler_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -83,6 +83,7 @@ class Receiver:
     def __init__(self):
         self.calls: list[Received] = []
         self.status: dict[str, int] = {}
+        self.delay: dict[str, float] = {}
         self.lock = threading.Lock()
         outer = self
 
@@ -92,6 +93,9 @@ class Receiver:
                 with outer.lock:
                     outer.calls.append(Received("POST", self.path, dict(self.headers.items()), body))
                     status = outer.status.get(self.path, 200)
+                    delay = outer.delay.get(self.path, 0.0)
+                if delay:
+                    time.sleep(delay)
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()

@@ -168,3 +168,23 @@ def test_preview_matches_the_job(setup):
     with pytest.raises(ProblemError) as e:
         client.preview_schedule({"every": "1h", "jitter": "5m"})
     assert e.value.status == 422 and e.value.errors[0]["field"] == "id"
+
+
+def test_schedule_policies_end_to_end(setup, receiver):
+    """Through the API on chime dev: overlap skip while a slow call is open, max_fires, pause on failure."""
+    _, client, _, _ = setup
+    # Every second, each call taking 2.5 s: with skip, occurrences due
+    # while the call is open are skipped; max_fires ends it after 2 fires.
+    receiver.delay["/slow"] = 2.5
+    client.create_job(NS, {"id": "slow", "schedule": {"every": "1s"}, "callback": {"url": receiver.url + "/slow", "timeout": "10s"},
+                           "overlap": "skip", "max_fires": 2})
+    job = wait_for("two fires, then the end", lambda: (j := client.get_job(NS, "slow"))["state"] == "completed" and j, timeout=60)
+    assert job["fires"] == 2 and job["skipped"] >= 2, job
+    assert job["overlap"] == "skip" and job["max_fires"] == 2
+    assert len(receiver.calls_to("/slow")) == 2, "no call while one was open"
+    # A fire that dead-letters pauses the job.
+    receiver.status["/fails"] = 500
+    client.create_job(NS, {"id": "fails", "schedule": {"every": "2s"}, "callback": {"url": receiver.url + "/fails"},
+                           "retry": {"max_attempts": 1}, "pause_on_failure": True})
+    job = wait_for("paused on failure", lambda: (j := client.get_job(NS, "fails"))["state"] == "paused" and j, timeout=60)
+    assert "paused on failure" in job["last_outcome"]["detail"]

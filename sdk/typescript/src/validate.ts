@@ -10,7 +10,7 @@
  */
 
 import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
-import type { HttpCallback, JobCommand, KafkaTarget, RetryPolicy, Target, Upsert } from "./gen/chime/v1/job_pb.js";
+import { type HttpCallback, type JobCommand, type KafkaTarget, OverlapPolicy, type RetryPolicy, type Target, type Upsert } from "./gen/chime/v1/job_pb.js";
 
 export const LIMITS = {
   namespaceLen: 63,
@@ -203,6 +203,9 @@ function validateUpsert(cmd: JobCommand, u: Upsert): ValidationError | undefined
     if (de) return de;
     if (w <= 0) return invalid(field, `is ${w}s; it must be positive (leave it unset for the namespace's window)`);
     if (w > LIMITS.relevancyWindowS) return invalid(field, `is ${w}s; it must be at most 720h0m0s (30 days)`);
+  }
+  if (OverlapPolicy[spec.overlap] === undefined) {
+    return invalid("upsert.spec.overlap", `${spec.overlap} is not a known overlap policy; use ALLOW_ALL, SKIP, BUFFER_ONE or CANCEL_OTHER`);
   }
   return validateLabels("upsert.spec.labels", spec.labels);
 }

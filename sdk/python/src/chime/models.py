@@ -166,6 +166,7 @@ class JobRequest(TypedDict, closed=True):
     labels: NotRequired[dict[str, str]]
     max_fires: NotRequired[int]
     pause_on_failure: NotRequired[bool]
+    overlap: NotRequired[Literal['allow_all', 'skip', 'buffer_one', 'cancel_other']]
 
 
 class BatchRequest(TypedDict, closed=True):
@@ -502,6 +503,7 @@ class Job(TypedDict):
     next_fires: NotRequired[list[Fire]]
     max_fires: NotRequired[int]
     pause_on_failure: NotRequired[bool]
+    overlap: NotRequired[Literal['allow_all', 'skip', 'buffer_one', 'cancel_other']]
 
 
 class Replay(Job):

@@ -653,6 +653,11 @@ export interface components {
             max_fires?: number;
             /** @description a recurring job pauses itself when one of its fires ends failed or dead (dead-lettered), the reason in last_outcome.detail; default false */
             pause_on_failure?: boolean;
+            /**
+             * @description what an occurrence of a recurring job does while an earlier fire is still open (awaiting its outcome or a retry): allow_all fires it anyway (default), skip records it as skipped, buffer_one lets one wait until the open fires settle, cancel_other drops the open fires' remaining retries and fires it
+             * @enum {string}
+             */
+            overlap?: "allow_all" | "skip" | "buffer_one" | "cancel_other";
         };
         BatchRequest: {
             jobs: components["schemas"]["JobRequest"][];
@@ -719,6 +724,11 @@ export interface components {
             max_fires?: number;
             /** @description the job pauses itself when a fire dead-letters */
             pause_on_failure?: boolean;
+            /**
+             * @description the job's overlap policy, when it is not the default
+             * @enum {string}
+             */
+            overlap?: "allow_all" | "skip" | "buffer_one" | "cancel_other";
         };
         /** @description the replay's job, as GET .../jobs/{id} shows it (only id and namespace once the job was removed, long after it ended), and the replay */
         Replay: components["schemas"]["Job"] & {

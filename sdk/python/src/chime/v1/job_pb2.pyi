@@ -12,6 +12,14 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class OverlapPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    OVERLAP_POLICY_UNSPECIFIED: _ClassVar[OverlapPolicy]
+    OVERLAP_POLICY_ALLOW_ALL: _ClassVar[OverlapPolicy]
+    OVERLAP_POLICY_SKIP: _ClassVar[OverlapPolicy]
+    OVERLAP_POLICY_BUFFER_ONE: _ClassVar[OverlapPolicy]
+    OVERLAP_POLICY_CANCEL_OTHER: _ClassVar[OverlapPolicy]
+
 class AckResult(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     ACK_RESULT_UNSPECIFIED: _ClassVar[AckResult]
@@ -19,6 +27,11 @@ class AckResult(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ACK_RESULT_FAILED: _ClassVar[AckResult]
     ACK_RESULT_DEAD: _ClassVar[AckResult]
     ACK_RESULT_EXPIRED: _ClassVar[AckResult]
+OVERLAP_POLICY_UNSPECIFIED: OverlapPolicy
+OVERLAP_POLICY_ALLOW_ALL: OverlapPolicy
+OVERLAP_POLICY_SKIP: OverlapPolicy
+OVERLAP_POLICY_BUFFER_ONE: OverlapPolicy
+OVERLAP_POLICY_CANCEL_OTHER: OverlapPolicy
 ACK_RESULT_UNSPECIFIED: AckResult
 ACK_RESULT_SUCCEEDED: AckResult
 ACK_RESULT_FAILED: AckResult
@@ -126,7 +139,7 @@ class RetryPolicy(_message.Message):
     def __init__(self, max_attempts: _Optional[int] = ..., initial_interval: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., max_interval: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., multiplier: _Optional[float] = ..., jitter: _Optional[float] = ..., max_elapsed: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("namespace", "id", "schedule", "target", "retry", "relevancy_window", "labels", "max_fires", "pause_on_failure")
+    __slots__ = ("namespace", "id", "schedule", "target", "retry", "relevancy_window", "labels", "max_fires", "pause_on_failure", "overlap")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -143,6 +156,7 @@ class JobSpec(_message.Message):
     LABELS_FIELD_NUMBER: _ClassVar[int]
     MAX_FIRES_FIELD_NUMBER: _ClassVar[int]
     PAUSE_ON_FAILURE_FIELD_NUMBER: _ClassVar[int]
+    OVERLAP_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     id: str
     schedule: Schedule
@@ -152,7 +166,8 @@ class JobSpec(_message.Message):
     labels: _containers.ScalarMap[str, str]
     max_fires: int
     pause_on_failure: bool
-    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., schedule: _Optional[_Union[Schedule, _Mapping]] = ..., target: _Optional[_Union[Target, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., relevancy_window: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., max_fires: _Optional[int] = ..., pause_on_failure: _Optional[bool] = ...) -> None: ...
+    overlap: OverlapPolicy
+    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., schedule: _Optional[_Union[Schedule, _Mapping]] = ..., target: _Optional[_Union[Target, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., relevancy_window: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., max_fires: _Optional[int] = ..., pause_on_failure: _Optional[bool] = ..., overlap: _Optional[_Union[OverlapPolicy, str]] = ...) -> None: ...
 
 class JobCommand(_message.Message):
     __slots__ = ("command_id", "issued_at", "namespace", "job_id", "upsert", "cancel", "pause", "resume", "retry", "defer", "ack", "trigger", "batch")

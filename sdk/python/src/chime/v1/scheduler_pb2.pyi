@@ -39,6 +39,7 @@ class JobEventType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     JOB_EVENT_TYPE_EXPIRED: _ClassVar[JobEventType]
     JOB_EVENT_TYPE_REDELIVERED: _ClassVar[JobEventType]
     JOB_EVENT_TYPE_TRIGGERED: _ClassVar[JobEventType]
+    JOB_EVENT_TYPE_SUPERSEDED: _ClassVar[JobEventType]
 JOB_STATUS_UNSPECIFIED: JobStatus
 JOB_STATUS_SCHEDULED: JobStatus
 JOB_STATUS_PAUSED: JobStatus
@@ -60,6 +61,7 @@ JOB_EVENT_TYPE_DEFERRED: JobEventType
 JOB_EVENT_TYPE_EXPIRED: JobEventType
 JOB_EVENT_TYPE_REDELIVERED: JobEventType
 JOB_EVENT_TYPE_TRIGGERED: JobEventType
+JOB_EVENT_TYPE_SUPERSEDED: JobEventType
 
 class Pending(_message.Message):
     __slots__ = ("fire_seq", "attempt", "not_before", "scheduled_at", "deferrals", "history")
@@ -104,7 +106,7 @@ class Emission(_message.Message):
     def __init__(self, fire_seq: _Optional[int] = ..., emit_seq: _Optional[int] = ..., attempt: _Optional[int] = ..., scheduled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., deferrals: _Optional[int] = ..., emitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., redeliveries: _Optional[int] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., history: _Optional[_Iterable[_Union[_outcome_pb2.CallbackOutcome, _Mapping]]] = ..., incarnation: _Optional[str] = ..., fire_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class JobState(_message.Message):
-    __slots__ = ("spec", "status", "fire_seq", "next_scheduled_at", "timer_at", "pending", "open", "emit_seq", "created_at", "updated_at", "anchor", "fires", "skipped", "last_result", "last_fired_at", "last_command_id", "last_detail", "last_scheduled_at", "unconfirmed", "recover_at", "held_command", "held_until", "tick_at", "scheduled_fires")
+    __slots__ = ("spec", "status", "fire_seq", "next_scheduled_at", "timer_at", "pending", "open", "emit_seq", "created_at", "updated_at", "anchor", "fires", "skipped", "last_result", "last_fired_at", "last_command_id", "last_detail", "last_scheduled_at", "unconfirmed", "recover_at", "held_command", "held_until", "tick_at", "scheduled_fires", "buffered")
     SPEC_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     FIRE_SEQ_FIELD_NUMBER: _ClassVar[int]
@@ -129,6 +131,7 @@ class JobState(_message.Message):
     HELD_UNTIL_FIELD_NUMBER: _ClassVar[int]
     TICK_AT_FIELD_NUMBER: _ClassVar[int]
     SCHEDULED_FIRES_FIELD_NUMBER: _ClassVar[int]
+    BUFFERED_FIELD_NUMBER: _ClassVar[int]
     spec: _job_pb2.JobSpec
     status: JobStatus
     fire_seq: int
@@ -153,7 +156,8 @@ class JobState(_message.Message):
     held_until: _timestamp_pb2.Timestamp
     tick_at: _timestamp_pb2.Timestamp
     scheduled_fires: int
-    def __init__(self, spec: _Optional[_Union[_job_pb2.JobSpec, _Mapping]] = ..., status: _Optional[_Union[JobStatus, str]] = ..., fire_seq: _Optional[int] = ..., next_scheduled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., timer_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., pending: _Optional[_Iterable[_Union[Pending, _Mapping]]] = ..., open: _Optional[_Iterable[_Union[Emission, _Mapping]]] = ..., emit_seq: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., anchor: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., fires: _Optional[int] = ..., skipped: _Optional[int] = ..., last_result: _Optional[_Union[_job_pb2.AckResult, str]] = ..., last_fired_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_command_id: _Optional[str] = ..., last_detail: _Optional[str] = ..., last_scheduled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., unconfirmed: _Optional[_Iterable[_Union[Delivery, _Mapping]]] = ..., recover_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., held_command: _Optional[bytes] = ..., held_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., tick_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., scheduled_fires: _Optional[int] = ...) -> None: ...
+    buffered: Buffered
+    def __init__(self, spec: _Optional[_Union[_job_pb2.JobSpec, _Mapping]] = ..., status: _Optional[_Union[JobStatus, str]] = ..., fire_seq: _Optional[int] = ..., next_scheduled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., timer_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., pending: _Optional[_Iterable[_Union[Pending, _Mapping]]] = ..., open: _Optional[_Iterable[_Union[Emission, _Mapping]]] = ..., emit_seq: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., anchor: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., fires: _Optional[int] = ..., skipped: _Optional[int] = ..., last_result: _Optional[_Union[_job_pb2.AckResult, str]] = ..., last_fired_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_command_id: _Optional[str] = ..., last_detail: _Optional[str] = ..., last_scheduled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., unconfirmed: _Optional[_Iterable[_Union[Delivery, _Mapping]]] = ..., recover_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., held_command: _Optional[bytes] = ..., held_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., tick_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., scheduled_fires: _Optional[int] = ..., buffered: _Optional[_Union[Buffered, _Mapping]] = ...) -> None: ...
 
 class Delivery(_message.Message):
     __slots__ = ("fire_seq", "target", "delivered_at", "incarnation", "redeliveries")
@@ -227,6 +231,14 @@ class Due(_message.Message):
     recall: bool
     batch: _containers.RepeatedCompositeFieldContainer[Due]
     def __init__(self, namespace: _Optional[str] = ..., job_id: _Optional[str] = ..., fire_seq: _Optional[int] = ..., emit_seq: _Optional[int] = ..., attempt: _Optional[int] = ..., scheduled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., fire_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., emitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., callback: _Optional[_Union[_job_pb2.HttpCallback, _Mapping]] = ..., retry: _Optional[_Union[_job_pb2.RetryPolicy, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., idempotency_key: _Optional[str] = ..., deferrals: _Optional[int] = ..., relevancy_window: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., history: _Optional[_Iterable[_Union[_outcome_pb2.CallbackOutcome, _Mapping]]] = ..., shard: _Optional[int] = ..., spread: _Optional[int] = ..., recall: _Optional[bool] = ..., batch: _Optional[_Iterable[_Union[Due, _Mapping]]] = ...) -> None: ...
+
+class Buffered(_message.Message):
+    __slots__ = ("fire_seq", "scheduled_at")
+    FIRE_SEQ_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULED_AT_FIELD_NUMBER: _ClassVar[int]
+    fire_seq: int
+    scheduled_at: _timestamp_pb2.Timestamp
+    def __init__(self, fire_seq: _Optional[int] = ..., scheduled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class JobEvent(_message.Message):
     __slots__ = ("event_id", "namespace", "job_id", "type", "at", "fire_seq", "attempt", "count", "first_scheduled_at", "last_scheduled_at", "detail", "command_id")
