@@ -8,6 +8,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -114,6 +115,10 @@ func (js jobScope) toCommand(id string, req *jobRequest, prefix string) (*conver
 
 func scheduleToProto(fe *fieldErrs, prefix string, sc *scheduleJSON, now time.Time) (*chimev1.Schedule, bool) {
 	out := &chimev1.Schedule{Jitter: fe.duration(prefix+"schedule.jitter", sc.Jitter)}
+	for i, x := range sc.Exclude {
+		out.Exclude = append(out.Exclude, &chimev1.Exclusion{Date: x.Date, Cron: x.Cron, Timezone: x.Timezone,
+			Duration: fe.duration(fmt.Sprintf("%sschedule.exclude[%d].duration", prefix, i), x.Duration)})
+	}
 	var kinds []string
 	for name, set := range map[string]bool{"at": sc.At != nil, "in": sc.In != nil, "every": sc.Every != nil, "cron": sc.Cron != nil} {
 		if set {

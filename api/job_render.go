@@ -44,6 +44,9 @@ func renderJob(ns, id string, row *chimev1.JobState, pending bool) jobResponse {
 	}
 	if sc := spec.GetSchedule(); sc != nil {
 		out := &scheduleJSON{Jitter: fmtDuration(sc.GetJitter())}
+		for _, x := range sc.GetExclude() {
+			out.Exclude = append(out.Exclude, exclusionJSON{Date: x.GetDate(), Cron: x.GetCron(), Duration: fmtDuration(x.GetDuration()), Timezone: x.GetTimezone()})
+		}
 		switch {
 		case sc.GetAt() != nil:
 			out.At = fmtTime(sc.GetAt())

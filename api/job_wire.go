@@ -34,6 +34,18 @@ type scheduleJSON struct {
 	StartAt  *string `json:"start_at,omitempty"`
 	EndAt    *string `json:"end_at,omitempty"`
 	Jitter   *string `json:"jitter,omitempty"`
+	// Exclude are the times with no occurrence: days, or cron windows.
+	Exclude []exclusionJSON `json:"exclude,omitempty"`
+}
+
+// exclusionJSON: a date ("2026-12-25"), or a window opening at each
+// occurrence of cron and lasting duration; in timezone (default: the
+// schedule's cron timezone, else UTC).
+type exclusionJSON struct {
+	Date     string  `json:"date,omitempty"`
+	Cron     string  `json:"cron,omitempty"`
+	Duration *string `json:"duration,omitempty"`
+	Timezone string  `json:"timezone,omitempty"`
 }
 
 // callbackJSON.Body is sent as is: a JSON string is sent as its text, any

@@ -169,3 +169,34 @@ func TestOverlapField(t *testing.T) {
 		requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs", key, job(bad)), 422, "overlap")
 	}
 }
+
+// TestExclusionsThroughTheAPI: exclusions reach the command, show on the
+// job, and a preview leaves their times out; a bad one names its field.
+func TestExclusionsThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := b.namespace(t, "shop", nil)
+	sched := map[string]any{"cron": "0 9 * * *", "timezone": "Asia/Kolkata", "exclude": []any{
+		map[string]any{"date": "2026-12-25"}, map[string]any{"cron": "0 0 * * 0", "duration": "24h"}}}
+	r := b.do(t, "POST", "/v1/namespaces/shop/jobs", key, map[string]any{"id": "emi", "schedule": sched, "callback": map[string]any{"url": "https://example.com/emi"}})
+	require.Equal(t, 201, r.status, string(r.raw))
+	cmds := b.jobs.commands()
+	spec := cmds[len(cmds)-1].GetUpsert().GetSpec()
+	require.Len(t, spec.GetSchedule().GetExclude(), 2)
+	b.states.put("shop", "emi2", &chimev1.JobState{Spec: spec, Status: chimev1.JobStatus_JOB_STATUS_SCHEDULED})
+	r = b.do(t, "GET", "/v1/namespaces/shop/jobs/emi2", key, nil)
+	require.Len(t, r.body["schedule"].(map[string]any)["exclude"], 2)
+
+	r = b.do(t, "POST", "/v1/schedules:preview", key, map[string]any{"schedule": sched, "from": "2026-12-23T00:00:00Z", "count": 4})
+	require.Equal(t, 200, r.status, string(r.raw))
+	var got []string
+	for _, f := range r.body["fires"].([]any) {
+		got = append(got, f.(map[string]any)["scheduled_at"].(string))
+	}
+	// 09:00 in Kolkata is 03:30 UTC; the 25th (a holiday) and Sunday the 27th are left out.
+	require.Equal(t, []string{"2026-12-23T03:30:00Z", "2026-12-24T03:30:00Z", "2026-12-26T03:30:00Z", "2026-12-28T03:30:00Z"}, got)
+
+	bad := map[string]any{"id": "x", "schedule": map[string]any{"every": "1h", "exclude": []any{map[string]any{"date": "25/12/2026"}}},
+		"callback": map[string]any{"url": "https://example.com/x"}}
+	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs", key, bad), 422, "schedule.exclude[0].date")
+}

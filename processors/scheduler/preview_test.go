@@ -34,6 +34,13 @@ func TestPreviewEqualsTheFiresMade(t *testing.T) {
 			return s
 		}()},
 		{"one-shot already past", at(start.Add(-time.Hour))},
+		{"every 3 hours with jitter, not on the 24th nor at night in Berlin", &chimev1.Schedule{
+			Kind:   &chimev1.Schedule_Every{Every: &chimev1.Every{Interval: durationpb.New(3 * time.Hour)}},
+			Jitter: durationpb.New(20 * time.Minute),
+			Exclude: []*chimev1.Exclusion{
+				{Date: "2026-10-24", Timezone: "Europe/Berlin"},
+				{Cron: "0 22 * * *", Duration: durationpb.New(8 * time.Hour), Timezone: "Europe/Berlin"},
+			}}},
 		{"every 2 hours, started a day before its creation", &chimev1.Schedule{
 			Kind:   &chimev1.Schedule_Every{Every: &chimev1.Every{Interval: durationpb.New(2 * time.Hour), StartAt: timestamppb.New(start.Add(-24*time.Hour + time.Minute))}},
 			Jitter: durationpb.New(30 * time.Minute)}},
@@ -60,6 +67,16 @@ func TestPreviewEqualsTheFiresMade(t *testing.T) {
 				}
 			}
 			require.NotEmpty(t, r.dues)
+			if strings.Contains(tc.name, "not on the 24th") {
+				berlin, err := time.LoadLocation("Europe/Berlin")
+				require.NoError(t, err)
+				for _, d := range r.dues {
+					local := d.GetScheduledAt().AsTime().In(berlin)
+					require.NotEqual(t, "2026-10-24", local.Format("2006-01-02"), "an excluded day")
+					require.True(t, local.Hour() >= 6 && local.Hour() < 22, "an excluded night: %v", local)
+				}
+				require.Greater(t, len(r.dues), 20)
+			}
 			if strings.Contains(tc.name, "before its creation") {
 				require.Greater(t, r.dues[0].GetFireSeq(), uint64(1), "the first fire catches up: the occurrences before it are skipped")
 			}

@@ -163,7 +163,11 @@ type Schedule struct {
 	// Optional random delay in [0, jitter) added to every occurrence. It is
 	// derived from the job and the fire sequence, so it is stable across
 	// restarts and replays.
-	Jitter        *durationpb.Duration `protobuf:"bytes,4,opt,name=jitter,proto3" json:"jitter,omitempty"`
+	Jitter *durationpb.Duration `protobuf:"bytes,4,opt,name=jitter,proto3" json:"jitter,omitempty"`
+	// Times with no occurrence (public holidays, maintenance windows): an
+	// occurrence that falls in one is not made, and takes no fire number.
+	// Every and cron schedules only.
+	Exclude       []*Exclusion `protobuf:"bytes,5,rep,name=exclude,proto3" json:"exclude,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -239,6 +243,13 @@ func (x *Schedule) GetJitter() *durationpb.Duration {
 	return nil
 }
 
+func (x *Schedule) GetExclude() []*Exclusion {
+	if x != nil {
+		return x.Exclude
+	}
+	return nil
+}
+
 type isSchedule_Kind interface {
 	isSchedule_Kind()
 }
@@ -264,6 +275,81 @@ func (*Schedule_Every) isSchedule_Kind() {}
 
 func (*Schedule_Cron) isSchedule_Kind() {}
 
+// Exclusion is a whole day, or a window that opens at each occurrence of
+// a cron expression and stays open for a duration, in a time zone.
+type Exclusion struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "YYYY-MM-DD": the day, midnight to midnight in timezone.
+	Date string `protobuf:"bytes,1,opt,name=date,proto3" json:"date,omitempty"`
+	// Or a window: opens at each occurrence of cron (5 fields, or 6 with
+	// seconds) and lasts duration (at most 366 days).
+	Cron     string               `protobuf:"bytes,2,opt,name=cron,proto3" json:"cron,omitempty"`
+	Duration *durationpb.Duration `protobuf:"bytes,3,opt,name=duration,proto3" json:"duration,omitempty"`
+	// IANA zone of date and cron. Empty: the schedule's cron timezone, else
+	// UTC.
+	Timezone      string `protobuf:"bytes,4,opt,name=timezone,proto3" json:"timezone,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Exclusion) Reset() {
+	*x = Exclusion{}
+	mi := &file_chime_v1_job_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Exclusion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Exclusion) ProtoMessage() {}
+
+func (x *Exclusion) ProtoReflect() protoreflect.Message {
+	mi := &file_chime_v1_job_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Exclusion.ProtoReflect.Descriptor instead.
+func (*Exclusion) Descriptor() ([]byte, []int) {
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Exclusion) GetDate() string {
+	if x != nil {
+		return x.Date
+	}
+	return ""
+}
+
+func (x *Exclusion) GetCron() string {
+	if x != nil {
+		return x.Cron
+	}
+	return ""
+}
+
+func (x *Exclusion) GetDuration() *durationpb.Duration {
+	if x != nil {
+		return x.Duration
+	}
+	return nil
+}
+
+func (x *Exclusion) GetTimezone() string {
+	if x != nil {
+		return x.Timezone
+	}
+	return ""
+}
+
 type Every struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Interval *durationpb.Duration   `protobuf:"bytes,1,opt,name=interval,proto3" json:"interval,omitempty"`
@@ -277,7 +363,7 @@ type Every struct {
 
 func (x *Every) Reset() {
 	*x = Every{}
-	mi := &file_chime_v1_job_proto_msgTypes[1]
+	mi := &file_chime_v1_job_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -289,7 +375,7 @@ func (x *Every) String() string {
 func (*Every) ProtoMessage() {}
 
 func (x *Every) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_job_proto_msgTypes[1]
+	mi := &file_chime_v1_job_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -302,7 +388,7 @@ func (x *Every) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Every.ProtoReflect.Descriptor instead.
 func (*Every) Descriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{1}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Every) GetInterval() *durationpb.Duration {
@@ -340,7 +426,7 @@ type Cron struct {
 
 func (x *Cron) Reset() {
 	*x = Cron{}
-	mi := &file_chime_v1_job_proto_msgTypes[2]
+	mi := &file_chime_v1_job_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -352,7 +438,7 @@ func (x *Cron) String() string {
 func (*Cron) ProtoMessage() {}
 
 func (x *Cron) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_job_proto_msgTypes[2]
+	mi := &file_chime_v1_job_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -365,7 +451,7 @@ func (x *Cron) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cron.ProtoReflect.Descriptor instead.
 func (*Cron) Descriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{2}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Cron) GetExpr() string {
@@ -417,7 +503,7 @@ type HttpCallback struct {
 
 func (x *HttpCallback) Reset() {
 	*x = HttpCallback{}
-	mi := &file_chime_v1_job_proto_msgTypes[3]
+	mi := &file_chime_v1_job_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -429,7 +515,7 @@ func (x *HttpCallback) String() string {
 func (*HttpCallback) ProtoMessage() {}
 
 func (x *HttpCallback) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_job_proto_msgTypes[3]
+	mi := &file_chime_v1_job_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -442,7 +528,7 @@ func (x *HttpCallback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HttpCallback.ProtoReflect.Descriptor instead.
 func (*HttpCallback) Descriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{3}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *HttpCallback) GetUrl() string {
@@ -503,7 +589,7 @@ type KafkaTarget struct {
 
 func (x *KafkaTarget) Reset() {
 	*x = KafkaTarget{}
-	mi := &file_chime_v1_job_proto_msgTypes[4]
+	mi := &file_chime_v1_job_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -515,7 +601,7 @@ func (x *KafkaTarget) String() string {
 func (*KafkaTarget) ProtoMessage() {}
 
 func (x *KafkaTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_job_proto_msgTypes[4]
+	mi := &file_chime_v1_job_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -528,7 +614,7 @@ func (x *KafkaTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KafkaTarget.ProtoReflect.Descriptor instead.
 func (*KafkaTarget) Descriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{4}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *KafkaTarget) GetTopic() string {
@@ -572,7 +658,7 @@ type Target struct {
 
 func (x *Target) Reset() {
 	*x = Target{}
-	mi := &file_chime_v1_job_proto_msgTypes[5]
+	mi := &file_chime_v1_job_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -584,7 +670,7 @@ func (x *Target) String() string {
 func (*Target) ProtoMessage() {}
 
 func (x *Target) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_job_proto_msgTypes[5]
+	mi := &file_chime_v1_job_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -597,7 +683,7 @@ func (x *Target) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Target.ProtoReflect.Descriptor instead.
 func (*Target) Descriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{5}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Target) GetKind() isTarget_Kind {
@@ -661,7 +747,7 @@ type RetryPolicy struct {
 
 func (x *RetryPolicy) Reset() {
 	*x = RetryPolicy{}
-	mi := &file_chime_v1_job_proto_msgTypes[6]
+	mi := &file_chime_v1_job_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -673,7 +759,7 @@ func (x *RetryPolicy) String() string {
 func (*RetryPolicy) ProtoMessage() {}
 
 func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_job_proto_msgTypes[6]
+	mi := &file_chime_v1_job_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -686,7 +772,7 @@ func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryPolicy.ProtoReflect.Descriptor instead.
 func (*RetryPolicy) Descriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{6}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RetryPolicy) GetMaxAttempts() uint32 {
@@ -759,7 +845,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_chime_v1_job_proto_msgTypes[7]
+	mi := &file_chime_v1_job_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -771,7 +857,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_job_proto_msgTypes[7]
+	mi := &file_chime_v1_job_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -784,7 +870,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{7}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *JobSpec) GetNamespace() string {
@@ -884,7 +970,7 @@ type JobCommand struct {
 
 func (x *JobCommand) Reset() {
 	*x = JobCommand{}
-	mi := &file_chime_v1_job_proto_msgTypes[8]
+	mi := &file_chime_v1_job_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -896,7 +982,7 @@ func (x *JobCommand) String() string {
 func (*JobCommand) ProtoMessage() {}
 
 func (x *JobCommand) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_job_proto_msgTypes[8]
+	mi := &file_chime_v1_job_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -909,7 +995,7 @@ func (x *JobCommand) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobCommand.ProtoReflect.Descriptor instead.
 func (*JobCommand) Descriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{8}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *JobCommand) GetCommandId() string {
@@ -1101,7 +1187,7 @@ type Batch struct {
 
 func (x *Batch) Reset() {
 	*x = Batch{}
-	mi := &file_chime_v1_job_proto_msgTypes[9]
+	mi := &file_chime_v1_job_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1113,7 +1199,7 @@ func (x *Batch) String() string {
 func (*Batch) ProtoMessage() {}
 
 func (x *Batch) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_job_proto_msgTypes[9]
+	mi := &file_chime_v1_job_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1126,7 +1212,7 @@ func (x *Batch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Batch.ProtoReflect.Descriptor instead.
 func (*Batch) Descriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{9}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Batch) GetCommands() []*JobCommand {
@@ -1146,7 +1232,7 @@ type Upsert struct {
 
 func (x *Upsert) Reset() {
 	*x = Upsert{}
-	mi := &file_chime_v1_job_proto_msgTypes[10]
+	mi := &file_chime_v1_job_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1158,7 +1244,7 @@ func (x *Upsert) String() string {
 func (*Upsert) ProtoMessage() {}
 
 func (x *Upsert) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_job_proto_msgTypes[10]
+	mi := &file_chime_v1_job_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1171,7 +1257,7 @@ func (x *Upsert) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Upsert.ProtoReflect.Descriptor instead.
 func (*Upsert) Descriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{10}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Upsert) GetSpec() *JobSpec {
@@ -1190,7 +1276,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_chime_v1_job_proto_msgTypes[11]
+	mi := &file_chime_v1_job_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1202,7 +1288,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_job_proto_msgTypes[11]
+	mi := &file_chime_v1_job_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1215,7 +1301,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{11}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Cancel) GetReason() string {
@@ -1233,7 +1319,7 @@ type Pause struct {
 
 func (x *Pause) Reset() {
 	*x = Pause{}
-	mi := &file_chime_v1_job_proto_msgTypes[12]
+	mi := &file_chime_v1_job_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1245,7 +1331,7 @@ func (x *Pause) String() string {
 func (*Pause) ProtoMessage() {}
 
 func (x *Pause) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_job_proto_msgTypes[12]
+	mi := &file_chime_v1_job_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1258,7 +1344,7 @@ func (x *Pause) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pause.ProtoReflect.Descriptor instead.
 func (*Pause) Descriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{12}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{13}
 }
 
 type Resume struct {
@@ -1269,7 +1355,7 @@ type Resume struct {
 
 func (x *Resume) Reset() {
 	*x = Resume{}
-	mi := &file_chime_v1_job_proto_msgTypes[13]
+	mi := &file_chime_v1_job_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1281,7 +1367,7 @@ func (x *Resume) String() string {
 func (*Resume) ProtoMessage() {}
 
 func (x *Resume) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_job_proto_msgTypes[13]
+	mi := &file_chime_v1_job_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1294,7 +1380,7 @@ func (x *Resume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resume.ProtoReflect.Descriptor instead.
 func (*Resume) Descriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{13}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{14}
 }
 
 // Trigger fires the job once now, beside its schedule (asynq's run,
@@ -1308,7 +1394,7 @@ type Trigger struct {
 
 func (x *Trigger) Reset() {
 	*x = Trigger{}
-	mi := &file_chime_v1_job_proto_msgTypes[14]
+	mi := &file_chime_v1_job_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1320,7 +1406,7 @@ func (x *Trigger) String() string {
 func (*Trigger) ProtoMessage() {}
 
 func (x *Trigger) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_job_proto_msgTypes[14]
+	mi := &file_chime_v1_job_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1333,7 +1419,7 @@ func (x *Trigger) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Trigger.ProtoReflect.Descriptor instead.
 func (*Trigger) Descriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{14}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{15}
 }
 
 // Retry re-arms the timer for an occurrence that failed, charging an attempt.
@@ -1356,7 +1442,7 @@ type Retry struct {
 
 func (x *Retry) Reset() {
 	*x = Retry{}
-	mi := &file_chime_v1_job_proto_msgTypes[15]
+	mi := &file_chime_v1_job_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1368,7 +1454,7 @@ func (x *Retry) String() string {
 func (*Retry) ProtoMessage() {}
 
 func (x *Retry) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_job_proto_msgTypes[15]
+	mi := &file_chime_v1_job_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1381,7 +1467,7 @@ func (x *Retry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Retry.ProtoReflect.Descriptor instead.
 func (*Retry) Descriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{15}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Retry) GetFireSeq() uint64 {
@@ -1440,7 +1526,7 @@ type Defer struct {
 
 func (x *Defer) Reset() {
 	*x = Defer{}
-	mi := &file_chime_v1_job_proto_msgTypes[16]
+	mi := &file_chime_v1_job_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1452,7 +1538,7 @@ func (x *Defer) String() string {
 func (*Defer) ProtoMessage() {}
 
 func (x *Defer) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_job_proto_msgTypes[16]
+	mi := &file_chime_v1_job_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1465,7 +1551,7 @@ func (x *Defer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Defer.ProtoReflect.Descriptor instead.
 func (*Defer) Descriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{16}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Defer) GetFireSeq() uint64 {
@@ -1510,7 +1596,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_chime_v1_job_proto_msgTypes[17]
+	mi := &file_chime_v1_job_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1522,7 +1608,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_job_proto_msgTypes[17]
+	mi := &file_chime_v1_job_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1535,7 +1621,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{17}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Ack) GetFireSeq() uint64 {
@@ -1577,13 +1663,19 @@ var File_chime_v1_job_proto protoreflect.FileDescriptor
 
 const file_chime_v1_job_proto_rawDesc = "" +
 	"\n" +
-	"\x12chime/v1/job.proto\x12\bchime.v1\x1a\x16chime/v1/outcome.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc2\x01\n" +
+	"\x12chime/v1/job.proto\x12\bchime.v1\x1a\x16chime/v1/outcome.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf1\x01\n" +
 	"\bSchedule\x12,\n" +
 	"\x02at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampH\x00R\x02at\x12'\n" +
 	"\x05every\x18\x02 \x01(\v2\x0f.chime.v1.EveryH\x00R\x05every\x12$\n" +
 	"\x04cron\x18\x03 \x01(\v2\x0e.chime.v1.CronH\x00R\x04cron\x121\n" +
-	"\x06jitter\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x06jitterB\x06\n" +
-	"\x04kind\"\xa8\x01\n" +
+	"\x06jitter\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x06jitter\x12-\n" +
+	"\aexclude\x18\x05 \x03(\v2\x13.chime.v1.ExclusionR\aexcludeB\x06\n" +
+	"\x04kind\"\x86\x01\n" +
+	"\tExclusion\x12\x12\n" +
+	"\x04date\x18\x01 \x01(\tR\x04date\x12\x12\n" +
+	"\x04cron\x18\x02 \x01(\tR\x04cron\x125\n" +
+	"\bduration\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\bduration\x12\x1a\n" +
+	"\btimezone\x18\x04 \x01(\tR\btimezone\"\xa8\x01\n" +
 	"\x05Every\x125\n" +
 	"\binterval\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\binterval\x125\n" +
 	"\bstart_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\astartAt\x121\n" +
@@ -1713,80 +1805,83 @@ func file_chime_v1_job_proto_rawDescGZIP() []byte {
 }
 
 var file_chime_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_chime_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_chime_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_chime_v1_job_proto_goTypes = []any{
 	(OverlapPolicy)(0),            // 0: chime.v1.OverlapPolicy
 	(AckResult)(0),                // 1: chime.v1.AckResult
 	(*Schedule)(nil),              // 2: chime.v1.Schedule
-	(*Every)(nil),                 // 3: chime.v1.Every
-	(*Cron)(nil),                  // 4: chime.v1.Cron
-	(*HttpCallback)(nil),          // 5: chime.v1.HttpCallback
-	(*KafkaTarget)(nil),           // 6: chime.v1.KafkaTarget
-	(*Target)(nil),                // 7: chime.v1.Target
-	(*RetryPolicy)(nil),           // 8: chime.v1.RetryPolicy
-	(*JobSpec)(nil),               // 9: chime.v1.JobSpec
-	(*JobCommand)(nil),            // 10: chime.v1.JobCommand
-	(*Batch)(nil),                 // 11: chime.v1.Batch
-	(*Upsert)(nil),                // 12: chime.v1.Upsert
-	(*Cancel)(nil),                // 13: chime.v1.Cancel
-	(*Pause)(nil),                 // 14: chime.v1.Pause
-	(*Resume)(nil),                // 15: chime.v1.Resume
-	(*Trigger)(nil),               // 16: chime.v1.Trigger
-	(*Retry)(nil),                 // 17: chime.v1.Retry
-	(*Defer)(nil),                 // 18: chime.v1.Defer
-	(*Ack)(nil),                   // 19: chime.v1.Ack
-	nil,                           // 20: chime.v1.HttpCallback.HeadersEntry
-	nil,                           // 21: chime.v1.KafkaTarget.HeadersEntry
-	nil,                           // 22: chime.v1.JobSpec.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 24: google.protobuf.Duration
-	(*CallbackOutcome)(nil),       // 25: chime.v1.CallbackOutcome
+	(*Exclusion)(nil),             // 3: chime.v1.Exclusion
+	(*Every)(nil),                 // 4: chime.v1.Every
+	(*Cron)(nil),                  // 5: chime.v1.Cron
+	(*HttpCallback)(nil),          // 6: chime.v1.HttpCallback
+	(*KafkaTarget)(nil),           // 7: chime.v1.KafkaTarget
+	(*Target)(nil),                // 8: chime.v1.Target
+	(*RetryPolicy)(nil),           // 9: chime.v1.RetryPolicy
+	(*JobSpec)(nil),               // 10: chime.v1.JobSpec
+	(*JobCommand)(nil),            // 11: chime.v1.JobCommand
+	(*Batch)(nil),                 // 12: chime.v1.Batch
+	(*Upsert)(nil),                // 13: chime.v1.Upsert
+	(*Cancel)(nil),                // 14: chime.v1.Cancel
+	(*Pause)(nil),                 // 15: chime.v1.Pause
+	(*Resume)(nil),                // 16: chime.v1.Resume
+	(*Trigger)(nil),               // 17: chime.v1.Trigger
+	(*Retry)(nil),                 // 18: chime.v1.Retry
+	(*Defer)(nil),                 // 19: chime.v1.Defer
+	(*Ack)(nil),                   // 20: chime.v1.Ack
+	nil,                           // 21: chime.v1.HttpCallback.HeadersEntry
+	nil,                           // 22: chime.v1.KafkaTarget.HeadersEntry
+	nil,                           // 23: chime.v1.JobSpec.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 24: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 25: google.protobuf.Duration
+	(*CallbackOutcome)(nil),       // 26: chime.v1.CallbackOutcome
 }
 var file_chime_v1_job_proto_depIdxs = []int32{
-	23, // 0: chime.v1.Schedule.at:type_name -> google.protobuf.Timestamp
-	3,  // 1: chime.v1.Schedule.every:type_name -> chime.v1.Every
-	4,  // 2: chime.v1.Schedule.cron:type_name -> chime.v1.Cron
-	24, // 3: chime.v1.Schedule.jitter:type_name -> google.protobuf.Duration
-	24, // 4: chime.v1.Every.interval:type_name -> google.protobuf.Duration
-	23, // 5: chime.v1.Every.start_at:type_name -> google.protobuf.Timestamp
-	23, // 6: chime.v1.Every.end_at:type_name -> google.protobuf.Timestamp
-	23, // 7: chime.v1.Cron.start_at:type_name -> google.protobuf.Timestamp
-	23, // 8: chime.v1.Cron.end_at:type_name -> google.protobuf.Timestamp
-	20, // 9: chime.v1.HttpCallback.headers:type_name -> chime.v1.HttpCallback.HeadersEntry
-	24, // 10: chime.v1.HttpCallback.timeout:type_name -> google.protobuf.Duration
-	21, // 11: chime.v1.KafkaTarget.headers:type_name -> chime.v1.KafkaTarget.HeadersEntry
-	5,  // 12: chime.v1.Target.http:type_name -> chime.v1.HttpCallback
-	6,  // 13: chime.v1.Target.kafka:type_name -> chime.v1.KafkaTarget
-	24, // 14: chime.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
-	24, // 15: chime.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
-	24, // 16: chime.v1.RetryPolicy.max_elapsed:type_name -> google.protobuf.Duration
-	2,  // 17: chime.v1.JobSpec.schedule:type_name -> chime.v1.Schedule
-	7,  // 18: chime.v1.JobSpec.target:type_name -> chime.v1.Target
-	8,  // 19: chime.v1.JobSpec.retry:type_name -> chime.v1.RetryPolicy
-	24, // 20: chime.v1.JobSpec.relevancy_window:type_name -> google.protobuf.Duration
-	22, // 21: chime.v1.JobSpec.labels:type_name -> chime.v1.JobSpec.LabelsEntry
-	0,  // 22: chime.v1.JobSpec.overlap:type_name -> chime.v1.OverlapPolicy
-	23, // 23: chime.v1.JobCommand.issued_at:type_name -> google.protobuf.Timestamp
-	12, // 24: chime.v1.JobCommand.upsert:type_name -> chime.v1.Upsert
-	13, // 25: chime.v1.JobCommand.cancel:type_name -> chime.v1.Cancel
-	14, // 26: chime.v1.JobCommand.pause:type_name -> chime.v1.Pause
-	15, // 27: chime.v1.JobCommand.resume:type_name -> chime.v1.Resume
-	17, // 28: chime.v1.JobCommand.retry:type_name -> chime.v1.Retry
-	18, // 29: chime.v1.JobCommand.defer:type_name -> chime.v1.Defer
-	19, // 30: chime.v1.JobCommand.ack:type_name -> chime.v1.Ack
-	16, // 31: chime.v1.JobCommand.trigger:type_name -> chime.v1.Trigger
-	11, // 32: chime.v1.JobCommand.batch:type_name -> chime.v1.Batch
-	10, // 33: chime.v1.Batch.commands:type_name -> chime.v1.JobCommand
-	9,  // 34: chime.v1.Upsert.spec:type_name -> chime.v1.JobSpec
-	23, // 35: chime.v1.Retry.not_before:type_name -> google.protobuf.Timestamp
-	25, // 36: chime.v1.Retry.outcome:type_name -> chime.v1.CallbackOutcome
-	23, // 37: chime.v1.Defer.not_before:type_name -> google.protobuf.Timestamp
-	1,  // 38: chime.v1.Ack.result:type_name -> chime.v1.AckResult
-	39, // [39:39] is the sub-list for method output_type
-	39, // [39:39] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	24, // 0: chime.v1.Schedule.at:type_name -> google.protobuf.Timestamp
+	4,  // 1: chime.v1.Schedule.every:type_name -> chime.v1.Every
+	5,  // 2: chime.v1.Schedule.cron:type_name -> chime.v1.Cron
+	25, // 3: chime.v1.Schedule.jitter:type_name -> google.protobuf.Duration
+	3,  // 4: chime.v1.Schedule.exclude:type_name -> chime.v1.Exclusion
+	25, // 5: chime.v1.Exclusion.duration:type_name -> google.protobuf.Duration
+	25, // 6: chime.v1.Every.interval:type_name -> google.protobuf.Duration
+	24, // 7: chime.v1.Every.start_at:type_name -> google.protobuf.Timestamp
+	24, // 8: chime.v1.Every.end_at:type_name -> google.protobuf.Timestamp
+	24, // 9: chime.v1.Cron.start_at:type_name -> google.protobuf.Timestamp
+	24, // 10: chime.v1.Cron.end_at:type_name -> google.protobuf.Timestamp
+	21, // 11: chime.v1.HttpCallback.headers:type_name -> chime.v1.HttpCallback.HeadersEntry
+	25, // 12: chime.v1.HttpCallback.timeout:type_name -> google.protobuf.Duration
+	22, // 13: chime.v1.KafkaTarget.headers:type_name -> chime.v1.KafkaTarget.HeadersEntry
+	6,  // 14: chime.v1.Target.http:type_name -> chime.v1.HttpCallback
+	7,  // 15: chime.v1.Target.kafka:type_name -> chime.v1.KafkaTarget
+	25, // 16: chime.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
+	25, // 17: chime.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
+	25, // 18: chime.v1.RetryPolicy.max_elapsed:type_name -> google.protobuf.Duration
+	2,  // 19: chime.v1.JobSpec.schedule:type_name -> chime.v1.Schedule
+	8,  // 20: chime.v1.JobSpec.target:type_name -> chime.v1.Target
+	9,  // 21: chime.v1.JobSpec.retry:type_name -> chime.v1.RetryPolicy
+	25, // 22: chime.v1.JobSpec.relevancy_window:type_name -> google.protobuf.Duration
+	23, // 23: chime.v1.JobSpec.labels:type_name -> chime.v1.JobSpec.LabelsEntry
+	0,  // 24: chime.v1.JobSpec.overlap:type_name -> chime.v1.OverlapPolicy
+	24, // 25: chime.v1.JobCommand.issued_at:type_name -> google.protobuf.Timestamp
+	13, // 26: chime.v1.JobCommand.upsert:type_name -> chime.v1.Upsert
+	14, // 27: chime.v1.JobCommand.cancel:type_name -> chime.v1.Cancel
+	15, // 28: chime.v1.JobCommand.pause:type_name -> chime.v1.Pause
+	16, // 29: chime.v1.JobCommand.resume:type_name -> chime.v1.Resume
+	18, // 30: chime.v1.JobCommand.retry:type_name -> chime.v1.Retry
+	19, // 31: chime.v1.JobCommand.defer:type_name -> chime.v1.Defer
+	20, // 32: chime.v1.JobCommand.ack:type_name -> chime.v1.Ack
+	17, // 33: chime.v1.JobCommand.trigger:type_name -> chime.v1.Trigger
+	12, // 34: chime.v1.JobCommand.batch:type_name -> chime.v1.Batch
+	11, // 35: chime.v1.Batch.commands:type_name -> chime.v1.JobCommand
+	10, // 36: chime.v1.Upsert.spec:type_name -> chime.v1.JobSpec
+	24, // 37: chime.v1.Retry.not_before:type_name -> google.protobuf.Timestamp
+	26, // 38: chime.v1.Retry.outcome:type_name -> chime.v1.CallbackOutcome
+	24, // 39: chime.v1.Defer.not_before:type_name -> google.protobuf.Timestamp
+	1,  // 40: chime.v1.Ack.result:type_name -> chime.v1.AckResult
+	41, // [41:41] is the sub-list for method output_type
+	41, // [41:41] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_chime_v1_job_proto_init() }
@@ -1800,11 +1895,11 @@ func file_chime_v1_job_proto_init() {
 		(*Schedule_Every)(nil),
 		(*Schedule_Cron)(nil),
 	}
-	file_chime_v1_job_proto_msgTypes[5].OneofWrappers = []any{
+	file_chime_v1_job_proto_msgTypes[6].OneofWrappers = []any{
 		(*Target_Http)(nil),
 		(*Target_Kafka)(nil),
 	}
-	file_chime_v1_job_proto_msgTypes[8].OneofWrappers = []any{
+	file_chime_v1_job_proto_msgTypes[9].OneofWrappers = []any{
 		(*JobCommand_Upsert)(nil),
 		(*JobCommand_Cancel)(nil),
 		(*JobCommand_Pause)(nil),
@@ -1821,7 +1916,7 @@ func file_chime_v1_job_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chime_v1_job_proto_rawDesc), len(file_chime_v1_job_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   21,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

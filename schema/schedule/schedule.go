@@ -129,6 +129,9 @@ type Compiled struct {
 	// presence is tracked apart from the value.
 	start, end       time.Time
 	hasStart, hasEnd bool
+
+	// excl are the times with no occurrence (exclude.go).
+	excl []exclusion
 }
 
 // Compile validates s and prepares it for computing occurrences. The error
@@ -153,6 +156,9 @@ func Compile(s *chimev1.Schedule) (*Compiled, error) {
 		return nil, err
 	}
 	if err := c.compileJitter(s.GetJitter()); err != nil {
+		return nil, err
+	}
+	if err := c.compileExclusions(s.GetExclude()); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -339,6 +345,11 @@ func (c *Compiled) NeedsAnchor() bool {
 //
 // ok is false if there is none, e.g. end_at comes before it.
 func (c *Compiled) First(anchor time.Time) (t time.Time, ok bool) {
+	t, ok = c.firstRaw(anchor)
+	return c.skipExcluded(t, ok, c.nextRaw)
+}
+
+func (c *Compiled) firstRaw(anchor time.Time) (t time.Time, ok bool) {
 	switch c.kind {
 	case KindAt:
 		return c.at, true
@@ -364,6 +375,11 @@ func (c *Compiled) First(anchor time.Time) (t time.Time, ok bool) {
 // job's anchor: call WithAnchor first. Next panics otherwise, because any
 // guess would move the job's occurrences.
 func (c *Compiled) Next(after time.Time) (time.Time, bool) {
+	t, ok := c.nextRaw(after)
+	return c.skipExcluded(t, ok, c.nextRaw)
+}
+
+func (c *Compiled) nextRaw(after time.Time) (time.Time, bool) {
 	after = after.UTC()
 	switch c.kind {
 	case KindAt:
@@ -415,6 +431,10 @@ func (c *Compiled) Latest(from, now time.Time, maxCount int) (latest time.Time, 
 	if now.Before(from) {
 		return time.Time{}, 0, true
 	}
+	if len(c.excl) > 0 {
+		// Excluded times break the arithmetic: step, as for cron.
+		return c.steppedLatest(from, now, maxCount, c.Next)
+	}
 	switch c.kind {
 	case KindEvery:
 		bound := now
@@ -427,19 +447,20 @@ func (c *Compiled) Latest(from, now time.Time, maxCount int) (latest time.Time, 
 		k := steps(from, bound, c.interval)
 		return addSteps(from, k, c.interval), k + 1, true
 	case KindCron:
-		return c.cronLatest(from, now, maxCount)
+		return c.steppedLatest(from, now, maxCount, c.cronNext)
 	}
 	return from, 1, true
 }
 
-func (c *Compiled) cronLatest(from, now time.Time, maxCount int) (time.Time, uint64, bool) {
+// steppedLatest is Latest by stepping with next, then by searching.
+func (c *Compiled) steppedLatest(from, now time.Time, maxCount int, next func(time.Time) (time.Time, bool)) (time.Time, uint64, bool) {
 	cur, count := from, uint64(1)
 	dueBy := func(after time.Time) bool {
-		n, ok := c.cronNext(after)
+		n, ok := next(after)
 		return ok && !n.After(now)
 	}
 	for i := 0; i < maxCount; i++ {
-		n, ok := c.cronNext(cur)
+		n, ok := next(cur)
 		if !ok || n.After(now) {
 			return cur, count, true
 		}
@@ -472,7 +493,7 @@ func (c *Compiled) cronLatest(from, now time.Time, maxCount int) (time.Time, uin
 			hi = mid
 		}
 	}
-	latest, _ := c.cronNext(lo)
+	latest, _ := next(lo)
 	return latest, count + 1, false
 }
 

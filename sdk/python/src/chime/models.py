@@ -82,6 +82,13 @@ class Key(TypedDict):
     id: str
 
 
+class ExcludeItem(TypedDict, closed=True):
+    date: NotRequired[str]
+    cron: NotRequired[str]
+    duration: NotRequired[str]
+    timezone: NotRequired[str]
+
+
 Schedule1 = TypedDict(
     'Schedule1',
     {
@@ -93,6 +100,7 @@ Schedule1 = TypedDict(
         'start_at': NotRequired[str],
         'end_at': NotRequired[str],
         'jitter': NotRequired[str],
+        'exclude': NotRequired[list[ExcludeItem]],
     },
     closed=True,
 )
@@ -109,6 +117,7 @@ Schedule2 = TypedDict(
         'start_at': NotRequired[str],
         'end_at': NotRequired[str],
         'jitter': NotRequired[str],
+        'exclude': NotRequired[list[ExcludeItem]],
     },
     closed=True,
 )
@@ -125,6 +134,7 @@ Schedule3 = TypedDict(
         'start_at': NotRequired[str],
         'end_at': NotRequired[str],
         'jitter': NotRequired[str],
+        'exclude': NotRequired[list[ExcludeItem]],
     },
     closed=True,
 )
@@ -141,6 +151,7 @@ Schedule4 = TypedDict(
         'start_at': NotRequired[str],
         'end_at': NotRequired[str],
         'jitter': NotRequired[str],
+        'exclude': NotRequired[list[ExcludeItem]],
     },
     closed=True,
 )

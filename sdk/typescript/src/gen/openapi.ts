@@ -619,6 +619,17 @@ export interface components {
              * @example 30s
              */
             jitter?: string;
+            /** @description times with no occurrence (every and cron schedules): an occurrence in one is not made and takes no fire number */
+            exclude?: {
+                /** @description a whole day, midnight to midnight in timezone */
+                date?: string;
+                /** @description a window opens at each occurrence of this cron expression (5 fields, or 6 with seconds) */
+                cron?: string;
+                /** @description how long each cron window lasts, elapsed time (Go duration, at most 8784h) */
+                duration?: string;
+                /** @description IANA zone of date and cron; default the schedule's cron timezone, else UTC */
+                timezone?: string;
+            }[];
         } & (unknown | unknown | unknown | unknown);
         Callback: {
             /** Format: uri */

@@ -39,16 +39,30 @@ ACK_RESULT_DEAD: AckResult
 ACK_RESULT_EXPIRED: AckResult
 
 class Schedule(_message.Message):
-    __slots__ = ("at", "every", "cron", "jitter")
+    __slots__ = ("at", "every", "cron", "jitter", "exclude")
     AT_FIELD_NUMBER: _ClassVar[int]
     EVERY_FIELD_NUMBER: _ClassVar[int]
     CRON_FIELD_NUMBER: _ClassVar[int]
     JITTER_FIELD_NUMBER: _ClassVar[int]
+    EXCLUDE_FIELD_NUMBER: _ClassVar[int]
     at: _timestamp_pb2.Timestamp
     every: Every
     cron: Cron
     jitter: _duration_pb2.Duration
-    def __init__(self, at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., every: _Optional[_Union[Every, _Mapping]] = ..., cron: _Optional[_Union[Cron, _Mapping]] = ..., jitter: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    exclude: _containers.RepeatedCompositeFieldContainer[Exclusion]
+    def __init__(self, at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., every: _Optional[_Union[Every, _Mapping]] = ..., cron: _Optional[_Union[Cron, _Mapping]] = ..., jitter: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., exclude: _Optional[_Iterable[_Union[Exclusion, _Mapping]]] = ...) -> None: ...
+
+class Exclusion(_message.Message):
+    __slots__ = ("date", "cron", "duration", "timezone")
+    DATE_FIELD_NUMBER: _ClassVar[int]
+    CRON_FIELD_NUMBER: _ClassVar[int]
+    DURATION_FIELD_NUMBER: _ClassVar[int]
+    TIMEZONE_FIELD_NUMBER: _ClassVar[int]
+    date: str
+    cron: str
+    duration: _duration_pb2.Duration
+    timezone: str
+    def __init__(self, date: _Optional[str] = ..., cron: _Optional[str] = ..., duration: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., timezone: _Optional[str] = ...) -> None: ...
 
 class Every(_message.Message):
     __slots__ = ("interval", "start_at", "end_at")

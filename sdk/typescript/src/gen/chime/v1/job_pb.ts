@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file chime/v1/job.proto.
  */
 export const file_chime_v1_job: GenFile = /*@__PURE__*/
-  fileDesc("ChJjaGltZS92MS9qb2IucHJvdG8SCGNoaW1lLnYxIqkBCghTY2hlZHVsZRIoCgJhdBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIABIgCgVldmVyeRgCIAEoCzIPLmNoaW1lLnYxLkV2ZXJ5SAASHgoEY3JvbhgDIAEoCzIOLmNoaW1lLnYxLkNyb25IABIpCgZqaXR0ZXIYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb25CBgoEa2luZCKOAQoFRXZlcnkSKwoIaW50ZXJ2YWwYASABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SLAoIc3RhcnRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEioKBmVuZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAigAEKBENyb24SDAoEZXhwchgBIAEoCRIQCgh0aW1lem9uZRgCIAEoCRIsCghzdGFydF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKgoGZW5kX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLeAQoMSHR0cENhbGxiYWNrEgsKA3VybBgBIAEoCRIOCgZtZXRob2QYAiABKAkSNAoHaGVhZGVycxgDIAMoCzIjLmNoaW1lLnYxLkh0dHBDYWxsYmFjay5IZWFkZXJzRW50cnkSDAoEYm9keRgEIAEoDBIqCgd0aW1lb3V0GAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhEKCWpzb25fYm9keRgGIAEoCBouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKdAQoLS2Fma2FUYXJnZXQSDQoFdG9waWMYASABKAkSCwoDa2V5GAIgASgMEg0KBXZhbHVlGAMgASgMEjMKB2hlYWRlcnMYBCADKAsyIi5jaGltZS52MS5LYWZrYVRhcmdldC5IZWFkZXJzRW50cnkaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiYAoGVGFyZ2V0EiYKBGh0dHAYASABKAsyFi5jaGltZS52MS5IdHRwQ2FsbGJhY2tIABImCgVrYWZrYRgCIAEoCzIVLmNoaW1lLnYxLkthZmthVGFyZ2V0SABCBgoEa2luZCLdAQoLUmV0cnlQb2xpY3kSFAoMbWF4X2F0dGVtcHRzGAEgASgNEjMKEGluaXRpYWxfaW50ZXJ2YWwYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SLwoMbWF4X2ludGVydmFsGAMgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhIKCm11bHRpcGxpZXIYBCABKAESDgoGaml0dGVyGAUgASgBEi4KC21heF9lbGFwc2VkGAYgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIoADCgdKb2JTcGVjEhEKCW5hbWVzcGFjZRgBIAEoCRIKCgJpZBgCIAEoCRIkCghzY2hlZHVsZRgDIAEoCzISLmNoaW1lLnYxLlNjaGVkdWxlEiAKBnRhcmdldBgEIAEoCzIQLmNoaW1lLnYxLlRhcmdldBIkCgVyZXRyeRgFIAEoCzIVLmNoaW1lLnYxLlJldHJ5UG9saWN5EjMKEHJlbGV2YW5jeV93aW5kb3cYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SLQoGbGFiZWxzGAcgAygLMh0uY2hpbWUudjEuSm9iU3BlYy5MYWJlbHNFbnRyeRIRCgltYXhfZmlyZXMYCCABKA0SGAoQcGF1c2Vfb25fZmFpbHVyZRgJIAEoCBIoCgdvdmVybGFwGAogASgOMhcuY2hpbWUudjEuT3ZlcmxhcFBvbGljeRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIrUDCgpKb2JDb21tYW5kEhIKCmNvbW1hbmRfaWQYASABKAkSLQoJaXNzdWVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCgluYW1lc3BhY2UYAyABKAkSDgoGam9iX2lkGAQgASgJEiIKBnVwc2VydBgKIAEoCzIQLmNoaW1lLnYxLlVwc2VydEgAEiIKBmNhbmNlbBgLIAEoCzIQLmNoaW1lLnYxLkNhbmNlbEgAEiAKBXBhdXNlGAwgASgLMg8uY2hpbWUudjEuUGF1c2VIABIiCgZyZXN1bWUYDSABKAsyEC5jaGltZS52MS5SZXN1bWVIABIgCgVyZXRyeRgOIAEoCzIPLmNoaW1lLnYxLlJldHJ5SAASIAoFZGVmZXIYDyABKAsyDy5jaGltZS52MS5EZWZlckgAEhwKA2FjaxgQIAEoCzINLmNoaW1lLnYxLkFja0gAEiQKB3RyaWdnZXIYESABKAsyES5jaGltZS52MS5UcmlnZ2VySAASIAoFYmF0Y2gYEiABKAsyDy5jaGltZS52MS5CYXRjaEgAQgkKB2NvbW1hbmQiLwoFQmF0Y2gSJgoIY29tbWFuZHMYASADKAsyFC5jaGltZS52MS5Kb2JDb21tYW5kIikKBlVwc2VydBIfCgRzcGVjGAEgASgLMhEuY2hpbWUudjEuSm9iU3BlYyIYCgZDYW5jZWwSDgoGcmVhc29uGAEgASgJIgcKBVBhdXNlIggKBlJlc3VtZSIJCgdUcmlnZ2VyIqgBCgVSZXRyeRIQCghmaXJlX3NlcRgBIAEoBBIQCghlbWl0X3NlcRgCIAEoBBIPCgdhdHRlbXB0GAMgASgNEi4KCm5vdF9iZWZvcmUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBnJlYXNvbhgFIAEoCRIqCgdvdXRjb21lGAYgASgLMhkuY2hpbWUudjEuQ2FsbGJhY2tPdXRjb21lImsKBURlZmVyEhAKCGZpcmVfc2VxGAEgASgEEhAKCGVtaXRfc2VxGAIgASgEEi4KCm5vdF9iZWZvcmUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBnJlYXNvbhgEIAEoCSJvCgNBY2sSEAoIZmlyZV9zZXEYASABKAQSEAoIZW1pdF9zZXEYAiABKAQSDwoHYXR0ZW1wdBgDIAEoDRIjCgZyZXN1bHQYBCABKA4yEy5jaGltZS52MS5BY2tSZXN1bHQSDgoGZGV0YWlsGAUgASgJKqYBCg1PdmVybGFwUG9saWN5Eh4KGk9WRVJMQVBfUE9MSUNZX1VOU1BFQ0lGSUVEEAASHAoYT1ZFUkxBUF9QT0xJQ1lfQUxMT1dfQUxMEAESFwoTT1ZFUkxBUF9QT0xJQ1lfU0tJUBACEh0KGU9WRVJMQVBfUE9MSUNZX0JVRkZFUl9PTkUQAxIfChtPVkVSTEFQX1BPTElDWV9DQU5DRUxfT1RIRVIQBCqFAQoJQWNrUmVzdWx0EhoKFkFDS19SRVNVTFRfVU5TUEVDSUZJRUQQABIYChRBQ0tfUkVTVUxUX1NVQ0NFRURFRBABEhUKEUFDS19SRVNVTFRfRkFJTEVEEAISEwoPQUNLX1JFU1VMVF9ERUFEEAMSFgoSQUNLX1JFU1VMVF9FWFBJUkVEEARCNVozZ2l0aHViLmNvbS9jaGltZS1zY2hlZC9jaGltZS9zY2hlbWEvY2hpbWV2MTtjaGltZXYxYgZwcm90bzM", [file_chime_v1_outcome, file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("ChJjaGltZS92MS9qb2IucHJvdG8SCGNoaW1lLnYxIs8BCghTY2hlZHVsZRIoCgJhdBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIABIgCgVldmVyeRgCIAEoCzIPLmNoaW1lLnYxLkV2ZXJ5SAASHgoEY3JvbhgDIAEoCzIOLmNoaW1lLnYxLkNyb25IABIpCgZqaXR0ZXIYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SJAoHZXhjbHVkZRgFIAMoCzITLmNoaW1lLnYxLkV4Y2x1c2lvbkIGCgRraW5kImYKCUV4Y2x1c2lvbhIMCgRkYXRlGAEgASgJEgwKBGNyb24YAiABKAkSKwoIZHVyYXRpb24YAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEAoIdGltZXpvbmUYBCABKAkijgEKBUV2ZXJ5EisKCGludGVydmFsGAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiwKCHN0YXJ0X2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIqCgZlbmRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIoABCgRDcm9uEgwKBGV4cHIYASABKAkSEAoIdGltZXpvbmUYAiABKAkSLAoIc3RhcnRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEioKBmVuZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi3gEKDEh0dHBDYWxsYmFjaxILCgN1cmwYASABKAkSDgoGbWV0aG9kGAIgASgJEjQKB2hlYWRlcnMYAyADKAsyIy5jaGltZS52MS5IdHRwQ2FsbGJhY2suSGVhZGVyc0VudHJ5EgwKBGJvZHkYBCABKAwSKgoHdGltZW91dBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIRCglqc29uX2JvZHkYBiABKAgaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEinQEKC0thZmthVGFyZ2V0Eg0KBXRvcGljGAEgASgJEgsKA2tleRgCIAEoDBINCgV2YWx1ZRgDIAEoDBIzCgdoZWFkZXJzGAQgAygLMiIuY2hpbWUudjEuS2Fma2FUYXJnZXQuSGVhZGVyc0VudHJ5Gi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBImAKBlRhcmdldBImCgRodHRwGAEgASgLMhYuY2hpbWUudjEuSHR0cENhbGxiYWNrSAASJgoFa2Fma2EYAiABKAsyFS5jaGltZS52MS5LYWZrYVRhcmdldEgAQgYKBGtpbmQi3QEKC1JldHJ5UG9saWN5EhQKDG1heF9hdHRlbXB0cxgBIAEoDRIzChBpbml0aWFsX2ludGVydmFsGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi8KDG1heF9pbnRlcnZhbBgDIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhISCgptdWx0aXBsaWVyGAQgASgBEg4KBmppdHRlchgFIAEoARIuCgttYXhfZWxhcHNlZBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiKAAwoHSm9iU3BlYxIRCgluYW1lc3BhY2UYASABKAkSCgoCaWQYAiABKAkSJAoIc2NoZWR1bGUYAyABKAsyEi5jaGltZS52MS5TY2hlZHVsZRIgCgZ0YXJnZXQYBCABKAsyEC5jaGltZS52MS5UYXJnZXQSJAoFcmV0cnkYBSABKAsyFS5jaGltZS52MS5SZXRyeVBvbGljeRIzChByZWxldmFuY3lfd2luZG93GAYgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi0KBmxhYmVscxgHIAMoCzIdLmNoaW1lLnYxLkpvYlNwZWMuTGFiZWxzRW50cnkSEQoJbWF4X2ZpcmVzGAggASgNEhgKEHBhdXNlX29uX2ZhaWx1cmUYCSABKAgSKAoHb3ZlcmxhcBgKIAEoDjIXLmNoaW1lLnYxLk92ZXJsYXBQb2xpY3kaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASK1AwoKSm9iQ29tbWFuZBISCgpjb21tYW5kX2lkGAEgASgJEi0KCWlzc3VlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJbmFtZXNwYWNlGAMgASgJEg4KBmpvYl9pZBgEIAEoCRIiCgZ1cHNlcnQYCiABKAsyEC5jaGltZS52MS5VcHNlcnRIABIiCgZjYW5jZWwYCyABKAsyEC5jaGltZS52MS5DYW5jZWxIABIgCgVwYXVzZRgMIAEoCzIPLmNoaW1lLnYxLlBhdXNlSAASIgoGcmVzdW1lGA0gASgLMhAuY2hpbWUudjEuUmVzdW1lSAASIAoFcmV0cnkYDiABKAsyDy5jaGltZS52MS5SZXRyeUgAEiAKBWRlZmVyGA8gASgLMg8uY2hpbWUudjEuRGVmZXJIABIcCgNhY2sYECABKAsyDS5jaGltZS52MS5BY2tIABIkCgd0cmlnZ2VyGBEgASgLMhEuY2hpbWUudjEuVHJpZ2dlckgAEiAKBWJhdGNoGBIgASgLMg8uY2hpbWUudjEuQmF0Y2hIAEIJCgdjb21tYW5kIi8KBUJhdGNoEiYKCGNvbW1hbmRzGAEgAygLMhQuY2hpbWUudjEuSm9iQ29tbWFuZCIpCgZVcHNlcnQSHwoEc3BlYxgBIAEoCzIRLmNoaW1lLnYxLkpvYlNwZWMiGAoGQ2FuY2VsEg4KBnJlYXNvbhgBIAEoCSIHCgVQYXVzZSIICgZSZXN1bWUiCQoHVHJpZ2dlciKoAQoFUmV0cnkSEAoIZmlyZV9zZXEYASABKAQSEAoIZW1pdF9zZXEYAiABKAQSDwoHYXR0ZW1wdBgDIAEoDRIuCgpub3RfYmVmb3JlGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZyZWFzb24YBSABKAkSKgoHb3V0Y29tZRgGIAEoCzIZLmNoaW1lLnYxLkNhbGxiYWNrT3V0Y29tZSJrCgVEZWZlchIQCghmaXJlX3NlcRgBIAEoBBIQCghlbWl0X3NlcRgCIAEoBBIuCgpub3RfYmVmb3JlGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZyZWFzb24YBCABKAkibwoDQWNrEhAKCGZpcmVfc2VxGAEgASgEEhAKCGVtaXRfc2VxGAIgASgEEg8KB2F0dGVtcHQYAyABKA0SIwoGcmVzdWx0GAQgASgOMhMuY2hpbWUudjEuQWNrUmVzdWx0Eg4KBmRldGFpbBgFIAEoCSqmAQoNT3ZlcmxhcFBvbGljeRIeChpPVkVSTEFQX1BPTElDWV9VTlNQRUNJRklFRBAAEhwKGE9WRVJMQVBfUE9MSUNZX0FMTE9XX0FMTBABEhcKE09WRVJMQVBfUE9MSUNZX1NLSVAQAhIdChlPVkVSTEFQX1BPTElDWV9CVUZGRVJfT05FEAMSHwobT1ZFUkxBUF9QT0xJQ1lfQ0FOQ0VMX09USEVSEAQqhQEKCUFja1Jlc3VsdBIaChZBQ0tfUkVTVUxUX1VOU1BFQ0lGSUVEEAASGAoUQUNLX1JFU1VMVF9TVUNDRUVERUQQARIVChFBQ0tfUkVTVUxUX0ZBSUxFRBACEhMKD0FDS19SRVNVTFRfREVBRBADEhYKEkFDS19SRVNVTFRfRVhQSVJFRBAEQjVaM2dpdGh1Yi5jb20vY2hpbWUtc2NoZWQvY2hpbWUvc2NoZW1hL2NoaW1ldjE7Y2hpbWV2MWIGcHJvdG8z", [file_chime_v1_outcome, file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * Schedule says when a job fires. Exactly one of at, every, cron is set.
@@ -62,6 +62,15 @@ export type Schedule = Message<"chime.v1.Schedule"> & {
    * @generated from field: google.protobuf.Duration jitter = 4;
    */
   jitter?: Duration | undefined;
+
+  /**
+   * Times with no occurrence (public holidays, maintenance windows): an
+   * occurrence that falls in one is not made, and takes no fire number.
+   * Every and cron schedules only.
+   *
+   * @generated from field: repeated chime.v1.Exclusion exclude = 5;
+   */
+  exclude: Exclusion[];
 };
 
 /**
@@ -70,6 +79,49 @@ export type Schedule = Message<"chime.v1.Schedule"> & {
  */
 export const ScheduleSchema: GenMessage<Schedule> = /*@__PURE__*/
   messageDesc(file_chime_v1_job, 0);
+
+/**
+ * Exclusion is a whole day, or a window that opens at each occurrence of
+ * a cron expression and stays open for a duration, in a time zone.
+ *
+ * @generated from message chime.v1.Exclusion
+ */
+export type Exclusion = Message<"chime.v1.Exclusion"> & {
+  /**
+   * "YYYY-MM-DD": the day, midnight to midnight in timezone.
+   *
+   * @generated from field: string date = 1;
+   */
+  date: string;
+
+  /**
+   * Or a window: opens at each occurrence of cron (5 fields, or 6 with
+   * seconds) and lasts duration (at most 366 days).
+   *
+   * @generated from field: string cron = 2;
+   */
+  cron: string;
+
+  /**
+   * @generated from field: google.protobuf.Duration duration = 3;
+   */
+  duration?: Duration | undefined;
+
+  /**
+   * IANA zone of date and cron. Empty: the schedule's cron timezone, else
+   * UTC.
+   *
+   * @generated from field: string timezone = 4;
+   */
+  timezone: string;
+};
+
+/**
+ * Describes the message chime.v1.Exclusion.
+ * Use `create(ExclusionSchema)` to create a new message.
+ */
+export const ExclusionSchema: GenMessage<Exclusion> = /*@__PURE__*/
+  messageDesc(file_chime_v1_job, 1);
 
 /**
  * @generated from message chime.v1.Every
@@ -100,7 +152,7 @@ export type Every = Message<"chime.v1.Every"> & {
  * Use `create(EverySchema)` to create a new message.
  */
 export const EverySchema: GenMessage<Every> = /*@__PURE__*/
-  messageDesc(file_chime_v1_job, 1);
+  messageDesc(file_chime_v1_job, 2);
 
 /**
  * @generated from message chime.v1.Cron
@@ -136,7 +188,7 @@ export type Cron = Message<"chime.v1.Cron"> & {
  * Use `create(CronSchema)` to create a new message.
  */
 export const CronSchema: GenMessage<Cron> = /*@__PURE__*/
-  messageDesc(file_chime_v1_job, 2);
+  messageDesc(file_chime_v1_job, 3);
 
 /**
  * HttpCallback is what the dispatcher sends at fire time.
@@ -189,7 +241,7 @@ export type HttpCallback = Message<"chime.v1.HttpCallback"> & {
  * Use `create(HttpCallbackSchema)` to create a new message.
  */
 export const HttpCallbackSchema: GenMessage<HttpCallback> = /*@__PURE__*/
-  messageDesc(file_chime_v1_job, 3);
+  messageDesc(file_chime_v1_job, 4);
 
 /**
  * KafkaTarget is delivered by the scheduler itself at fire time: it writes
@@ -226,7 +278,7 @@ export type KafkaTarget = Message<"chime.v1.KafkaTarget"> & {
  * Use `create(KafkaTargetSchema)` to create a new message.
  */
 export const KafkaTargetSchema: GenMessage<KafkaTarget> = /*@__PURE__*/
-  messageDesc(file_chime_v1_job, 4);
+  messageDesc(file_chime_v1_job, 5);
 
 /**
  * @generated from message chime.v1.Target
@@ -255,7 +307,7 @@ export type Target = Message<"chime.v1.Target"> & {
  * Use `create(TargetSchema)` to create a new message.
  */
 export const TargetSchema: GenMessage<Target> = /*@__PURE__*/
-  messageDesc(file_chime_v1_job, 5);
+  messageDesc(file_chime_v1_job, 6);
 
 /**
  * RetryPolicy for HTTP callbacks. Zero fields take the namespace's value,
@@ -307,7 +359,7 @@ export type RetryPolicy = Message<"chime.v1.RetryPolicy"> & {
  * Use `create(RetryPolicySchema)` to create a new message.
  */
 export const RetryPolicySchema: GenMessage<RetryPolicy> = /*@__PURE__*/
-  messageDesc(file_chime_v1_job, 6);
+  messageDesc(file_chime_v1_job, 7);
 
 /**
  * @generated from message chime.v1.JobSpec
@@ -383,7 +435,7 @@ export type JobSpec = Message<"chime.v1.JobSpec"> & {
  * Use `create(JobSpecSchema)` to create a new message.
  */
 export const JobSpecSchema: GenMessage<JobSpec> = /*@__PURE__*/
-  messageDesc(file_chime_v1_job, 7);
+  messageDesc(file_chime_v1_job, 8);
 
 /**
  * JobCommand is the one input of the scheduler, on the job-commands topic,
@@ -479,7 +531,7 @@ export type JobCommand = Message<"chime.v1.JobCommand"> & {
  * Use `create(JobCommandSchema)` to create a new message.
  */
 export const JobCommandSchema: GenMessage<JobCommand> = /*@__PURE__*/
-  messageDesc(file_chime_v1_job, 8);
+  messageDesc(file_chime_v1_job, 9);
 
 /**
  * Batch carries commands of several jobs whose keys fall on the record's
@@ -503,7 +555,7 @@ export type Batch = Message<"chime.v1.Batch"> & {
  * Use `create(BatchSchema)` to create a new message.
  */
 export const BatchSchema: GenMessage<Batch> = /*@__PURE__*/
-  messageDesc(file_chime_v1_job, 9);
+  messageDesc(file_chime_v1_job, 10);
 
 /**
  * Upsert creates the job or replaces its spec and reschedules it.
@@ -522,7 +574,7 @@ export type Upsert = Message<"chime.v1.Upsert"> & {
  * Use `create(UpsertSchema)` to create a new message.
  */
 export const UpsertSchema: GenMessage<Upsert> = /*@__PURE__*/
-  messageDesc(file_chime_v1_job, 10);
+  messageDesc(file_chime_v1_job, 11);
 
 /**
  * @generated from message chime.v1.Cancel
@@ -539,7 +591,7 @@ export type Cancel = Message<"chime.v1.Cancel"> & {
  * Use `create(CancelSchema)` to create a new message.
  */
 export const CancelSchema: GenMessage<Cancel> = /*@__PURE__*/
-  messageDesc(file_chime_v1_job, 11);
+  messageDesc(file_chime_v1_job, 12);
 
 /**
  * @generated from message chime.v1.Pause
@@ -552,7 +604,7 @@ export type Pause = Message<"chime.v1.Pause"> & {
  * Use `create(PauseSchema)` to create a new message.
  */
 export const PauseSchema: GenMessage<Pause> = /*@__PURE__*/
-  messageDesc(file_chime_v1_job, 12);
+  messageDesc(file_chime_v1_job, 13);
 
 /**
  * @generated from message chime.v1.Resume
@@ -565,7 +617,7 @@ export type Resume = Message<"chime.v1.Resume"> & {
  * Use `create(ResumeSchema)` to create a new message.
  */
 export const ResumeSchema: GenMessage<Resume> = /*@__PURE__*/
-  messageDesc(file_chime_v1_job, 13);
+  messageDesc(file_chime_v1_job, 14);
 
 /**
  * Trigger fires the job once now, beside its schedule (asynq's run,
@@ -582,7 +634,7 @@ export type Trigger = Message<"chime.v1.Trigger"> & {
  * Use `create(TriggerSchema)` to create a new message.
  */
 export const TriggerSchema: GenMessage<Trigger> = /*@__PURE__*/
-  messageDesc(file_chime_v1_job, 14);
+  messageDesc(file_chime_v1_job, 15);
 
 /**
  * Retry re-arms the timer for an occurrence that failed, charging an attempt.
@@ -634,7 +686,7 @@ export type Retry = Message<"chime.v1.Retry"> & {
  * Use `create(RetrySchema)` to create a new message.
  */
 export const RetrySchema: GenMessage<Retry> = /*@__PURE__*/
-  messageDesc(file_chime_v1_job, 15);
+  messageDesc(file_chime_v1_job, 16);
 
 /**
  * Defer re-arms the timer without charging an attempt (breaker open, rate
@@ -669,7 +721,7 @@ export type Defer = Message<"chime.v1.Defer"> & {
  * Use `create(DeferSchema)` to create a new message.
  */
 export const DeferSchema: GenMessage<Defer> = /*@__PURE__*/
-  messageDesc(file_chime_v1_job, 16);
+  messageDesc(file_chime_v1_job, 17);
 
 /**
  * Ack closes an occurrence.
@@ -708,7 +760,7 @@ export type Ack = Message<"chime.v1.Ack"> & {
  * Use `create(AckSchema)` to create a new message.
  */
 export const AckSchema: GenMessage<Ack> = /*@__PURE__*/
-  messageDesc(file_chime_v1_job, 17);
+  messageDesc(file_chime_v1_job, 18);
 
 /**
  * OverlapPolicy: Temporal's schedule overlap policies, for chime's fires.
