@@ -68,6 +68,14 @@ func (js jobScope) toCommand(id string, req *jobRequest, prefix string) (*conver
 		spec.Retry = r.toProto(&fe, prefix+"retry")
 	}
 	spec.RelevancyWindow = fe.duration(prefix+"relevancy_window", req.RelevancyWindow)
+	if c := req.Catchup; c != nil {
+		v, ok := chimev1.CatchupPolicy_value["CATCHUP_POLICY_"+strings.ToUpper(*c)]
+		if !ok || *c != strings.ToLower(*c) || *c == "unspecified" {
+			add("catchup", "%q is not a catch-up policy; use latest, none or all", *c)
+		}
+		spec.Catchup = chimev1.CatchupPolicy(v)
+	}
+	spec.CatchupWindow = fe.duration(prefix+"catchup_window", req.CatchupWindow)
 	if o := req.Overlap; o != nil {
 		v, ok := chimev1.OverlapPolicy_value["OVERLAP_POLICY_"+strings.ToUpper(*o)]
 		if !ok || *o != strings.ToLower(*o) || *o == "unspecified" {

@@ -24,6 +24,8 @@ func renderJob(ns, id string, row *chimev1.JobState, pending bool) jobResponse {
 		MaxFires:     spec.GetMaxFires(),
 		PauseOnFail:  spec.GetPauseOnFailure(),
 		Overlap:      overlapName(spec.GetOverlap()),
+		Catchup:      catchupName(spec.GetCatchup()),
+		CatchupWin:   fmtDuration(spec.GetCatchupWindow()),
 		CreatedAt:    fmtTime(row.GetCreatedAt()),
 		UpdatedAt:    fmtTime(row.GetUpdatedAt()),
 		Fires:        row.GetFires(),
@@ -151,4 +153,13 @@ func overlapName(o chimev1.OverlapPolicy) string {
 		return ""
 	}
 	return strings.ToLower(strings.TrimPrefix(o.String(), "OVERLAP_POLICY_"))
+}
+
+// catchupName is a job's catch-up policy as the API writes it; "" for the
+// default (latest).
+func catchupName(c chimev1.CatchupPolicy) string {
+	if c == chimev1.CatchupPolicy_CATCHUP_POLICY_UNSPECIFIED {
+		return ""
+	}
+	return strings.ToLower(strings.TrimPrefix(c.String(), "CATCHUP_POLICY_"))
 }

@@ -22,6 +22,10 @@ type jobRequest struct {
 	// Overlap is the overlap policy: allow_all (default), skip,
 	// buffer_one or cancel_other.
 	Overlap *string `json:"overlap,omitempty"`
+	// Catchup is the catch-up policy: latest (default), none or all;
+	// CatchupWindow how late an occurrence may fire under none or all.
+	Catchup       *string `json:"catchup,omitempty"`
+	CatchupWindow *string `json:"catchup_window,omitempty"`
 }
 
 // scheduleJSON: exactly one of at, in, every, cron.
@@ -85,6 +89,8 @@ type jobResponse struct {
 	MaxFires    uint32            `json:"max_fires,omitempty"`
 	PauseOnFail bool              `json:"pause_on_failure,omitempty"`
 	Overlap     string            `json:"overlap,omitempty"`
+	Catchup     string            `json:"catchup,omitempty"`
+	CatchupWin  *string           `json:"catchup_window,omitempty"`
 	CreatedAt   *string           `json:"created_at,omitempty"`
 	UpdatedAt   *string           `json:"updated_at,omitempty"`
 	Fires       uint64            `json:"fires"`

@@ -200,3 +200,27 @@ func TestExclusionsThroughTheAPI(t *testing.T) {
 		"callback": map[string]any{"url": "https://example.com/x"}}
 	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs", key, bad), 422, "schedule.exclude[0].date")
 }
+
+// TestCatchupFields: catchup and catchup_window reach the command and
+// show on the job; unknown values name their field.
+func TestCatchupFields(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := b.namespace(t, "shop", nil)
+	job := func(catchup, window string) map[string]any {
+		return map[string]any{"id": "report", "schedule": map[string]any{"cron": "0 * * * *"}, "callback": map[string]any{"url": "https://example.com/r"},
+			"catchup": catchup, "catchup_window": window}
+	}
+	r := b.do(t, "POST", "/v1/namespaces/shop/jobs", key, job("all", "6h"))
+	require.Equal(t, 201, r.status, string(r.raw))
+	cmds := b.jobs.commands()
+	spec := cmds[len(cmds)-1].GetUpsert().GetSpec()
+	require.Equal(t, chimev1.CatchupPolicy_CATCHUP_POLICY_ALL, spec.GetCatchup())
+	require.Equal(t, 6*time.Hour, spec.GetCatchupWindow().AsDuration())
+	b.states.put("shop", "report2", &chimev1.JobState{Spec: spec, Status: chimev1.JobStatus_JOB_STATUS_SCHEDULED})
+	r = b.do(t, "GET", "/v1/namespaces/shop/jobs/report2", key, nil)
+	require.Equal(t, "all", r.body["catchup"])
+	require.Equal(t, "6h0m0s", r.body["catchup_window"])
+	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs", key, job("every", "6h")), 422, "catchup")
+	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs", key, job("none", "-1h")), 422, "catchup_window")
+}

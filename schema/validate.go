@@ -373,6 +373,19 @@ func validateUpsert(cmd *chimev1.JobCommand, u *chimev1.Upsert, opts ValidateOpt
 			}
 		}
 	}
+	if c := spec.GetCatchup(); chimev1.CatchupPolicy_name[int32(c)] == "" {
+		return invalid("upsert.spec.catchup", "%d is not a known catch-up policy; use LATEST, NONE or ALL", int32(c))
+	}
+	if w := spec.GetCatchupWindow(); w != nil {
+		const field = "upsert.spec.catchup_window"
+		window, err := checkDuration(field, w)
+		if err != nil {
+			return err
+		}
+		if window <= 0 || window > MaxRelevancyWindow {
+			return invalid(field, "is %s; it must be positive and at most %s (30 days)", window, MaxRelevancyWindow)
+		}
+	}
 	if o := spec.GetOverlap(); chimev1.OverlapPolicy_name[int32(o)] == "" {
 		return invalid("upsert.spec.overlap", "%d is not a known overlap policy; use ALLOW_ALL, SKIP, BUFFER_ONE or CANCEL_OTHER", int32(o))
 	}

@@ -124,6 +124,13 @@ func vectorCommands() map[string]*chimev1.JobCommand {
 		"window too long": job(func(_ *chimev1.JobCommand, s *chimev1.JobSpec, _ *chimev1.HttpCallback) {
 			s.RelevancyWindow = durationpb.New(31 * 24 * time.Hour)
 		}),
+		"unknown catchup policy": job(func(_ *chimev1.JobCommand, s *chimev1.JobSpec, _ *chimev1.HttpCallback) { s.Catchup = 7 }),
+		"catchup window negative": job(func(_ *chimev1.JobCommand, s *chimev1.JobSpec, _ *chimev1.HttpCallback) {
+			s.CatchupWindow = durationpb.New(-time.Minute)
+		}),
+		"catchup all in a window": job(func(_ *chimev1.JobCommand, s *chimev1.JobSpec, _ *chimev1.HttpCallback) {
+			s.Catchup, s.CatchupWindow = chimev1.CatchupPolicy_CATCHUP_POLICY_ALL, durationpb.New(time.Hour)
+		}),
 		"unknown overlap policy": job(func(_ *chimev1.JobCommand, s *chimev1.JobSpec, _ *chimev1.HttpCallback) { s.Overlap = 9 }),
 		"overlap buffer_one": job(func(_ *chimev1.JobCommand, s *chimev1.JobSpec, _ *chimev1.HttpCallback) {
 			s.Overlap = chimev1.OverlapPolicy_OVERLAP_POLICY_BUFFER_ONE

@@ -235,7 +235,11 @@ func (d *decider) resume(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobSta
 	ev.CommandId = cmd.GetCommandId()
 	dec := decision{state: st, events: []*chimev1.JobEvent{ev}}
 	plan, err := compilePlan(st)
-	if err == nil && plan.Recurring() && st.GetNextScheduledAt() != nil && !st.GetNextScheduledAt().AsTime().After(now) {
+	if err == nil && plan.Recurring() && st.GetNextScheduledAt() != nil && !st.GetNextScheduledAt().AsTime().After(now) &&
+		// Occurrences in a pause are skipped, unless the job asks for
+		// them by a catch-up policy of its own (latest or all): then the
+		// tick that follows catches up as after downtime.
+		!catchupAfterPause(st.GetSpec()) {
 		// A recurring job continues on its schedule: the occurrences that
 		// fell into the pause are skipped (and reported), none is made up.
 		from := st.GetNextScheduledAt().AsTime()

@@ -125,6 +125,8 @@ func (d *decider) fireNext(in *input, dec *decision, plan *schedule.Compiled, du
 		if len(up) > 1 {
 			st.NextScheduledAt = timestamppb.New(up[1].ScheduledAt)
 		}
+	} else if !fireAt.After(now) && windowed(st.GetSpec()) {
+		d.catchUpWindowed(in, dec, plan, from, now)
 	} else if !fireAt.After(now) {
 		// As a preview counts them (schedule.Preview).
 		f, count, exact := plan.CatchUp(in.key, from, st.GetFireSeq(), now, d.cfg.CatchupScanLimit)

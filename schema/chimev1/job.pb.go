@@ -26,6 +26,64 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// CatchupPolicy: what a recurring job does with the occurrences it missed.
+type CatchupPolicy int32
+
+const (
+	// latest.
+	CatchupPolicy_CATCHUP_POLICY_UNSPECIFIED CatchupPolicy = 0
+	// Only the latest missed occurrence fires; older ones are skipped.
+	CatchupPolicy_CATCHUP_POLICY_LATEST CatchupPolicy = 1
+	// No occurrence later than catchup_window fires; they are skipped.
+	CatchupPolicy_CATCHUP_POLICY_NONE CatchupPolicy = 2
+	// Every occurrence missed by at most catchup_window fires, in order
+	// (at most 100 at once); older ones are skipped.
+	CatchupPolicy_CATCHUP_POLICY_ALL CatchupPolicy = 3
+)
+
+// Enum value maps for CatchupPolicy.
+var (
+	CatchupPolicy_name = map[int32]string{
+		0: "CATCHUP_POLICY_UNSPECIFIED",
+		1: "CATCHUP_POLICY_LATEST",
+		2: "CATCHUP_POLICY_NONE",
+		3: "CATCHUP_POLICY_ALL",
+	}
+	CatchupPolicy_value = map[string]int32{
+		"CATCHUP_POLICY_UNSPECIFIED": 0,
+		"CATCHUP_POLICY_LATEST":      1,
+		"CATCHUP_POLICY_NONE":        2,
+		"CATCHUP_POLICY_ALL":         3,
+	}
+)
+
+func (x CatchupPolicy) Enum() *CatchupPolicy {
+	p := new(CatchupPolicy)
+	*p = x
+	return p
+}
+
+func (x CatchupPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (CatchupPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_chime_v1_job_proto_enumTypes[0].Descriptor()
+}
+
+func (CatchupPolicy) Type() protoreflect.EnumType {
+	return &file_chime_v1_job_proto_enumTypes[0]
+}
+
+func (x CatchupPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use CatchupPolicy.Descriptor instead.
+func (CatchupPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{0}
+}
+
 // OverlapPolicy: Temporal's schedule overlap policies, for chime's fires.
 // A job with a policy other than allow_all is decided at each
 // occurrence's time (not emitted ahead of it), so that "still open" means
@@ -76,11 +134,11 @@ func (x OverlapPolicy) String() string {
 }
 
 func (OverlapPolicy) Descriptor() protoreflect.EnumDescriptor {
-	return file_chime_v1_job_proto_enumTypes[0].Descriptor()
+	return file_chime_v1_job_proto_enumTypes[1].Descriptor()
 }
 
 func (OverlapPolicy) Type() protoreflect.EnumType {
-	return &file_chime_v1_job_proto_enumTypes[0]
+	return &file_chime_v1_job_proto_enumTypes[1]
 }
 
 func (x OverlapPolicy) Number() protoreflect.EnumNumber {
@@ -89,7 +147,7 @@ func (x OverlapPolicy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use OverlapPolicy.Descriptor instead.
 func (OverlapPolicy) EnumDescriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{0}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{1}
 }
 
 type AckResult int32
@@ -135,11 +193,11 @@ func (x AckResult) String() string {
 }
 
 func (AckResult) Descriptor() protoreflect.EnumDescriptor {
-	return file_chime_v1_job_proto_enumTypes[1].Descriptor()
+	return file_chime_v1_job_proto_enumTypes[2].Descriptor()
 }
 
 func (AckResult) Type() protoreflect.EnumType {
-	return &file_chime_v1_job_proto_enumTypes[1]
+	return &file_chime_v1_job_proto_enumTypes[2]
 }
 
 func (x AckResult) Number() protoreflect.EnumNumber {
@@ -148,7 +206,7 @@ func (x AckResult) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use AckResult.Descriptor instead.
 func (AckResult) EnumDescriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{1}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{2}
 }
 
 // Schedule says when a job fires. Exactly one of at, every, cron is set.
@@ -838,7 +896,13 @@ type JobSpec struct {
 	PauseOnFailure bool `protobuf:"varint,9,opt,name=pause_on_failure,json=pauseOnFailure,proto3" json:"pause_on_failure,omitempty"`
 	// What an occurrence of a recurring job does when it falls due while an
 	// earlier fire is still open (awaiting its outcome or a retry).
-	Overlap       OverlapPolicy `protobuf:"varint,10,opt,name=overlap,proto3,enum=chime.v1.OverlapPolicy" json:"overlap,omitempty"`
+	Overlap OverlapPolicy `protobuf:"varint,10,opt,name=overlap,proto3,enum=chime.v1.OverlapPolicy" json:"overlap,omitempty"`
+	// Which occurrences fire when the scheduler comes to a recurring job
+	// late (after downtime; after a pause with latest or all set).
+	Catchup CatchupPolicy `protobuf:"varint,11,opt,name=catchup,proto3,enum=chime.v1.CatchupPolicy" json:"catchup,omitempty"`
+	// How late an occurrence may fire under catchup none or all (default 1
+	// minute, at most 30 days); older ones are skipped.
+	CatchupWindow *durationpb.Duration `protobuf:"bytes,12,opt,name=catchup_window,json=catchupWindow,proto3" json:"catchup_window,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -941,6 +1005,20 @@ func (x *JobSpec) GetOverlap() OverlapPolicy {
 		return x.Overlap
 	}
 	return OverlapPolicy_OVERLAP_POLICY_UNSPECIFIED
+}
+
+func (x *JobSpec) GetCatchup() CatchupPolicy {
+	if x != nil {
+		return x.Catchup
+	}
+	return CatchupPolicy_CATCHUP_POLICY_UNSPECIFIED
+}
+
+func (x *JobSpec) GetCatchupWindow() *durationpb.Duration {
+	if x != nil {
+		return x.CatchupWindow
+	}
+	return nil
 }
 
 // JobCommand is the one input of the scheduler, on the job-commands topic,
@@ -1716,7 +1794,7 @@ const file_chime_v1_job_proto_rawDesc = "" +
 	"multiplier\x12\x16\n" +
 	"\x06jitter\x18\x05 \x01(\x01R\x06jitter\x12:\n" +
 	"\vmax_elapsed\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\n" +
-	"maxElapsed\"\xf0\x03\n" +
+	"maxElapsed\"\xe5\x04\n" +
 	"\aJobSpec\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12.\n" +
@@ -1728,7 +1806,9 @@ const file_chime_v1_job_proto_rawDesc = "" +
 	"\tmax_fires\x18\b \x01(\rR\bmaxFires\x12(\n" +
 	"\x10pause_on_failure\x18\t \x01(\bR\x0epauseOnFailure\x121\n" +
 	"\aoverlap\x18\n" +
-	" \x01(\x0e2\x17.chime.v1.OverlapPolicyR\aoverlap\x1a9\n" +
+	" \x01(\x0e2\x17.chime.v1.OverlapPolicyR\aoverlap\x121\n" +
+	"\acatchup\x18\v \x01(\x0e2\x17.chime.v1.CatchupPolicyR\acatchup\x12@\n" +
+	"\x0ecatchup_window\x18\f \x01(\v2\x19.google.protobuf.DurationR\rcatchupWindow\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9e\x04\n" +
@@ -1778,7 +1858,12 @@ const file_chime_v1_job_proto_rawDesc = "" +
 	"\bemit_seq\x18\x02 \x01(\x04R\aemitSeq\x12\x18\n" +
 	"\aattempt\x18\x03 \x01(\rR\aattempt\x12+\n" +
 	"\x06result\x18\x04 \x01(\x0e2\x13.chime.v1.AckResultR\x06result\x12\x16\n" +
-	"\x06detail\x18\x05 \x01(\tR\x06detail*\xa6\x01\n" +
+	"\x06detail\x18\x05 \x01(\tR\x06detail*{\n" +
+	"\rCatchupPolicy\x12\x1e\n" +
+	"\x1aCATCHUP_POLICY_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15CATCHUP_POLICY_LATEST\x10\x01\x12\x17\n" +
+	"\x13CATCHUP_POLICY_NONE\x10\x02\x12\x16\n" +
+	"\x12CATCHUP_POLICY_ALL\x10\x03*\xa6\x01\n" +
 	"\rOverlapPolicy\x12\x1e\n" +
 	"\x1aOVERLAP_POLICY_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18OVERLAP_POLICY_ALLOW_ALL\x10\x01\x12\x17\n" +
@@ -1804,84 +1889,87 @@ func file_chime_v1_job_proto_rawDescGZIP() []byte {
 	return file_chime_v1_job_proto_rawDescData
 }
 
-var file_chime_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_chime_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
 var file_chime_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_chime_v1_job_proto_goTypes = []any{
-	(OverlapPolicy)(0),            // 0: chime.v1.OverlapPolicy
-	(AckResult)(0),                // 1: chime.v1.AckResult
-	(*Schedule)(nil),              // 2: chime.v1.Schedule
-	(*Exclusion)(nil),             // 3: chime.v1.Exclusion
-	(*Every)(nil),                 // 4: chime.v1.Every
-	(*Cron)(nil),                  // 5: chime.v1.Cron
-	(*HttpCallback)(nil),          // 6: chime.v1.HttpCallback
-	(*KafkaTarget)(nil),           // 7: chime.v1.KafkaTarget
-	(*Target)(nil),                // 8: chime.v1.Target
-	(*RetryPolicy)(nil),           // 9: chime.v1.RetryPolicy
-	(*JobSpec)(nil),               // 10: chime.v1.JobSpec
-	(*JobCommand)(nil),            // 11: chime.v1.JobCommand
-	(*Batch)(nil),                 // 12: chime.v1.Batch
-	(*Upsert)(nil),                // 13: chime.v1.Upsert
-	(*Cancel)(nil),                // 14: chime.v1.Cancel
-	(*Pause)(nil),                 // 15: chime.v1.Pause
-	(*Resume)(nil),                // 16: chime.v1.Resume
-	(*Trigger)(nil),               // 17: chime.v1.Trigger
-	(*Retry)(nil),                 // 18: chime.v1.Retry
-	(*Defer)(nil),                 // 19: chime.v1.Defer
-	(*Ack)(nil),                   // 20: chime.v1.Ack
-	nil,                           // 21: chime.v1.HttpCallback.HeadersEntry
-	nil,                           // 22: chime.v1.KafkaTarget.HeadersEntry
-	nil,                           // 23: chime.v1.JobSpec.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 24: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 25: google.protobuf.Duration
-	(*CallbackOutcome)(nil),       // 26: chime.v1.CallbackOutcome
+	(CatchupPolicy)(0),            // 0: chime.v1.CatchupPolicy
+	(OverlapPolicy)(0),            // 1: chime.v1.OverlapPolicy
+	(AckResult)(0),                // 2: chime.v1.AckResult
+	(*Schedule)(nil),              // 3: chime.v1.Schedule
+	(*Exclusion)(nil),             // 4: chime.v1.Exclusion
+	(*Every)(nil),                 // 5: chime.v1.Every
+	(*Cron)(nil),                  // 6: chime.v1.Cron
+	(*HttpCallback)(nil),          // 7: chime.v1.HttpCallback
+	(*KafkaTarget)(nil),           // 8: chime.v1.KafkaTarget
+	(*Target)(nil),                // 9: chime.v1.Target
+	(*RetryPolicy)(nil),           // 10: chime.v1.RetryPolicy
+	(*JobSpec)(nil),               // 11: chime.v1.JobSpec
+	(*JobCommand)(nil),            // 12: chime.v1.JobCommand
+	(*Batch)(nil),                 // 13: chime.v1.Batch
+	(*Upsert)(nil),                // 14: chime.v1.Upsert
+	(*Cancel)(nil),                // 15: chime.v1.Cancel
+	(*Pause)(nil),                 // 16: chime.v1.Pause
+	(*Resume)(nil),                // 17: chime.v1.Resume
+	(*Trigger)(nil),               // 18: chime.v1.Trigger
+	(*Retry)(nil),                 // 19: chime.v1.Retry
+	(*Defer)(nil),                 // 20: chime.v1.Defer
+	(*Ack)(nil),                   // 21: chime.v1.Ack
+	nil,                           // 22: chime.v1.HttpCallback.HeadersEntry
+	nil,                           // 23: chime.v1.KafkaTarget.HeadersEntry
+	nil,                           // 24: chime.v1.JobSpec.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 25: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 26: google.protobuf.Duration
+	(*CallbackOutcome)(nil),       // 27: chime.v1.CallbackOutcome
 }
 var file_chime_v1_job_proto_depIdxs = []int32{
-	24, // 0: chime.v1.Schedule.at:type_name -> google.protobuf.Timestamp
-	4,  // 1: chime.v1.Schedule.every:type_name -> chime.v1.Every
-	5,  // 2: chime.v1.Schedule.cron:type_name -> chime.v1.Cron
-	25, // 3: chime.v1.Schedule.jitter:type_name -> google.protobuf.Duration
-	3,  // 4: chime.v1.Schedule.exclude:type_name -> chime.v1.Exclusion
-	25, // 5: chime.v1.Exclusion.duration:type_name -> google.protobuf.Duration
-	25, // 6: chime.v1.Every.interval:type_name -> google.protobuf.Duration
-	24, // 7: chime.v1.Every.start_at:type_name -> google.protobuf.Timestamp
-	24, // 8: chime.v1.Every.end_at:type_name -> google.protobuf.Timestamp
-	24, // 9: chime.v1.Cron.start_at:type_name -> google.protobuf.Timestamp
-	24, // 10: chime.v1.Cron.end_at:type_name -> google.protobuf.Timestamp
-	21, // 11: chime.v1.HttpCallback.headers:type_name -> chime.v1.HttpCallback.HeadersEntry
-	25, // 12: chime.v1.HttpCallback.timeout:type_name -> google.protobuf.Duration
-	22, // 13: chime.v1.KafkaTarget.headers:type_name -> chime.v1.KafkaTarget.HeadersEntry
-	6,  // 14: chime.v1.Target.http:type_name -> chime.v1.HttpCallback
-	7,  // 15: chime.v1.Target.kafka:type_name -> chime.v1.KafkaTarget
-	25, // 16: chime.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
-	25, // 17: chime.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
-	25, // 18: chime.v1.RetryPolicy.max_elapsed:type_name -> google.protobuf.Duration
-	2,  // 19: chime.v1.JobSpec.schedule:type_name -> chime.v1.Schedule
-	8,  // 20: chime.v1.JobSpec.target:type_name -> chime.v1.Target
-	9,  // 21: chime.v1.JobSpec.retry:type_name -> chime.v1.RetryPolicy
-	25, // 22: chime.v1.JobSpec.relevancy_window:type_name -> google.protobuf.Duration
-	23, // 23: chime.v1.JobSpec.labels:type_name -> chime.v1.JobSpec.LabelsEntry
-	0,  // 24: chime.v1.JobSpec.overlap:type_name -> chime.v1.OverlapPolicy
-	24, // 25: chime.v1.JobCommand.issued_at:type_name -> google.protobuf.Timestamp
-	13, // 26: chime.v1.JobCommand.upsert:type_name -> chime.v1.Upsert
-	14, // 27: chime.v1.JobCommand.cancel:type_name -> chime.v1.Cancel
-	15, // 28: chime.v1.JobCommand.pause:type_name -> chime.v1.Pause
-	16, // 29: chime.v1.JobCommand.resume:type_name -> chime.v1.Resume
-	18, // 30: chime.v1.JobCommand.retry:type_name -> chime.v1.Retry
-	19, // 31: chime.v1.JobCommand.defer:type_name -> chime.v1.Defer
-	20, // 32: chime.v1.JobCommand.ack:type_name -> chime.v1.Ack
-	17, // 33: chime.v1.JobCommand.trigger:type_name -> chime.v1.Trigger
-	12, // 34: chime.v1.JobCommand.batch:type_name -> chime.v1.Batch
-	11, // 35: chime.v1.Batch.commands:type_name -> chime.v1.JobCommand
-	10, // 36: chime.v1.Upsert.spec:type_name -> chime.v1.JobSpec
-	24, // 37: chime.v1.Retry.not_before:type_name -> google.protobuf.Timestamp
-	26, // 38: chime.v1.Retry.outcome:type_name -> chime.v1.CallbackOutcome
-	24, // 39: chime.v1.Defer.not_before:type_name -> google.protobuf.Timestamp
-	1,  // 40: chime.v1.Ack.result:type_name -> chime.v1.AckResult
-	41, // [41:41] is the sub-list for method output_type
-	41, // [41:41] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	25, // 0: chime.v1.Schedule.at:type_name -> google.protobuf.Timestamp
+	5,  // 1: chime.v1.Schedule.every:type_name -> chime.v1.Every
+	6,  // 2: chime.v1.Schedule.cron:type_name -> chime.v1.Cron
+	26, // 3: chime.v1.Schedule.jitter:type_name -> google.protobuf.Duration
+	4,  // 4: chime.v1.Schedule.exclude:type_name -> chime.v1.Exclusion
+	26, // 5: chime.v1.Exclusion.duration:type_name -> google.protobuf.Duration
+	26, // 6: chime.v1.Every.interval:type_name -> google.protobuf.Duration
+	25, // 7: chime.v1.Every.start_at:type_name -> google.protobuf.Timestamp
+	25, // 8: chime.v1.Every.end_at:type_name -> google.protobuf.Timestamp
+	25, // 9: chime.v1.Cron.start_at:type_name -> google.protobuf.Timestamp
+	25, // 10: chime.v1.Cron.end_at:type_name -> google.protobuf.Timestamp
+	22, // 11: chime.v1.HttpCallback.headers:type_name -> chime.v1.HttpCallback.HeadersEntry
+	26, // 12: chime.v1.HttpCallback.timeout:type_name -> google.protobuf.Duration
+	23, // 13: chime.v1.KafkaTarget.headers:type_name -> chime.v1.KafkaTarget.HeadersEntry
+	7,  // 14: chime.v1.Target.http:type_name -> chime.v1.HttpCallback
+	8,  // 15: chime.v1.Target.kafka:type_name -> chime.v1.KafkaTarget
+	26, // 16: chime.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
+	26, // 17: chime.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
+	26, // 18: chime.v1.RetryPolicy.max_elapsed:type_name -> google.protobuf.Duration
+	3,  // 19: chime.v1.JobSpec.schedule:type_name -> chime.v1.Schedule
+	9,  // 20: chime.v1.JobSpec.target:type_name -> chime.v1.Target
+	10, // 21: chime.v1.JobSpec.retry:type_name -> chime.v1.RetryPolicy
+	26, // 22: chime.v1.JobSpec.relevancy_window:type_name -> google.protobuf.Duration
+	24, // 23: chime.v1.JobSpec.labels:type_name -> chime.v1.JobSpec.LabelsEntry
+	1,  // 24: chime.v1.JobSpec.overlap:type_name -> chime.v1.OverlapPolicy
+	0,  // 25: chime.v1.JobSpec.catchup:type_name -> chime.v1.CatchupPolicy
+	26, // 26: chime.v1.JobSpec.catchup_window:type_name -> google.protobuf.Duration
+	25, // 27: chime.v1.JobCommand.issued_at:type_name -> google.protobuf.Timestamp
+	14, // 28: chime.v1.JobCommand.upsert:type_name -> chime.v1.Upsert
+	15, // 29: chime.v1.JobCommand.cancel:type_name -> chime.v1.Cancel
+	16, // 30: chime.v1.JobCommand.pause:type_name -> chime.v1.Pause
+	17, // 31: chime.v1.JobCommand.resume:type_name -> chime.v1.Resume
+	19, // 32: chime.v1.JobCommand.retry:type_name -> chime.v1.Retry
+	20, // 33: chime.v1.JobCommand.defer:type_name -> chime.v1.Defer
+	21, // 34: chime.v1.JobCommand.ack:type_name -> chime.v1.Ack
+	18, // 35: chime.v1.JobCommand.trigger:type_name -> chime.v1.Trigger
+	13, // 36: chime.v1.JobCommand.batch:type_name -> chime.v1.Batch
+	12, // 37: chime.v1.Batch.commands:type_name -> chime.v1.JobCommand
+	11, // 38: chime.v1.Upsert.spec:type_name -> chime.v1.JobSpec
+	25, // 39: chime.v1.Retry.not_before:type_name -> google.protobuf.Timestamp
+	27, // 40: chime.v1.Retry.outcome:type_name -> chime.v1.CallbackOutcome
+	25, // 41: chime.v1.Defer.not_before:type_name -> google.protobuf.Timestamp
+	2,  // 42: chime.v1.Ack.result:type_name -> chime.v1.AckResult
+	43, // [43:43] is the sub-list for method output_type
+	43, // [43:43] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_chime_v1_job_proto_init() }
@@ -1915,7 +2003,7 @@ func file_chime_v1_job_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chime_v1_job_proto_rawDesc), len(file_chime_v1_job_proto_rawDesc)),
-			NumEnums:      2,
+			NumEnums:      3,
 			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,

@@ -695,6 +695,21 @@ func (m *JobSpec) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.CatchupWindow != nil {
+		size, err := (*durationpb.Duration)(m.CatchupWindow).MarshalToSizedBufferVT(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(size))
+		i--
+		dAtA[i] = 0x62
+	}
+	if m.Catchup != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Catchup))
+		i--
+		dAtA[i] = 0x58
+	}
 	if m.Overlap != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Overlap))
 		i--
@@ -1777,6 +1792,13 @@ func (m *JobSpec) SizeVT() (n int) {
 	}
 	if m.Overlap != 0 {
 		n += 1 + protohelpers.SizeOfVarint(uint64(m.Overlap))
+	}
+	if m.Catchup != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.Catchup))
+	}
+	if m.CatchupWindow != nil {
+		l = (*durationpb.Duration)(m.CatchupWindow).SizeVT()
+		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -4212,6 +4234,61 @@ func (m *JobSpec) UnmarshalVT(dAtA []byte) error {
 					break
 				}
 			}
+		case 11:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Catchup", wireType)
+			}
+			m.Catchup = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Catchup |= CatchupPolicy(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 12:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field CatchupWindow", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return protohelpers.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.CatchupWindow == nil {
+				m.CatchupWindow = &durationpb1.Duration{}
+			}
+			if err := (*durationpb.Duration)(m.CatchupWindow).UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])

@@ -10,7 +10,7 @@
  */
 
 import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
-import { type HttpCallback, type JobCommand, type KafkaTarget, OverlapPolicy, type RetryPolicy, type Target, type Upsert } from "./gen/chime/v1/job_pb.js";
+import { CatchupPolicy, type HttpCallback, type JobCommand, type KafkaTarget, OverlapPolicy, type RetryPolicy, type Target, type Upsert } from "./gen/chime/v1/job_pb.js";
 
 export const LIMITS = {
   namespaceLen: 63,
@@ -203,6 +203,14 @@ function validateUpsert(cmd: JobCommand, u: Upsert): ValidationError | undefined
     if (de) return de;
     if (w <= 0) return invalid(field, `is ${w}s; it must be positive (leave it unset for the namespace's window)`);
     if (w > LIMITS.relevancyWindowS) return invalid(field, `is ${w}s; it must be at most 720h0m0s (30 days)`);
+  }
+  if (CatchupPolicy[spec.catchup] === undefined) {
+    return invalid("upsert.spec.catchup", `${spec.catchup} is not a known catch-up policy; use LATEST, NONE or ALL`);
+  }
+  if (spec.catchupWindow) {
+    const [w, we] = durationSeconds("upsert.spec.catchup_window", spec.catchupWindow);
+    if (we) return we;
+    if (w <= 0 || w > LIMITS.relevancyWindowS) return invalid("upsert.spec.catchup_window", `is ${w}s; it must be positive and at most 720h0m0s (30 days)`);
   }
   if (OverlapPolicy[spec.overlap] === undefined) {
     return invalid("upsert.spec.overlap", `${spec.overlap} is not a known overlap policy; use ALLOW_ALL, SKIP, BUFFER_ONE or CANCEL_OTHER`);

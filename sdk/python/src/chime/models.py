@@ -178,6 +178,8 @@ class JobRequest(TypedDict, closed=True):
     max_fires: NotRequired[int]
     pause_on_failure: NotRequired[bool]
     overlap: NotRequired[Literal['allow_all', 'skip', 'buffer_one', 'cancel_other']]
+    catchup: NotRequired[Literal['latest', 'none', 'all']]
+    catchup_window: NotRequired[str]
 
 
 class BatchRequest(TypedDict, closed=True):
@@ -515,6 +517,8 @@ class Job(TypedDict):
     max_fires: NotRequired[int]
     pause_on_failure: NotRequired[bool]
     overlap: NotRequired[Literal['allow_all', 'skip', 'buffer_one', 'cancel_other']]
+    catchup: NotRequired[Literal['latest', 'none', 'all']]
+    catchup_window: NotRequired[str]
 
 
 class Replay(Job):

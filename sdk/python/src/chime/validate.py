@@ -214,6 +214,14 @@ def _validate_upsert(cmd: job_pb2.JobCommand, u: job_pb2.Upsert) -> ValidationEr
             return _invalid(field, f"is {window}s; it must be positive (leave it unset for the namespace's window)")
         if window > MAX_RELEVANCY_WINDOW_S:
             return _invalid(field, f"is {window}s; it must be at most 720h0m0s (30 days)")
+    if spec.catchup not in job_pb2.CatchupPolicy.values():
+        return _invalid("upsert.spec.catchup", f"{spec.catchup} is not a known catch-up policy; use LATEST, NONE or ALL")
+    if spec.HasField("catchup_window"):
+        w, err = _check_duration("upsert.spec.catchup_window", spec.catchup_window)
+        if err:
+            return err
+        if w <= 0 or w > MAX_RELEVANCY_WINDOW_S:
+            return _invalid("upsert.spec.catchup_window", f"is {w}s; it must be positive and at most 720h0m0s (30 days)")
     if spec.overlap not in job_pb2.OverlapPolicy.values():
         return _invalid("upsert.spec.overlap", f"{spec.overlap} is not a known overlap policy; use ALLOW_ALL, SKIP, BUFFER_ONE or CANCEL_OTHER")
     return _validate_labels("upsert.spec.labels", dict(spec.labels))

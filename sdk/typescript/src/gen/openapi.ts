@@ -669,6 +669,13 @@ export interface components {
              * @enum {string}
              */
             overlap?: "allow_all" | "skip" | "buffer_one" | "cancel_other";
+            /**
+             * @description which missed occurrences of a recurring job fire when chime comes to it late (after downtime; after a pause when set to latest or all): latest (default) only the latest, none those at most catchup_window late (the latest of them), all every one at most catchup_window late, in order (at most 100)
+             * @enum {string}
+             */
+            catchup?: "latest" | "none" | "all";
+            /** @description how late an occurrence may fire under catchup none or all (default 1m, at most 720h) */
+            catchup_window?: string;
         };
         BatchRequest: {
             jobs: components["schemas"]["JobRequest"][];
@@ -740,6 +747,9 @@ export interface components {
              * @enum {string}
              */
             overlap?: "allow_all" | "skip" | "buffer_one" | "cancel_other";
+            /** @enum {string} */
+            catchup?: "latest" | "none" | "all";
+            catchup_window?: string;
         };
         /** @description the replay's job, as GET .../jobs/{id} shows it (only id and namespace once the job was removed, long after it ended), and the replay */
         Replay: components["schemas"]["Job"] & {

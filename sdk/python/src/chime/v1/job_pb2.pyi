@@ -12,6 +12,13 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class CatchupPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CATCHUP_POLICY_UNSPECIFIED: _ClassVar[CatchupPolicy]
+    CATCHUP_POLICY_LATEST: _ClassVar[CatchupPolicy]
+    CATCHUP_POLICY_NONE: _ClassVar[CatchupPolicy]
+    CATCHUP_POLICY_ALL: _ClassVar[CatchupPolicy]
+
 class OverlapPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     OVERLAP_POLICY_UNSPECIFIED: _ClassVar[OverlapPolicy]
@@ -27,6 +34,10 @@ class AckResult(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ACK_RESULT_FAILED: _ClassVar[AckResult]
     ACK_RESULT_DEAD: _ClassVar[AckResult]
     ACK_RESULT_EXPIRED: _ClassVar[AckResult]
+CATCHUP_POLICY_UNSPECIFIED: CatchupPolicy
+CATCHUP_POLICY_LATEST: CatchupPolicy
+CATCHUP_POLICY_NONE: CatchupPolicy
+CATCHUP_POLICY_ALL: CatchupPolicy
 OVERLAP_POLICY_UNSPECIFIED: OverlapPolicy
 OVERLAP_POLICY_ALLOW_ALL: OverlapPolicy
 OVERLAP_POLICY_SKIP: OverlapPolicy
@@ -153,7 +164,7 @@ class RetryPolicy(_message.Message):
     def __init__(self, max_attempts: _Optional[int] = ..., initial_interval: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., max_interval: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., multiplier: _Optional[float] = ..., jitter: _Optional[float] = ..., max_elapsed: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("namespace", "id", "schedule", "target", "retry", "relevancy_window", "labels", "max_fires", "pause_on_failure", "overlap")
+    __slots__ = ("namespace", "id", "schedule", "target", "retry", "relevancy_window", "labels", "max_fires", "pause_on_failure", "overlap", "catchup", "catchup_window")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -171,6 +182,8 @@ class JobSpec(_message.Message):
     MAX_FIRES_FIELD_NUMBER: _ClassVar[int]
     PAUSE_ON_FAILURE_FIELD_NUMBER: _ClassVar[int]
     OVERLAP_FIELD_NUMBER: _ClassVar[int]
+    CATCHUP_FIELD_NUMBER: _ClassVar[int]
+    CATCHUP_WINDOW_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     id: str
     schedule: Schedule
@@ -181,7 +194,9 @@ class JobSpec(_message.Message):
     max_fires: int
     pause_on_failure: bool
     overlap: OverlapPolicy
-    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., schedule: _Optional[_Union[Schedule, _Mapping]] = ..., target: _Optional[_Union[Target, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., relevancy_window: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., max_fires: _Optional[int] = ..., pause_on_failure: _Optional[bool] = ..., overlap: _Optional[_Union[OverlapPolicy, str]] = ...) -> None: ...
+    catchup: CatchupPolicy
+    catchup_window: _duration_pb2.Duration
+    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., schedule: _Optional[_Union[Schedule, _Mapping]] = ..., target: _Optional[_Union[Target, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., relevancy_window: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., max_fires: _Optional[int] = ..., pause_on_failure: _Optional[bool] = ..., overlap: _Optional[_Union[OverlapPolicy, str]] = ..., catchup: _Optional[_Union[CatchupPolicy, str]] = ..., catchup_window: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class JobCommand(_message.Message):
     __slots__ = ("command_id", "issued_at", "namespace", "job_id", "upsert", "cancel", "pause", "resume", "retry", "defer", "ack", "trigger", "batch")
