@@ -342,6 +342,7 @@ func (s *server) routes(app *fiber.App) {
 	v1.Post("/jobs/:id/pause", s.pauseJob)
 	v1.Post("/jobs/:id/resume", s.resumeJob)
 	v1.Post("/jobs/:id/trigger", s.triggerJob)
+	v1.Post("/jobs/:id/backfill", s.backfillJob)
 	v1.Get("/breaker", s.getBreaker)
 	v1.Put("/breaker", s.adminOnly, s.putBreaker)
 	v1.Post("/breaker/reset", s.adminOnly, s.resetBreaker)

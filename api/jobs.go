@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/chime-sched/chime/schema/schedule"
+
 	"github.com/gofiber/fiber/v2"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -250,6 +252,69 @@ func (s *server) triggerJob(c *fiber.Ctx) error {
 		return unavailable("the trigger", err)
 	}
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"id": id, "namespace": ns, "command_id": cmd.GetCommandId(), "state": stateName(row.GetStatus())})
+}
+
+// backfillRequest is the body of POST .../jobs/{id}/backfill.
+type backfillRequest struct {
+	From *string `json:"from"`
+	To   *string `json:"to"`
+}
+
+// backfillJob fires now the occurrences of the job's schedule in [from,
+// to): checked here against the row (a recurring job, a past range, at
+// most schema.MaxBackfill occurrences) so the client hears of a
+// refusal at once; the scheduler checks again.
+func (s *server) backfillJob(c *fiber.Ctx) error {
+	ns, id := c.Params("ns"), c.Params("id")
+	var req backfillRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	var fe fieldErrs
+	if req.From == nil {
+		fe.add("from", "is missing; a backfill covers [from, to)")
+	}
+	if req.To == nil {
+		fe.add("to", "is missing; a backfill covers [from, to)")
+	}
+	from, to := fe.timestamp("from", req.From), fe.timestamp("to", req.To)
+	if err := fe.problem(); err != nil {
+		return err
+	}
+	now := s.now()
+	switch {
+	case !from.AsTime().Before(to.AsTime()):
+		return invalidFields(FieldError{Field: "to", Reason: "is not after from; a backfill covers [from, to)"})
+	case to.AsTime().After(now):
+		return invalidFields(FieldError{Field: "to", Reason: fmt.Sprintf("%s is after now; a backfill fires past occurrences, the schedule fires those to come", *req.To)})
+	}
+	row, _, err := s.job(ns, id)
+	if err != nil {
+		return err
+	}
+	if st := row.GetStatus(); schema.JobEnded(st) {
+		return problem(fiber.StatusConflict, "job-ended", "job %q is %s and cannot be backfilled; create it again", id, stateName(st))
+	}
+	plan, err := schedule.ForRow(row)
+	if err != nil || !plan.Recurring() {
+		return problem(fiber.StatusConflict, "not-recurring", "job %q is a one-shot; backfill fires the occurrences of a recurring schedule (trigger fires a one-shot now)", id)
+	}
+	occ := plan.Between(from.AsTime(), to.AsTime(), schema.MaxBackfill+1)
+	switch {
+	case len(occ) == 0:
+		return invalidFields(FieldError{Field: "from", Reason: fmt.Sprintf("the job has no occurrence from %s to %s", *req.From, *req.To)})
+	case len(occ) > schema.MaxBackfill:
+		return invalidFields(FieldError{Field: "to", Reason: fmt.Sprintf("the range holds more than %d occurrences; backfill a shorter range at a time", schema.MaxBackfill)})
+	}
+	cmd := command.Backfill(ns, id, from.AsTime(), to.AsTime())
+	command.Stamp(cmd, now)
+	ctx, cancel := s.publishCtx(c)
+	defer cancel()
+	if _, err := s.cfg.Jobs.Publish(ctx, cmd); err != nil {
+		return unavailable("the backfill", err)
+	}
+	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"id": id, "namespace": ns, "command_id": cmd.GetCommandId(), "count": len(occ),
+		"first": *fmtTime(timestamppb.New(occ[0])), "last": *fmtTime(timestamppb.New(occ[len(occ)-1]))})
 }
 
 // publishAll publishes the jobs of a batch create, a record per partition

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -223,4 +224,37 @@ func TestCatchupFields(t *testing.T) {
 	require.Equal(t, "6h0m0s", r.body["catchup_window"])
 	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs", key, job("every", "6h")), 422, "catchup")
 	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs", key, job("none", "-1h")), 422, "catchup_window")
+}
+
+// TestBackfillJob: POST .../jobs/{id}/backfill publishes the command with
+// the count of occurrences it fires; ranges reaching into the future or
+// holding too many, one-shots and ended jobs are refused at once.
+func TestBackfillJob(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := b.namespace(t, "shop", nil)
+	hourly := &chimev1.JobSpec{Namespace: "shop", Id: "h", Schedule: &chimev1.Schedule{Kind: &chimev1.Schedule_Cron{Cron: &chimev1.Cron{Expr: "0 * * * *"}}},
+		Target: &chimev1.Target{Kind: &chimev1.Target_Http{Http: &chimev1.HttpCallback{Url: "https://example.com/h"}}}}
+	b.states.put("shop", "h", &chimev1.JobState{Spec: hourly, Status: chimev1.JobStatus_JOB_STATUS_SCHEDULED, CreatedAt: timestamppb.New(testNow)})
+	from, to := testNow.Add(-5*time.Hour).Truncate(time.Hour), testNow.Add(-2*time.Hour).Truncate(time.Hour)
+	r := b.do(t, "POST", "/v1/namespaces/shop/jobs/h/backfill", key, map[string]any{"from": from.Format(time.RFC3339), "to": to.Format(time.RFC3339)})
+	require.Equal(t, 202, r.status, string(r.raw))
+	require.EqualValues(t, 3, r.body["count"])
+	cmds := b.jobs.commands()
+	bf := cmds[len(cmds)-1].GetBackfill()
+	require.NotNil(t, bf)
+	require.Equal(t, from, bf.GetFrom().AsTime())
+
+	past := func(f, t time.Duration) map[string]any {
+		return map[string]any{"from": testNow.Add(f).Format(time.RFC3339), "to": testNow.Add(t).Format(time.RFC3339)}
+	}
+	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs/h/backfill", key, past(-time.Hour, time.Hour)), 422, "to")
+	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs/h/backfill", key, past(-200*time.Hour, -time.Hour)), 422, "to")
+	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs/h/backfill", key, past(-time.Hour, -2*time.Hour)), 422, "to")
+	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs/h/backfill", key, map[string]any{"from": "yesterday"}), 422, "from")
+	once := proto.Clone(hourly).(*chimev1.JobSpec)
+	once.Schedule = &chimev1.Schedule{Kind: &chimev1.Schedule_At{At: timestamppb.New(testNow)}}
+	b.states.put("shop", "once", &chimev1.JobState{Spec: once, Status: chimev1.JobStatus_JOB_STATUS_SCHEDULED})
+	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs/once/backfill", key, past(-5*time.Hour, -time.Hour)), 409, "")
+	requireProblem(t, b.do(t, "POST", "/v1/namespaces/shop/jobs/none/backfill", key, past(-5*time.Hour, -time.Hour)), 404, "")
 }

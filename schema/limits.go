@@ -64,3 +64,8 @@ func Truncate(s string, n int) string {
 	}
 	return s[:n]
 }
+
+// MaxBackfill is the most occurrences one backfill fires: each opens a
+// fire that stays in the job's row until answered. A longer range is
+// refused (by the API at once, and by the scheduler); split it.
+const MaxBackfill = 100

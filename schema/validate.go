@@ -227,6 +227,26 @@ func validateCommand(cmd *chimev1.JobCommand, opts ValidateOptions) *ValidationE
 		return validateUpsert(cmd, c.Upsert, opts)
 	case *chimev1.JobCommand_Cancel, *chimev1.JobCommand_Pause, *chimev1.JobCommand_Resume, *chimev1.JobCommand_Trigger:
 		return nil
+	case *chimev1.JobCommand_Backfill:
+		b := c.Backfill
+		for _, f := range []struct {
+			name string
+			ts   *timestamppb.Timestamp
+		}{{"backfill.from", b.GetFrom()}, {"backfill.to", b.GetTo()}} {
+			if f.ts == nil {
+				return invalid(f.name, "is not set; a backfill covers [from, to)")
+			}
+			if err := checkTimestamp(f.name, f.ts); err != nil {
+				return err
+			}
+			if err := schedule.InRange(f.ts.AsTime()); err != nil {
+				return invalid(f.name, "%v", err)
+			}
+		}
+		if !b.GetFrom().AsTime().Before(b.GetTo().AsTime()) {
+			return invalid("backfill.to", "is not after from; a backfill covers [from, to)")
+		}
+		return nil
 	case *chimev1.JobCommand_Batch:
 		// The batch's shape; each of its commands is checked on its own
 		// (ValidateBatch), so that one bad command is rejected alone.
@@ -273,7 +293,7 @@ func validateCommand(cmd *chimev1.JobCommand, opts ValidateOptions) *ValidationE
 		}
 		return nil
 	default:
-		return invalid("command", "none is set; set exactly one of upsert, cancel, pause, resume, retry, defer, ack, trigger, batch")
+		return invalid("command", "none is set; set exactly one of upsert, cancel, pause, resume, retry, defer, ack, trigger, batch, backfill")
 	}
 }
 

@@ -144,6 +144,9 @@ func vectorCommands() map[string]*chimev1.JobCommand {
 		"label value too long": job(func(_ *chimev1.JobCommand, s *chimev1.JobSpec, _ *chimev1.HttpCallback) {
 			s.Labels["team"] = strings.Repeat("é", 257)
 		}),
+		"valid backfill":           simple(&chimev1.JobCommand{Command: &chimev1.JobCommand_Backfill{Backfill: &chimev1.Backfill{From: at, To: timestamppb.New(at.AsTime().Add(time.Hour))}}}),
+		"backfill to before from":  simple(&chimev1.JobCommand{Command: &chimev1.JobCommand_Backfill{Backfill: &chimev1.Backfill{From: at, To: at}}}),
+		"backfill without from":    simple(&chimev1.JobCommand{Command: &chimev1.JobCommand_Backfill{Backfill: &chimev1.Backfill{To: at}}}),
 		"empty batch":              simple(&chimev1.JobCommand{Command: &chimev1.JobCommand_Batch{Batch: &chimev1.Batch{}}}),
 		"ack without result":       simple(&chimev1.JobCommand{Command: &chimev1.JobCommand_Ack{Ack: &chimev1.Ack{FireSeq: 1}}}),
 		"retry attempt 1":          simple(&chimev1.JobCommand{Command: &chimev1.JobCommand_Retry{Retry: &chimev1.Retry{FireSeq: 1, Attempt: 1, NotBefore: at}}}),

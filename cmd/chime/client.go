@@ -57,6 +57,7 @@ Jobs:
                                       as a job's "schedule"), creating nothing; --ns and --id
                                       for a schedule with jitter
   trigger|pause|resume|cancel NS ID
+  backfill NS ID [--from T] [--to T]  fire now the occurrences of the past range [from, to); both needed
 Dead letters:
   dead-letters NS [--limit N] [--job-prefix P] [--from T] [--to T] [--replayed true|false]
   replay NS ID                        replay one (once: a repeat says when it was)
@@ -160,6 +161,12 @@ var clientCommands = map[string]clientCommand{
 		}
 		b, _ := json.Marshal(m)
 		return clientCall{"POST", "/v1/schedules:preview", string(b), tableOf("fires", col("FIRE", "fire_seq"), col("SCHEDULED", "scheduled_at"), col("FIRES AT", "fire_at"))}, nil
+	}},
+	"backfill": {2, []string{"from", "to"}, func(p []string, f map[string]string) (clientCall, error) {
+		if f["from"] == "" || f["to"] == "" {
+			return clientCall{}, fmt.Errorf("backfill: give --from and --to (RFC 3339 times; the range [from, to) in the past)")
+		}
+		return clientCall{"POST", nsPath(p[0], "/jobs/", url.PathEscape(p[1]), "/backfill"), jsonBody(map[string]string{"from": f["from"], "to": f["to"]}), fieldsTable}, nil
 	}},
 	"trigger": jobAction("POST", "/trigger"),
 	"pause":   jobAction("POST", "/pause"),

@@ -32,6 +32,8 @@ func TestClientRequest(t *testing.T) {
 		{[]string{"pause", "acme", "j1"}, "POST", "/v1/namespaces/acme/jobs/j1/pause", "", ""},
 		{[]string{"trigger", "acme", "j1"}, "POST", "/v1/namespaces/acme/jobs/j1/trigger", "", ""},
 		{[]string{"preview", `{"every":"1h","jitter":"1m"}`, "--ns", "acme", "--id", "j1", "--count", "3"}, "POST", "/v1/schedules:preview", `{"count":3,"id":"j1","namespace":"acme","schedule":{"every":"1h","jitter":"1m"}}`, ""},
+		{[]string{"backfill", "acme", "j1", "--from", "2026-11-01T00:00:00Z", "--to", "2026-11-02T00:00:00Z"}, "POST", "/v1/namespaces/acme/jobs/j1/backfill", `{"from":"2026-11-01T00:00:00Z","to":"2026-11-02T00:00:00Z"}`, ""},
+		{[]string{"backfill", "acme", "j1"}, "", "", "", "backfill: give --from and --to"},
 		{[]string{"preview", "every hour"}, "", "", "", `preview: "every hour" is not a JSON schedule`},
 		{[]string{"cancel", "acme", "j1"}, "DELETE", "/v1/namespaces/acme/jobs/j1", "", ""},
 		{[]string{"jobs", "acme", "--state", "paused", "--limit=5"}, "GET", "/v1/namespaces/acme/jobs?limit=5&state=paused", "", ""},

@@ -74,6 +74,8 @@ func (d *decider) command(in *input, cur *chimev1.JobState, now time.Time) decis
 		return d.resume(in, cmd, cur, now)
 	case *chimev1.JobCommand_Trigger:
 		return d.trigger(in, cmd, cur, now)
+	case *chimev1.JobCommand_Backfill:
+		return d.backfill(in, cmd, c.Backfill, cur, now)
 	case *chimev1.JobCommand_Retry:
 		r := retryRearming(c.Retry)
 		return d.answerAhead(in, cur, r.fireSeq, r.emitSeq, now, func(st *chimev1.JobState) decision { return d.rearm(in, st, r, now) })

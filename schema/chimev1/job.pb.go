@@ -1041,6 +1041,7 @@ type JobCommand struct {
 	//	*JobCommand_Ack
 	//	*JobCommand_Trigger
 	//	*JobCommand_Batch
+	//	*JobCommand_Backfill
 	Command       isJobCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1192,6 +1193,15 @@ func (x *JobCommand) GetBatch() *Batch {
 	return nil
 }
 
+func (x *JobCommand) GetBackfill() *Backfill {
+	if x != nil {
+		if x, ok := x.Command.(*JobCommand_Backfill); ok {
+			return x.Backfill
+		}
+	}
+	return nil
+}
+
 type isJobCommand_Command interface {
 	isJobCommand_Command()
 }
@@ -1232,6 +1242,10 @@ type JobCommand_Batch struct {
 	Batch *Batch `protobuf:"bytes,18,opt,name=batch,proto3,oneof"`
 }
 
+type JobCommand_Backfill struct {
+	Backfill *Backfill `protobuf:"bytes,19,opt,name=backfill,proto3,oneof"`
+}
+
 func (*JobCommand_Upsert) isJobCommand_Command() {}
 
 func (*JobCommand_Cancel) isJobCommand_Command() {}
@@ -1249,6 +1263,8 @@ func (*JobCommand_Ack) isJobCommand_Command() {}
 func (*JobCommand_Trigger) isJobCommand_Command() {}
 
 func (*JobCommand_Batch) isJobCommand_Command() {}
+
+func (*JobCommand_Backfill) isJobCommand_Command() {}
 
 // Batch carries commands of several jobs whose keys fall on the record's
 // partition, in one record: the API's batch creates and the dispatchers'
@@ -1500,6 +1516,61 @@ func (*Trigger) Descriptor() ([]byte, []int) {
 	return file_chime_v1_job_proto_rawDescGZIP(), []int{15}
 }
 
+// Backfill fires now the occurrences of the job's schedule in [from, to),
+// each with its own fire number and idempotency key, under the job's
+// overlap policy; refused beyond MaxBackfill occurrences.
+type Backfill struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	From          *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	To            *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Backfill) Reset() {
+	*x = Backfill{}
+	mi := &file_chime_v1_job_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Backfill) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Backfill) ProtoMessage() {}
+
+func (x *Backfill) ProtoReflect() protoreflect.Message {
+	mi := &file_chime_v1_job_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Backfill.ProtoReflect.Descriptor instead.
+func (*Backfill) Descriptor() ([]byte, []int) {
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *Backfill) GetFrom() *timestamppb.Timestamp {
+	if x != nil {
+		return x.From
+	}
+	return nil
+}
+
+func (x *Backfill) GetTo() *timestamppb.Timestamp {
+	if x != nil {
+		return x.To
+	}
+	return nil
+}
+
 // Retry re-arms the timer for an occurrence that failed, charging an attempt.
 type Retry struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
@@ -1520,7 +1591,7 @@ type Retry struct {
 
 func (x *Retry) Reset() {
 	*x = Retry{}
-	mi := &file_chime_v1_job_proto_msgTypes[16]
+	mi := &file_chime_v1_job_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1532,7 +1603,7 @@ func (x *Retry) String() string {
 func (*Retry) ProtoMessage() {}
 
 func (x *Retry) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_job_proto_msgTypes[16]
+	mi := &file_chime_v1_job_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1545,7 +1616,7 @@ func (x *Retry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Retry.ProtoReflect.Descriptor instead.
 func (*Retry) Descriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{16}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Retry) GetFireSeq() uint64 {
@@ -1604,7 +1675,7 @@ type Defer struct {
 
 func (x *Defer) Reset() {
 	*x = Defer{}
-	mi := &file_chime_v1_job_proto_msgTypes[17]
+	mi := &file_chime_v1_job_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1616,7 +1687,7 @@ func (x *Defer) String() string {
 func (*Defer) ProtoMessage() {}
 
 func (x *Defer) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_job_proto_msgTypes[17]
+	mi := &file_chime_v1_job_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1629,7 +1700,7 @@ func (x *Defer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Defer.ProtoReflect.Descriptor instead.
 func (*Defer) Descriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{17}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Defer) GetFireSeq() uint64 {
@@ -1674,7 +1745,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_chime_v1_job_proto_msgTypes[18]
+	mi := &file_chime_v1_job_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1686,7 +1757,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_chime_v1_job_proto_msgTypes[18]
+	mi := &file_chime_v1_job_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1699,7 +1770,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_chime_v1_job_proto_rawDescGZIP(), []int{18}
+	return file_chime_v1_job_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Ack) GetFireSeq() uint64 {
@@ -1811,7 +1882,7 @@ const file_chime_v1_job_proto_rawDesc = "" +
 	"\x0ecatchup_window\x18\f \x01(\v2\x19.google.protobuf.DurationR\rcatchupWindow\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9e\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd0\x04\n" +
 	"\n" +
 	"JobCommand\x12\x1d\n" +
 	"\n" +
@@ -1828,7 +1899,8 @@ const file_chime_v1_job_proto_rawDesc = "" +
 	"\x05defer\x18\x0f \x01(\v2\x0f.chime.v1.DeferH\x00R\x05defer\x12!\n" +
 	"\x03ack\x18\x10 \x01(\v2\r.chime.v1.AckH\x00R\x03ack\x12-\n" +
 	"\atrigger\x18\x11 \x01(\v2\x11.chime.v1.TriggerH\x00R\atrigger\x12'\n" +
-	"\x05batch\x18\x12 \x01(\v2\x0f.chime.v1.BatchH\x00R\x05batchB\t\n" +
+	"\x05batch\x18\x12 \x01(\v2\x0f.chime.v1.BatchH\x00R\x05batch\x120\n" +
+	"\bbackfill\x18\x13 \x01(\v2\x12.chime.v1.BackfillH\x00R\bbackfillB\t\n" +
 	"\acommand\"9\n" +
 	"\x05Batch\x120\n" +
 	"\bcommands\x18\x01 \x03(\v2\x14.chime.v1.JobCommandR\bcommands\"/\n" +
@@ -1838,7 +1910,10 @@ const file_chime_v1_job_proto_rawDesc = "" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\"\a\n" +
 	"\x05Pause\"\b\n" +
 	"\x06Resume\"\t\n" +
-	"\aTrigger\"\xdf\x01\n" +
+	"\aTrigger\"f\n" +
+	"\bBackfill\x12.\n" +
+	"\x04from\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12*\n" +
+	"\x02to\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02to\"\xdf\x01\n" +
 	"\x05Retry\x12\x19\n" +
 	"\bfire_seq\x18\x01 \x01(\x04R\afireSeq\x12\x19\n" +
 	"\bemit_seq\x18\x02 \x01(\x04R\aemitSeq\x12\x18\n" +
@@ -1890,7 +1965,7 @@ func file_chime_v1_job_proto_rawDescGZIP() []byte {
 }
 
 var file_chime_v1_job_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_chime_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_chime_v1_job_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_chime_v1_job_proto_goTypes = []any{
 	(CatchupPolicy)(0),            // 0: chime.v1.CatchupPolicy
 	(OverlapPolicy)(0),            // 1: chime.v1.OverlapPolicy
@@ -1911,65 +1986,69 @@ var file_chime_v1_job_proto_goTypes = []any{
 	(*Pause)(nil),                 // 16: chime.v1.Pause
 	(*Resume)(nil),                // 17: chime.v1.Resume
 	(*Trigger)(nil),               // 18: chime.v1.Trigger
-	(*Retry)(nil),                 // 19: chime.v1.Retry
-	(*Defer)(nil),                 // 20: chime.v1.Defer
-	(*Ack)(nil),                   // 21: chime.v1.Ack
-	nil,                           // 22: chime.v1.HttpCallback.HeadersEntry
-	nil,                           // 23: chime.v1.KafkaTarget.HeadersEntry
-	nil,                           // 24: chime.v1.JobSpec.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 25: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 26: google.protobuf.Duration
-	(*CallbackOutcome)(nil),       // 27: chime.v1.CallbackOutcome
+	(*Backfill)(nil),              // 19: chime.v1.Backfill
+	(*Retry)(nil),                 // 20: chime.v1.Retry
+	(*Defer)(nil),                 // 21: chime.v1.Defer
+	(*Ack)(nil),                   // 22: chime.v1.Ack
+	nil,                           // 23: chime.v1.HttpCallback.HeadersEntry
+	nil,                           // 24: chime.v1.KafkaTarget.HeadersEntry
+	nil,                           // 25: chime.v1.JobSpec.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 26: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 27: google.protobuf.Duration
+	(*CallbackOutcome)(nil),       // 28: chime.v1.CallbackOutcome
 }
 var file_chime_v1_job_proto_depIdxs = []int32{
-	25, // 0: chime.v1.Schedule.at:type_name -> google.protobuf.Timestamp
+	26, // 0: chime.v1.Schedule.at:type_name -> google.protobuf.Timestamp
 	5,  // 1: chime.v1.Schedule.every:type_name -> chime.v1.Every
 	6,  // 2: chime.v1.Schedule.cron:type_name -> chime.v1.Cron
-	26, // 3: chime.v1.Schedule.jitter:type_name -> google.protobuf.Duration
+	27, // 3: chime.v1.Schedule.jitter:type_name -> google.protobuf.Duration
 	4,  // 4: chime.v1.Schedule.exclude:type_name -> chime.v1.Exclusion
-	26, // 5: chime.v1.Exclusion.duration:type_name -> google.protobuf.Duration
-	26, // 6: chime.v1.Every.interval:type_name -> google.protobuf.Duration
-	25, // 7: chime.v1.Every.start_at:type_name -> google.protobuf.Timestamp
-	25, // 8: chime.v1.Every.end_at:type_name -> google.protobuf.Timestamp
-	25, // 9: chime.v1.Cron.start_at:type_name -> google.protobuf.Timestamp
-	25, // 10: chime.v1.Cron.end_at:type_name -> google.protobuf.Timestamp
-	22, // 11: chime.v1.HttpCallback.headers:type_name -> chime.v1.HttpCallback.HeadersEntry
-	26, // 12: chime.v1.HttpCallback.timeout:type_name -> google.protobuf.Duration
-	23, // 13: chime.v1.KafkaTarget.headers:type_name -> chime.v1.KafkaTarget.HeadersEntry
+	27, // 5: chime.v1.Exclusion.duration:type_name -> google.protobuf.Duration
+	27, // 6: chime.v1.Every.interval:type_name -> google.protobuf.Duration
+	26, // 7: chime.v1.Every.start_at:type_name -> google.protobuf.Timestamp
+	26, // 8: chime.v1.Every.end_at:type_name -> google.protobuf.Timestamp
+	26, // 9: chime.v1.Cron.start_at:type_name -> google.protobuf.Timestamp
+	26, // 10: chime.v1.Cron.end_at:type_name -> google.protobuf.Timestamp
+	23, // 11: chime.v1.HttpCallback.headers:type_name -> chime.v1.HttpCallback.HeadersEntry
+	27, // 12: chime.v1.HttpCallback.timeout:type_name -> google.protobuf.Duration
+	24, // 13: chime.v1.KafkaTarget.headers:type_name -> chime.v1.KafkaTarget.HeadersEntry
 	7,  // 14: chime.v1.Target.http:type_name -> chime.v1.HttpCallback
 	8,  // 15: chime.v1.Target.kafka:type_name -> chime.v1.KafkaTarget
-	26, // 16: chime.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
-	26, // 17: chime.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
-	26, // 18: chime.v1.RetryPolicy.max_elapsed:type_name -> google.protobuf.Duration
+	27, // 16: chime.v1.RetryPolicy.initial_interval:type_name -> google.protobuf.Duration
+	27, // 17: chime.v1.RetryPolicy.max_interval:type_name -> google.protobuf.Duration
+	27, // 18: chime.v1.RetryPolicy.max_elapsed:type_name -> google.protobuf.Duration
 	3,  // 19: chime.v1.JobSpec.schedule:type_name -> chime.v1.Schedule
 	9,  // 20: chime.v1.JobSpec.target:type_name -> chime.v1.Target
 	10, // 21: chime.v1.JobSpec.retry:type_name -> chime.v1.RetryPolicy
-	26, // 22: chime.v1.JobSpec.relevancy_window:type_name -> google.protobuf.Duration
-	24, // 23: chime.v1.JobSpec.labels:type_name -> chime.v1.JobSpec.LabelsEntry
+	27, // 22: chime.v1.JobSpec.relevancy_window:type_name -> google.protobuf.Duration
+	25, // 23: chime.v1.JobSpec.labels:type_name -> chime.v1.JobSpec.LabelsEntry
 	1,  // 24: chime.v1.JobSpec.overlap:type_name -> chime.v1.OverlapPolicy
 	0,  // 25: chime.v1.JobSpec.catchup:type_name -> chime.v1.CatchupPolicy
-	26, // 26: chime.v1.JobSpec.catchup_window:type_name -> google.protobuf.Duration
-	25, // 27: chime.v1.JobCommand.issued_at:type_name -> google.protobuf.Timestamp
+	27, // 26: chime.v1.JobSpec.catchup_window:type_name -> google.protobuf.Duration
+	26, // 27: chime.v1.JobCommand.issued_at:type_name -> google.protobuf.Timestamp
 	14, // 28: chime.v1.JobCommand.upsert:type_name -> chime.v1.Upsert
 	15, // 29: chime.v1.JobCommand.cancel:type_name -> chime.v1.Cancel
 	16, // 30: chime.v1.JobCommand.pause:type_name -> chime.v1.Pause
 	17, // 31: chime.v1.JobCommand.resume:type_name -> chime.v1.Resume
-	19, // 32: chime.v1.JobCommand.retry:type_name -> chime.v1.Retry
-	20, // 33: chime.v1.JobCommand.defer:type_name -> chime.v1.Defer
-	21, // 34: chime.v1.JobCommand.ack:type_name -> chime.v1.Ack
+	20, // 32: chime.v1.JobCommand.retry:type_name -> chime.v1.Retry
+	21, // 33: chime.v1.JobCommand.defer:type_name -> chime.v1.Defer
+	22, // 34: chime.v1.JobCommand.ack:type_name -> chime.v1.Ack
 	18, // 35: chime.v1.JobCommand.trigger:type_name -> chime.v1.Trigger
 	13, // 36: chime.v1.JobCommand.batch:type_name -> chime.v1.Batch
-	12, // 37: chime.v1.Batch.commands:type_name -> chime.v1.JobCommand
-	11, // 38: chime.v1.Upsert.spec:type_name -> chime.v1.JobSpec
-	25, // 39: chime.v1.Retry.not_before:type_name -> google.protobuf.Timestamp
-	27, // 40: chime.v1.Retry.outcome:type_name -> chime.v1.CallbackOutcome
-	25, // 41: chime.v1.Defer.not_before:type_name -> google.protobuf.Timestamp
-	2,  // 42: chime.v1.Ack.result:type_name -> chime.v1.AckResult
-	43, // [43:43] is the sub-list for method output_type
-	43, // [43:43] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	19, // 37: chime.v1.JobCommand.backfill:type_name -> chime.v1.Backfill
+	12, // 38: chime.v1.Batch.commands:type_name -> chime.v1.JobCommand
+	11, // 39: chime.v1.Upsert.spec:type_name -> chime.v1.JobSpec
+	26, // 40: chime.v1.Backfill.from:type_name -> google.protobuf.Timestamp
+	26, // 41: chime.v1.Backfill.to:type_name -> google.protobuf.Timestamp
+	26, // 42: chime.v1.Retry.not_before:type_name -> google.protobuf.Timestamp
+	28, // 43: chime.v1.Retry.outcome:type_name -> chime.v1.CallbackOutcome
+	26, // 44: chime.v1.Defer.not_before:type_name -> google.protobuf.Timestamp
+	2,  // 45: chime.v1.Ack.result:type_name -> chime.v1.AckResult
+	46, // [46:46] is the sub-list for method output_type
+	46, // [46:46] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_chime_v1_job_proto_init() }
@@ -1997,6 +2076,7 @@ func file_chime_v1_job_proto_init() {
 		(*JobCommand_Ack)(nil),
 		(*JobCommand_Trigger)(nil),
 		(*JobCommand_Batch)(nil),
+		(*JobCommand_Backfill)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2004,7 +2084,7 @@ func file_chime_v1_job_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_chime_v1_job_proto_rawDesc), len(file_chime_v1_job_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

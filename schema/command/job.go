@@ -117,6 +117,15 @@ func Ack(e Emission, attempt uint32, result chimev1.AckResult, detail string) *c
 	}
 }
 
+// Backfill fires now the occurrences of the job's schedule in [from, to).
+func Backfill(ns, id string, from, to time.Time) *chimev1.JobCommand {
+	return &chimev1.JobCommand{
+		Namespace: ns,
+		JobId:     id,
+		Command:   &chimev1.JobCommand_Backfill{Backfill: &chimev1.Backfill{From: timestamp(from), To: timestamp(to)}},
+	}
+}
+
 // Kind names a job command's kind ("upsert", "cancel", ...), as the
 // producer's record header carries it; "" for a command without one.
 func Kind(cmd *chimev1.JobCommand) string {
@@ -139,6 +148,8 @@ func Kind(cmd *chimev1.JobCommand) string {
 		return "ack"
 	case *chimev1.JobCommand_Batch:
 		return "batch"
+	case *chimev1.JobCommand_Backfill:
+		return "backfill"
 	default:
 		return ""
 	}

@@ -117,3 +117,42 @@ func (c *Compiled) skipExcluded(t time.Time, ok bool, next func(time.Time) (time
 	}
 	return t, ok
 }
+
+// Between lists the schedule's occurrences in [from, to), at most max,
+// for a backfill: an every-schedule's grid extends before its first
+// occurrence (start_at, or the anchor plus one interval), a cron
+// expression covers any range; end_at and the exclusions apply. c must
+// know the job's anchor where NeedsAnchor says so.
+func (c *Compiled) Between(from, to time.Time, max int) []time.Time {
+	from, to = from.UTC(), to.UTC()
+	var out []time.Time
+	add := func(t time.Time) bool {
+		if !t.Before(to) || len(out) >= max || (c.hasEnd && t.After(c.end)) {
+			return false
+		}
+		if !c.excluded(t) {
+			out = append(out, t)
+		}
+		return true
+	}
+	switch c.kind {
+	case KindEvery:
+		origin := c.everyOrigin()
+		t := origin
+		if from.Before(origin) {
+			k := steps(from, origin, c.interval) // grid points back to the first not before from
+			t = origin.Add(-time.Duration(k) * c.interval)
+		} else if n, ok := c.nextRaw(from.Add(-time.Nanosecond)); ok {
+			t = n
+		} else {
+			return nil
+		}
+		for i := 0; i < max+maxExcludedInARow && add(t); i++ {
+			t = t.Add(c.interval)
+		}
+	case KindCron:
+		for t, ok := c.cronNext(from.Add(-time.Nanosecond)); ok && add(t); t, ok = c.cronNext(t) {
+		}
+	}
+	return out
+}

@@ -124,3 +124,22 @@ func TestEverythingExcludedEnds(t *testing.T) {
 	_, ok := c.First(rfc("2026-01-01T00:00:00Z"))
 	require.False(t, ok)
 }
+
+// TestBetween: a backfill's occurrences: an every grid extended before
+// the job's first occurrence, a cron expression over any range, with
+// exclusions and end_at applied, at most max.
+func TestBetween(t *testing.T) {
+	t.Parallel()
+	every, err := Compile(&chimev1.Schedule{Kind: &chimev1.Schedule_Every{Every: &chimev1.Every{Interval: durationpb.New(time.Hour)}},
+		Exclude: []*chimev1.Exclusion{{Date: "2026-12-24"}}})
+	require.NoError(t, err)
+	got := every.WithAnchor(rfc("2026-12-25T10:30:00Z")).Between(rfc("2026-12-24T22:00:00Z"), rfc("2026-12-25T13:00:00Z"), 100)
+	require.Len(t, got, 13, "00:30 to 12:30 on the 25th; the 24th excluded")
+	require.Equal(t, rfc("2026-12-25T00:30:00Z"), got[0])
+	require.Equal(t, rfc("2026-12-25T12:30:00Z"), got[12])
+
+	cron, err := Compile(&chimev1.Schedule{Kind: &chimev1.Schedule_Cron{Cron: &chimev1.Cron{Expr: "0 9 * * *", Timezone: "Asia/Kolkata"}}})
+	require.NoError(t, err)
+	got = cron.Between(rfc("2026-12-01T00:00:00Z"), rfc("2026-12-04T00:00:00Z"), 2)
+	require.Equal(t, []time.Time{rfc("2026-12-01T03:30:00Z"), rfc("2026-12-02T03:30:00Z")}, got, "at most max")
+}

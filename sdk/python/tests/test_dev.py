@@ -188,3 +188,19 @@ def test_schedule_policies_end_to_end(setup, receiver):
                            "retry": {"max_attempts": 1}, "pause_on_failure": True})
     job = wait_for("paused on failure", lambda: (j := client.get_job(NS, "fails"))["state"] == "paused" and j, timeout=60)
     assert "paused on failure" in job["last_outcome"]["detail"]
+
+
+def test_backfill_end_to_end(setup, receiver, chime_dev):
+    """Through the API on chime dev: a backfill of three past hours makes three calls, each its own fire."""
+    _, client, _, secret = setup
+    client.create_job(NS, {"id": "hourly", "schedule": {"cron": "0 * * * *"}, "callback": {"url": receiver.url + "/hourly"}})
+    wait_for("the job's row", lambda: client.get_job(NS, "hourly").get("next_fires"))
+    now = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0)
+    ans = client.backfill_job(NS, "hourly", iso(now - timedelta(hours=3)), iso(now))
+    assert ans["count"] == 3
+    calls = wait_for("three backfilled calls", lambda: len(receiver.calls_to("/hourly")) >= 3 and receiver.calls_to("/hourly"))
+    keys = {verify(secret, c.body, c.headers).idempotency_key for c in calls}
+    assert len(keys) == 3
+    with pytest.raises(ProblemError) as e:
+        client.backfill_job(NS, "hourly", iso(now - timedelta(days=30)), iso(now))
+    assert e.value.status == 422 and e.value.errors[0]["field"] == "to"

@@ -144,6 +144,10 @@ export class Client {
   async triggerJob(ns: string, id: string): Promise<{ id: string; namespace: string; command_id: string; state: string }> {
     return unwrap(await this.raw.POST("/v1/namespaces/{ns}/jobs/{id}/trigger", { params: { path: { ns, id } } }));
   }
+  /** Fires now the occurrences of the job's schedule in [from, to) (in the past; at most 100). */
+  async backfillJob(ns: string, id: string, body: Schemas["BackfillRequest"]): Promise<Schemas["Backfill"]> {
+    return unwrap(await this.raw.POST("/v1/namespaces/{ns}/jobs/{id}/backfill", { params: { path: { ns, id } }, body }));
+  }
   async getAttempts(ns: string, id: string, query: { limit?: number; cursor?: string } = {}): Promise<Schemas["Attempts"]> {
     return unwrap(await this.raw.GET("/v1/namespaces/{ns}/jobs/{id}/attempts", { params: { path: { ns, id }, query } }));
   }

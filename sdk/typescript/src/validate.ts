@@ -144,6 +144,17 @@ function validate(cmd: JobCommand | undefined): ValidationError | undefined {
     case "resume":
     case "trigger":
       return undefined;
+    case "backfill": {
+      const b = c.value;
+      for (const [name, ts] of [["from", b.from], ["to", b.to]] as const) {
+        if (!ts) return invalid(`backfill.${name}`, "is not set; a backfill covers [from, to)");
+        const te = checkTimestamp(`backfill.${name}`, ts);
+        if (te) return te;
+      }
+      const ns = (t: Timestamp) => t.seconds * 1_000_000_000n + BigInt(t.nanos);
+      if (ns(b.to!) <= ns(b.from!)) return invalid("backfill.to", "is not after from; a backfill covers [from, to)");
+      return undefined;
+    }
     case "batch": {
       const cmds = c.value.commands;
       if (cmds.length === 0) return invalid("batch.commands", `is empty; a batch carries 1 to ${LIMITS.batchCommands} commands`);
@@ -175,7 +186,7 @@ function validate(cmd: JobCommand | undefined): ValidationError | undefined {
       return undefined;
     }
     default:
-      return invalid("command", "none is set; set exactly one of upsert, cancel, pause, resume, retry, defer, ack, trigger, batch");
+      return invalid("command", "none is set; set exactly one of upsert, cancel, pause, resume, retry, defer, ack, trigger, batch, backfill");
   }
 }
 

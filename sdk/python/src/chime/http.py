@@ -131,6 +131,10 @@ class _Routes:
     def trigger_job(self, ns: str, job_id: str) -> dict[str, str]:
         return self._call("POST", f"/v1/namespaces/{_seg(ns)}/jobs/{_seg(job_id)}/trigger")
 
+    def backfill_job(self, ns: str, job_id: str, from_: str, to: str) -> models.Backfill:
+        """Fire now the occurrences of the job's schedule in [from_, to) (RFC 3339, in the past; at most 100)."""
+        return self._call("POST", f"/v1/namespaces/{_seg(ns)}/jobs/{_seg(job_id)}/backfill", json={"from": from_, "to": to})
+
     def get_attempts_page(self, ns: str, job_id: str, *, limit: int | None = None, cursor: str | None = None,
                           outcome_class: str | None = None) -> models.Attempts:
         return self._call("GET", f"/v1/namespaces/{_seg(ns)}/jobs/{_seg(job_id)}/attempts",

@@ -497,6 +497,25 @@ class Preview(TypedDict):
     fires: list[Fire]
 
 
+BackfillRequest = TypedDict(
+    'BackfillRequest',
+    {
+        'from': str,
+        'to': str,
+    },
+    closed=True,
+)
+
+
+class Backfill(TypedDict):
+    id: str
+    namespace: str
+    command_id: str
+    count: int
+    first: str
+    last: str
+
+
 class Job(TypedDict):
     id: NotRequired[str]
     namespace: NotRequired[str]

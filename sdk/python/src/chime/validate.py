@@ -158,6 +158,18 @@ def _validate(cmd: job_pb2.JobCommand | None) -> ValidationError | None:
         return _validate_upsert(cmd, cmd.upsert)
     if kind in ("cancel", "pause", "resume", "trigger"):
         return None
+    if kind == "backfill":
+        b = cmd.backfill
+        for name in ("from", "to"):
+            field = f"backfill.{name}"
+            if not b.HasField(name):
+                return _invalid(field, "is not set; a backfill covers [from, to)")
+            err = _check_timestamp(field, getattr(b, name))
+            if err:
+                return err
+        if (b.to.seconds, b.to.nanos) <= (getattr(b, "from").seconds, getattr(b, "from").nanos):
+            return _invalid("backfill.to", "is not after from; a backfill covers [from, to)")
+        return None
     if kind == "batch":
         cmds = cmd.batch.commands
         if len(cmds) == 0:
@@ -185,7 +197,7 @@ def _validate(cmd: job_pb2.JobCommand | None) -> ValidationError | None:
         if sub.result == 0:
             return _invalid("ack.result", "is unspecified; say how the occurrence ended (SUCCEEDED, FAILED, DEAD or EXPIRED)")
         return None
-    return _invalid("command", "none is set; set exactly one of upsert, cancel, pause, resume, retry, defer, ack, trigger, batch")
+    return _invalid("command", "none is set; set exactly one of upsert, cancel, pause, resume, retry, defer, ack, trigger, batch, backfill")
 
 
 def _validate_upsert(cmd: job_pb2.JobCommand, u: job_pb2.Upsert) -> ValidationError | None:

@@ -311,6 +311,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/namespaces/{ns}/jobs/{id}/backfill": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                ns: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Fire now the occurrences of a past range
+         * @description Each occurrence of the job's schedule in [from, to) fires now, with its own fire number and idempotency key, under the job's overlap policy; at most 100 occurrences, the range in the past, a recurring job.
+         */
+        post: operations["backfillJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/namespaces/{ns}/breaker": {
         parameters: {
             query?: never;
@@ -1022,6 +1045,26 @@ export interface components {
         };
         Preview: {
             fires: components["schemas"]["Fire"][];
+        };
+        BackfillRequest: {
+            /** Format: date-time */
+            from: string;
+            /**
+             * Format: date-time
+             * @description exclusive; not after now
+             */
+            to: string;
+        };
+        Backfill: {
+            id: string;
+            namespace: string;
+            command_id: string;
+            /** @description the occurrences that fire */
+            count: number;
+            /** Format: date-time */
+            first: string;
+            /** Format: date-time */
+            last: string;
         };
     };
     responses: never;
@@ -2567,6 +2610,114 @@ export interface operations {
                 headers: {
                     /** @description seconds to wait */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    backfillJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                ns: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BackfillRequest"];
+            };
+        };
+        responses: {
+            /** @description the backfill is published; the scheduler fires its occurrences within its lag */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Backfill"];
+                };
+            };
+            /** @description Malformed JSON, unknown field or wrong type */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Token not valid for this namespace or route */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no such job */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the job has ended (job-ended) or is a one-shot (not-recurring) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed; errors[] names the fields (from, to: to after now, no occurrence, or more than 100) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Kafka did not confirm the command, or the job's partition is moving; retry after Retry-After */
+            503: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

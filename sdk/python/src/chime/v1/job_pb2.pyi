@@ -199,7 +199,7 @@ class JobSpec(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., schedule: _Optional[_Union[Schedule, _Mapping]] = ..., target: _Optional[_Union[Target, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., relevancy_window: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., max_fires: _Optional[int] = ..., pause_on_failure: _Optional[bool] = ..., overlap: _Optional[_Union[OverlapPolicy, str]] = ..., catchup: _Optional[_Union[CatchupPolicy, str]] = ..., catchup_window: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class JobCommand(_message.Message):
-    __slots__ = ("command_id", "issued_at", "namespace", "job_id", "upsert", "cancel", "pause", "resume", "retry", "defer", "ack", "trigger", "batch")
+    __slots__ = ("command_id", "issued_at", "namespace", "job_id", "upsert", "cancel", "pause", "resume", "retry", "defer", "ack", "trigger", "batch", "backfill")
     COMMAND_ID_FIELD_NUMBER: _ClassVar[int]
     ISSUED_AT_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
@@ -213,6 +213,7 @@ class JobCommand(_message.Message):
     ACK_FIELD_NUMBER: _ClassVar[int]
     TRIGGER_FIELD_NUMBER: _ClassVar[int]
     BATCH_FIELD_NUMBER: _ClassVar[int]
+    BACKFILL_FIELD_NUMBER: _ClassVar[int]
     command_id: str
     issued_at: _timestamp_pb2.Timestamp
     namespace: str
@@ -226,7 +227,8 @@ class JobCommand(_message.Message):
     ack: Ack
     trigger: Trigger
     batch: Batch
-    def __init__(self, command_id: _Optional[str] = ..., issued_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., namespace: _Optional[str] = ..., job_id: _Optional[str] = ..., upsert: _Optional[_Union[Upsert, _Mapping]] = ..., cancel: _Optional[_Union[Cancel, _Mapping]] = ..., pause: _Optional[_Union[Pause, _Mapping]] = ..., resume: _Optional[_Union[Resume, _Mapping]] = ..., retry: _Optional[_Union[Retry, _Mapping]] = ..., defer: _Optional[_Union[Defer, _Mapping]] = ..., ack: _Optional[_Union[Ack, _Mapping]] = ..., trigger: _Optional[_Union[Trigger, _Mapping]] = ..., batch: _Optional[_Union[Batch, _Mapping]] = ...) -> None: ...
+    backfill: Backfill
+    def __init__(self, command_id: _Optional[str] = ..., issued_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., namespace: _Optional[str] = ..., job_id: _Optional[str] = ..., upsert: _Optional[_Union[Upsert, _Mapping]] = ..., cancel: _Optional[_Union[Cancel, _Mapping]] = ..., pause: _Optional[_Union[Pause, _Mapping]] = ..., resume: _Optional[_Union[Resume, _Mapping]] = ..., retry: _Optional[_Union[Retry, _Mapping]] = ..., defer: _Optional[_Union[Defer, _Mapping]] = ..., ack: _Optional[_Union[Ack, _Mapping]] = ..., trigger: _Optional[_Union[Trigger, _Mapping]] = ..., batch: _Optional[_Union[Batch, _Mapping]] = ..., backfill: _Optional[_Union[Backfill, _Mapping]] = ...) -> None: ...
 
 class Batch(_message.Message):
     __slots__ = ("commands",)
@@ -257,6 +259,13 @@ class Resume(_message.Message):
 class Trigger(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class Backfill(_message.Message):
+    __slots__ = ("to",)
+    FROM_FIELD_NUMBER: _ClassVar[int]
+    TO_FIELD_NUMBER: _ClassVar[int]
+    to: _timestamp_pb2.Timestamp
+    def __init__(self, to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., **kwargs) -> None: ...
 
 class Retry(_message.Message):
     __slots__ = ("fire_seq", "emit_seq", "attempt", "not_before", "reason", "outcome")
