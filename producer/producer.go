@@ -97,6 +97,14 @@ func (p *Producer) Trigger(ctx context.Context, namespace, id string) (Receipt, 
 	return p.Publish(ctx, command.Trigger(namespace, id))
 }
 
+// Backfill fires now the occurrences of the job's schedule in the past
+// range [from, to), each with its own fire number and idempotency key,
+// under the job's overlap policy; the scheduler rejects a range holding
+// more than schema.MaxBackfill occurrences, or reaching past now.
+func (p *Producer) Backfill(ctx context.Context, namespace, id string, from, to time.Time) (Receipt, error) {
+	return p.Publish(ctx, command.Backfill(namespace, id, from, to))
+}
+
 // Retry re-arms the timer of the occurrence e answers for a new attempt,
 // not before notBefore, charging an attempt. e names the Due emission
 // being answered ([command.EmissionOf] of a Due); the scheduler ignores a

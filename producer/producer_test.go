@@ -214,6 +214,17 @@ func TestPublishCommands(t *testing.T) {
 			},
 		},
 		{
+			name: "backfill",
+			publish: func(ctx context.Context, p *producer.Producer, ns, id string) (producer.Receipt, error) {
+				return p.Backfill(ctx, ns, id, notBefore.Add(-3*time.Hour), notBefore.Add(-time.Hour))
+			},
+			kind: "backfill",
+			check: func(t *testing.T, cmd *chimev1.JobCommand) {
+				want := &chimev1.Backfill{From: timestamppb.New(notBefore.Add(-3 * time.Hour)), To: timestamppb.New(notBefore.Add(-time.Hour))}
+				require.True(t, proto.Equal(want, cmd.GetBackfill()), "got %v", cmd.GetBackfill())
+			},
+		},
+		{
 			name: "retry",
 			publish: func(ctx context.Context, p *producer.Producer, ns, id string) (producer.Receipt, error) {
 				return p.Retry(ctx, command.Emission{Namespace: ns, JobID: id, FireSeq: 3, EmitSeq: 4}, 2, notBefore, "HTTP 503")
