@@ -111,9 +111,9 @@ func (d *decider) fireNext(in *input, dec *decision, plan *schedule.Compiled, du
 	}
 	from := next.AsTime()
 	// The same steps as a preview's (schedule.Upcoming): the fires a
-	// preview shows are the fires made.
-	up := plan.Upcoming(in.key, from, st.GetFireSeq(), 2)
-	fireAt := up[0].FireAt
+	// preview shows are the fires made. The occurrence after it is only
+	// computed once this one fires.
+	fireAt := plan.Upcoming(in.key, from, st.GetFireSeq(), 1)[0].FireAt
 	if fireAt.After(now) && !fireAt.After(due) {
 		// The next occurrence, emitted ahead of its time. Only this
 		// one: the catch-up below counts what is past, not what is
@@ -122,8 +122,8 @@ func (d *decider) fireNext(in *input, dec *decision, plan *schedule.Compiled, du
 		st.LastScheduledAt = timestamppb.New(from)
 		d.fireScheduled(in, dec, occurrence{fireSeq: st.GetFireSeq(), attempt: 1, scheduledAt: from, fireAt: fireAt}, now)
 		st.NextScheduledAt = nil
-		if len(up) > 1 {
-			st.NextScheduledAt = timestamppb.New(up[1].ScheduledAt)
+		if n, ok := plan.Next(from); ok {
+			st.NextScheduledAt = timestamppb.New(n)
 		}
 	} else if !fireAt.After(now) && windowed(st.GetSpec()) {
 		d.catchUpWindowed(in, dec, plan, from, now)
