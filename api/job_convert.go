@@ -69,16 +69,16 @@ func (js jobScope) toCommand(id string, req *jobRequest, prefix string) (*conver
 	}
 	spec.RelevancyWindow = fe.duration(prefix+"relevancy_window", req.RelevancyWindow)
 	if c := req.Catchup; c != nil {
-		v, ok := chimev1.CatchupPolicy_value["CATCHUP_POLICY_"+strings.ToUpper(*c)]
-		if !ok || *c != strings.ToLower(*c) || *c == "unspecified" {
+		v, ok := schema.EnumValue(chimev1.CatchupPolicy_value, "CATCHUP_POLICY_", *c)
+		if !ok {
 			add("catchup", "%q is not a catch-up policy; use latest, none or all", *c)
 		}
 		spec.Catchup = chimev1.CatchupPolicy(v)
 	}
 	spec.CatchupWindow = fe.duration(prefix+"catchup_window", req.CatchupWindow)
 	if o := req.Overlap; o != nil {
-		v, ok := chimev1.OverlapPolicy_value["OVERLAP_POLICY_"+strings.ToUpper(*o)]
-		if !ok || *o != strings.ToLower(*o) || *o == "unspecified" {
+		v, ok := schema.EnumValue(chimev1.OverlapPolicy_value, "OVERLAP_POLICY_", *o)
+		if !ok {
 			add("overlap", "%q is not an overlap policy; use allow_all, skip, buffer_one or cancel_other", *o)
 		}
 		spec.Overlap = chimev1.OverlapPolicy(v)

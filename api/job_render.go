@@ -23,8 +23,8 @@ func renderJob(ns, id string, row *chimev1.JobState, pending bool) jobResponse {
 		Labels:       spec.GetLabels(),
 		MaxFires:     spec.GetMaxFires(),
 		PauseOnFail:  spec.GetPauseOnFailure(),
-		Overlap:      overlapName(spec.GetOverlap()),
-		Catchup:      catchupName(spec.GetCatchup()),
+		Overlap:      nonDefault(spec.GetOverlap() != chimev1.OverlapPolicy_OVERLAP_POLICY_UNSPECIFIED, schema.OverlapPolicyName(spec.GetOverlap())),
+		Catchup:      nonDefault(spec.GetCatchup() != chimev1.CatchupPolicy_CATCHUP_POLICY_UNSPECIFIED, schema.CatchupPolicyName(spec.GetCatchup())),
 		CatchupWin:   fmtDuration(spec.GetCatchupWindow()),
 		CreatedAt:    fmtTime(row.GetCreatedAt()),
 		UpdatedAt:    fmtTime(row.GetUpdatedAt()),
@@ -146,20 +146,10 @@ func created(ns, id string, row *chimev1.JobState) jobCreated {
 	return jobCreated{ID: id, Namespace: ns, State: r.State, NextFireAt: r.NextFireAt}
 }
 
-// overlapName is a job's overlap policy as the API writes it; "" for the
-// default (allow_all).
-func overlapName(o chimev1.OverlapPolicy) string {
-	if o == chimev1.OverlapPolicy_OVERLAP_POLICY_UNSPECIFIED {
+// nonDefault is name when the job set it, "" (left out) for the default.
+func nonDefault(set bool, name string) string {
+	if !set {
 		return ""
 	}
-	return strings.ToLower(strings.TrimPrefix(o.String(), "OVERLAP_POLICY_"))
-}
-
-// catchupName is a job's catch-up policy as the API writes it; "" for the
-// default (latest).
-func catchupName(c chimev1.CatchupPolicy) string {
-	if c == chimev1.CatchupPolicy_CATCHUP_POLICY_UNSPECIFIED {
-		return ""
-	}
-	return strings.ToLower(strings.TrimPrefix(c.String(), "CATCHUP_POLICY_"))
+	return name
 }

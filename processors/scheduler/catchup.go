@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 	"github.com/chime-sched/chime/schema/schedule"
 )
@@ -83,7 +84,7 @@ func (d *decider) catchUpWindowed(in *input, dec *decision, plan *schedule.Compi
 		sk.FireSeq = skipped[n-1].Seq
 		sk.Detail = fmt.Sprintf("%d missed occurrences from %s to %s skipped (catchup %s, window %s)", n,
 			skipped[0].ScheduledAt.Format(time.RFC3339), skipped[n-1].ScheduledAt.Format(time.RFC3339),
-			catchupName(spec.GetCatchup()), catchupWindow(spec))
+			schema.CatchupPolicyName(spec.GetCatchup()), catchupWindow(spec))
 		if truncated {
 			sk.Detail += " (more were due: looked at the first " + fmt.Sprint(d.cfg.CatchupScanLimit) + ")"
 		}
@@ -100,16 +101,6 @@ func (d *decider) catchUpWindowed(in *input, dec *decision, plan *schedule.Compi
 	if n, ok := plan.Next(last.ScheduledAt); ok {
 		st.NextScheduledAt = timestamppb.New(n)
 	}
-}
-
-func catchupName(p chimev1.CatchupPolicy) string {
-	switch p {
-	case chimev1.CatchupPolicy_CATCHUP_POLICY_NONE:
-		return "none"
-	case chimev1.CatchupPolicy_CATCHUP_POLICY_ALL:
-		return "all"
-	}
-	return "latest"
 }
 
 // catchupAfterPause says a resumed job makes up the occurrences that fell

@@ -99,9 +99,5 @@ func (d *decider) releaseBuffered(in *input, dec *decision, now time.Time) {
 		return
 	}
 	st.Buffered = nil
-	before := st.GetFires()
-	d.fire(in, dec, occurrence{fireSeq: b.GetFireSeq(), attempt: 1, scheduledAt: b.GetScheduledAt().AsTime(), fireAt: now}, now)
-	if st.GetFires() > before {
-		st.ScheduledFires++
-	}
+	d.fireScheduled(in, dec, occurrence{fireSeq: b.GetFireSeq(), attempt: 1, scheduledAt: b.GetScheduledAt().AsTime(), fireAt: now}, now)
 }
