@@ -1090,7 +1090,8 @@ func TestListings(t *testing.T) {
 		if i == 1 {
 			st = chimev1.JobStatus_JOB_STATUS_CANCELLED
 		}
-		b.states.put("shop", fmt.Sprintf("j%d", i), &chimev1.JobState{Status: st, CreatedAt: timestamppb.New(base.Add(time.Duration(i) * time.Minute))})
+		labels := map[string]string{"team": []string{"billing", "ops"}[i%2], "tier": fmt.Sprint(i % 3)}
+		b.states.put("shop", fmt.Sprintf("j%d", i), &chimev1.JobState{Status: st, CreatedAt: timestamppb.New(base.Add(time.Duration(i) * time.Minute)), Spec: &chimev1.JobSpec{Labels: labels}})
 	}
 	b.states.put("other", "x", &chimev1.JobState{Status: chimev1.JobStatus_JOB_STATUS_SCHEDULED})
 
@@ -1115,6 +1116,23 @@ func TestListings(t *testing.T) {
 	requireProblem(t, b.do(t, "GET", "/v1/namespaces/shop/jobs?state=running", shop, nil), 422, "state")
 	requireProblem(t, b.do(t, "GET", "/v1/namespaces/shop/jobs?cursor=nope", shop, nil), 422, "cursor")
 	requireProblem(t, b.do(t, "GET", "/v1/namespaces/shop/jobs?limit=501", shop, nil), 422, "limit")
+
+	// By label: every one given must match.
+	byLabel := func(query string) (ids []any) {
+		r := b.do(t, "GET", "/v1/namespaces/shop/jobs?"+query, shop, nil)
+		require.Equal(t, 200, r.status, query)
+		for _, j := range r.body["jobs"].([]any) {
+			ids = append(ids, j.(map[string]any)["id"])
+		}
+		return ids
+	}
+	require.Equal(t, []any{"j4", "j2", "j0"}, byLabel("label=team:billing"))
+	require.Equal(t, []any{"j3", "j0"}, byLabel("label=tier:0"))
+	require.Equal(t, []any{"j0"}, byLabel("label=team:billing&label=tier:0"))
+	require.Equal(t, []any{"j1"}, byLabel("label=team%3Aops&state=cancelled"))
+	require.Empty(t, byLabel("label=team:billing&label=team:ops"))
+	requireProblem(t, b.do(t, "GET", "/v1/namespaces/shop/jobs?label=team", shop, nil), 422, "label")
+	requireProblem(t, b.do(t, "GET", "/v1/namespaces/shop/jobs?label=t%20m:x", shop, nil), 422, "label")
 
 	requireProblem(t, b.do(t, "GET", "/v1/namespaces", shop, nil), 403, "")
 	requireProblem(t, b.do(t, "GET", "/v1/namespaces", "", nil), 401, "")

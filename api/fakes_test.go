@@ -202,7 +202,11 @@ func (f *fakeJobStates) index(ns string) *jobindex.Memory {
 	x := jobindex.NewMemory()
 	for k, st := range f.rows {
 		if rns, id, _ := schema.SplitJobKey(k); rns == ns {
-			x.Change(ns, id, nil, &schema.JobSummary{Status: st.GetStatus(), Created: st.GetCreatedAt().AsTime().UnixNano()})
+			var labels []schema.Label
+			for k, v := range st.GetSpec().GetLabels() {
+				labels = append(labels, schema.Label{Key: k, Value: v})
+			}
+			x.Change(ns, id, nil, &schema.JobSummary{Status: st.GetStatus(), Created: st.GetCreatedAt().AsTime().UnixNano()}, labels...)
 		}
 	}
 	return x

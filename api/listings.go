@@ -55,7 +55,8 @@ type jobList struct {
 
 // listJobs answers GET /v1/namespaces/{ns}/jobs: the namespace's jobs
 // from the jobs table's listing index, newest first, optionally only those
-// in the given states (comma-separated), showing every job command this
+// in the given states (comma-separated) and only those with every
+// ?label=key:value given (the store's label index), showing every job command this
 // process published for the namespace. chime's own jobs in the namespace
 // (the breaker's cool-off timer) are listed only with ?internal=true, for
 // the admin token: they are not the client's, and it could only stare at
@@ -80,6 +81,9 @@ func (s *server) listJobs(c *fiber.Ctx) error {
 			q.Statuses = append(q.Statuses, st)
 		}
 	}
+	if q.Labels, err = labelParams(c); err != nil {
+		return err
+	}
 	if q.Internal, err = internalParam(c); err != nil {
 		return err
 	}
@@ -98,6 +102,24 @@ func (s *server) listJobs(c *fiber.Ctx) error {
 		out.NextCursor = jobindex.CursorAt(jobs[len(jobs)-1].Entry).String()
 	}
 	return c.JSON(out)
+}
+
+// labelParams reads ?label=key:value, repeated: a job is listed when it
+// has every one.
+func labelParams(c *fiber.Ctx) ([]schema.Label, error) {
+	raw := c.Context().QueryArgs().PeekMulti("label")
+	if len(raw) > schema.MaxLabels {
+		return nil, invalidFields(FieldError{Field: "label", Reason: "is given " + strconv.Itoa(len(raw)) + " times; a job has at most " + strconv.Itoa(schema.MaxLabels) + " labels"})
+	}
+	var out []schema.Label
+	for _, b := range raw {
+		l, err := schema.ParseLabel(string(b))
+		if err != nil {
+			return nil, invalidFields(FieldError{Field: "label", Reason: err.Error() + "; give key:value, e.g. label=team:billing"})
+		}
+		out = append(out, l)
+	}
+	return out, nil
 }
 
 // internalParam reads ?internal=: whether to list chime's own jobs too,

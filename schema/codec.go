@@ -3,6 +3,8 @@ package schema
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
+	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -243,4 +245,87 @@ func timestampNanos(b []byte) int64 {
 		}
 	}
 	return secs*1e9 + nanos
+}
+
+// Field numbers read by JobStateLabels: JobState.spec, JobSpec.labels, and
+// a map entry's key and value.
+const (
+	jobStateSpecField  = 1
+	jobSpecLabelsField = 7
+	mapEntryKeyField   = 1
+	mapEntryValueField = 2
+)
+
+// JobStateLabels reads a row's labels (its spec's) from its encoded bytes
+// without decoding the row, sorted by key: the listing's label index is
+// written from them at every change of a job's listing. nil when the row
+// has none or is malformed.
+func JobStateLabels(data []byte) []Label {
+	n := jobStateHeader(data)
+	if n == 0 {
+		return nil
+	}
+	spec, ok := bytesField(data[n:], jobStateSpecField)
+	if !ok {
+		return nil
+	}
+	var out []Label
+	for b := spec; len(b) > 0; {
+		num, typ, l := protowire.ConsumeTag(b)
+		if l < 0 {
+			return nil
+		}
+		b = b[l:]
+		if num == jobSpecLabelsField && typ == protowire.BytesType {
+			entry, l := protowire.ConsumeBytes(b)
+			if l < 0 {
+				return nil
+			}
+			b = b[l:]
+			k, _ := bytesField(entry, mapEntryKeyField)
+			v, _ := bytesField(entry, mapEntryValueField)
+			out = append(out, Label{Key: string(k), Value: string(v)})
+			continue
+		}
+		if l = protowire.ConsumeFieldValue(num, typ, b); l < 0 {
+			return nil
+		}
+		b = b[l:]
+	}
+	// A map's last entry of a key wins (protobuf's rule); an encoder
+	// writes each key once, so this only guards.
+	slices.SortStableFunc(out, func(a, b Label) int { return strings.Compare(a.Key, b.Key) })
+	kept := out[:0]
+	for i, l := range out {
+		if i+1 < len(out) && out[i+1].Key == l.Key {
+			continue
+		}
+		kept = append(kept, l)
+	}
+	return kept
+}
+
+// bytesField returns the last occurrence of length-delimited field num in
+// message b (false: none, or b is malformed).
+func bytesField(b []byte, num protowire.Number) (v []byte, ok bool) {
+	for len(b) > 0 {
+		n, typ, l := protowire.ConsumeTag(b)
+		if l < 0 {
+			return nil, false
+		}
+		b = b[l:]
+		if n == num && typ == protowire.BytesType {
+			f, l := protowire.ConsumeBytes(b)
+			if l < 0 {
+				return nil, false
+			}
+			v, ok, b = f, true, b[l:]
+			continue
+		}
+		if l = protowire.ConsumeFieldValue(n, typ, b); l < 0 {
+			return nil, false
+		}
+		b = b[l:]
+	}
+	return v, ok
 }

@@ -92,3 +92,49 @@ func TestJobStateSummary(t *testing.T) {
 	_, ok = JobStateSummary(b[:len(b)-10])
 	require.False(t, ok, "a truncated row")
 }
+
+// TestJobStateLabels: a row's labels read from its bytes, sorted by key,
+// equal to its spec's; none for a row without a spec or a malformed one.
+func TestJobStateLabels(t *testing.T) {
+	t.Parallel()
+	enc := func(st *chimev1.JobState) []byte {
+		b, err := JobStateCodec{}.Encode(st)
+		require.NoError(t, err)
+		return b
+	}
+	st := &chimev1.JobState{Status: chimev1.JobStatus_JOB_STATUS_SCHEDULED, Spec: &chimev1.JobSpec{
+		Namespace: "ns", Id: "a", Labels: map[string]string{"team": "billing", "a/b": "x:y", "empty": ""},
+		Target: &chimev1.Target{Kind: &chimev1.Target_Http{Http: &chimev1.HttpCallback{Url: "http://127.0.0.1/", Body: []byte("team")}}},
+	}}
+	for range 20 { // map order varies from one encoding to the next
+		require.Equal(t, []Label{{Key: "a/b", Value: "x:y"}, {Key: "empty"}, {Key: "team", Value: "billing"}}, JobStateLabels(enc(st)))
+	}
+	require.Empty(t, JobStateLabels(enc(&chimev1.JobState{Status: chimev1.JobStatus_JOB_STATUS_SCHEDULED})))
+	require.Empty(t, JobStateLabels(enc(st)[:30]), "cut short")
+	require.Empty(t, JobStateLabels(nil))
+}
+
+func TestParseLabel(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		want Label
+		err  string
+	}{
+		{in: "team:billing", want: Label{Key: "team", Value: "billing"}},
+		{in: "url:http://x", want: Label{Key: "url", Value: "http://x"}},
+		{in: "empty:", want: Label{Key: "empty"}},
+		{in: "team", err: "not key:value"},
+		{in: ":billing", err: "key is 0 bytes long"},
+		{in: "te am:x", err: "key has ' '"},
+	} {
+		got, err := ParseLabel(tc.in)
+		if tc.err != "" {
+			require.ErrorContains(t, err, tc.err, tc.in)
+			continue
+		}
+		require.NoError(t, err, tc.in)
+		require.Equal(t, tc.want, got)
+		require.Equal(t, tc.in, got.String())
+	}
+}

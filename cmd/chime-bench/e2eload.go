@@ -71,7 +71,7 @@ func (c *chimeProc) ingestBatch(ctx context.Context, url string, from, to int, a
 
 // ingestProducer publishes jobs [from, to) with the producer SDK, straight
 // into Kafka.
-func (c *chimeProc) ingestProducer(ctx context.Context, url string, from, to int, at func(int) time.Time) {
+func (c *chimeProc) ingestProducer(ctx context.Context, url string, from, to int, at func(int) time.Time, labels ...func(int) map[string]string) {
 	p, err := producer.New(producer.Brokers([]string{c.broker}), producer.TopicPrefix(e2ePrefix), producer.KgoOptions(c.credential().Kgo()...))
 	if err != nil {
 		fail("producer: %v", err)
@@ -81,8 +81,11 @@ func (c *chimeProc) ingestProducer(ctx context.Context, url string, from, to int
 	var firstErr error
 	for i := from; i < to; i++ {
 		t := at(i)
-		spec := &chimeJobSpec{i: i, at: t, url: url}
-		p.ScheduleAsync(ctx, spec.proto(), func(_ producer.Receipt, err error) {
+		spec := (&chimeJobSpec{i: i, at: t, url: url}).proto()
+		for _, l := range labels {
+			spec.Labels = l(i)
+		}
+		p.ScheduleAsync(ctx, spec, func(_ producer.Receipt, err error) {
 			if err != nil {
 				errMu.Lock()
 				if firstErr == nil {

@@ -50,7 +50,8 @@ Namespaces (admin token):
   revoke-key NS ID                    revoke one
   rotate-secret NS [--overlap 24h]    new signing secret; the old one signs beside it meanwhile
 Jobs:
-  jobs NS [--state S] [--limit N] [--cursor C]   list, newest first
+  jobs NS [--state S] [--label K:V]... [--limit N] [--cursor C]
+                                      list, newest first; each --label must match
   job NS ID                           show, with fires in progress
   schedule NS JSON|-                  create
   preview SCHEDULE [--count N] [--ns NS --id ID] [--from T]   the next fires of a schedule (JSON,
@@ -94,7 +95,9 @@ func query(flags map[string]string, names ...string) string {
 	q := url.Values{}
 	for _, n := range names {
 		if v := flags[n]; v != "" {
-			q.Set(strings.ReplaceAll(n, "-", "_"), v)
+			for _, v := range strings.Split(v, repeatSep) {
+				q.Add(strings.ReplaceAll(n, "-", "_"), v)
+			}
 		}
 	}
 	if len(q) == 0 {
@@ -134,9 +137,9 @@ var clientCommands = map[string]clientCommand{
 	"rotate-secret": {1, []string{"overlap"}, func(p []string, f map[string]string) (clientCall, error) {
 		return clientCall{"POST", nsPath(p[0], "/signing-secret:rotate"), jsonBody(map[string]string{"overlap": f["overlap"]}), nil}, nil
 	}},
-	"jobs": {1, []string{"state", "limit", "cursor"}, func(p []string, f map[string]string) (clientCall, error) {
-		return clientCall{"GET", nsPath(p[0], "/jobs") + query(f, "state", "limit", "cursor"), "", tableOf("jobs",
-			col("ID", "id"), col("STATE", "state"), col("NEXT FIRE", "next_fire_at"), col("FIRES", "fires"), col("LAST OUTCOME", "last_outcome.result"), col("CREATED", "created_at"))}, nil
+	"jobs": {1, []string{"state", "label", "limit", "cursor"}, func(p []string, f map[string]string) (clientCall, error) {
+		return clientCall{"GET", nsPath(p[0], "/jobs") + query(f, "state", "label", "limit", "cursor"), "", tableOf("jobs",
+			col("ID", "id"), col("STATE", "state"), col("NEXT FIRE", "next_fire_at"), col("FIRES", "fires"), col("LAST OUTCOME", "last_outcome.result"), col("LABELS", "labels"), col("CREATED", "created_at"))}, nil
 	}},
 	"job": {2, nil, get(func(p []string) string { return nsPath(p[0], "/jobs/", url.PathEscape(p[1])) }, fieldsTable)},
 	"schedule": {2, nil, func(p []string, _ map[string]string) (clientCall, error) {
@@ -385,6 +388,13 @@ func missingArgs(name string, got, want int) string {
 	return "missing " + strings.Join(req[got:], " ")
 }
 
+// repeatable are the flags given once per value (--label a:1 --label
+// b:2); splitFlags joins their values with repeatSep, a byte no command
+// line argument can hold.
+var repeatable = []string{"label"}
+
+const repeatSep = "\x00"
+
 // splitFlags separates "--name value" and "--name=value" (names from
 // allowed) from positional arguments, in any order.
 func splitFlags(args, allowed []string) (pos []string, flags map[string]string, err error) {
@@ -408,6 +418,9 @@ func splitFlags(args, allowed []string) (pos []string, flags map[string]string, 
 			}
 			i++
 			value = args[i]
+		}
+		if prev, ok := flags[name]; ok && slices.Contains(repeatable, name) {
+			value = prev + repeatSep + value
 		}
 		flags[name] = value
 	}

@@ -111,9 +111,31 @@ func cell(v any) string {
 		return fmt.Sprintf("%.1f", x)
 	case bool:
 		return fmt.Sprint(x)
+	case map[string]any:
+		if s, ok := labelsCell(x); ok {
+			return s
+		}
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// labelsCell writes a map of strings (a job's labels) as the API's label
+// filter takes them: key:value, by key; false for any other map.
+func labelsCell(m map[string]any) (string, bool) {
+	if len(m) == 0 {
+		return "", false
+	}
+	parts := make([]string, 0, len(m))
+	for k, v := range m {
+		s, ok := v.(string)
+		if !ok {
+			return "", false
+		}
+		parts = append(parts, k+":"+s)
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, " "), true
 }
 
 // tableOf prints the list under key as a table, and the next cursor if

@@ -38,6 +38,7 @@ func TestClientRequest(t *testing.T) {
 		{[]string{"cancel", "acme", "j1"}, "DELETE", "/v1/namespaces/acme/jobs/j1", "", ""},
 		{[]string{"jobs", "acme", "--state", "paused", "--limit=5"}, "GET", "/v1/namespaces/acme/jobs?limit=5&state=paused", "", ""},
 		{[]string{"jobs", "--state", "dead", "acme"}, "GET", "/v1/namespaces/acme/jobs?state=dead", "", ""},
+		{[]string{"jobs", "acme", "--label", "team:billing", "--label=tier:a b&c"}, "GET", "/v1/namespaces/acme/jobs?label=team%3Abilling&label=tier%3Aa+b%26c", "", ""},
 		{[]string{"dead-letters", "acme", "--job-prefix", "order-"}, "GET", "/v1/namespaces/acme/dead-letters?job_id_prefix=order-", "", ""},
 		{[]string{"dead-letters", "acme", "--replayed", "false"}, "GET", "/v1/namespaces/acme/dead-letters?replayed=false", "", ""},
 		{[]string{"replay", "acme", "dl-acme/j/1#2"}, "POST", "/v1/namespaces/acme/dead-letters/dl-acme%2Fj%2F1%232/replay", "", ""},
@@ -139,7 +140,7 @@ func fakeAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	answers := map[string]string{
-		"GET /v1/namespaces/acme/jobs":                   `{"jobs":[{"id":"tick","state":"scheduled","fires":3,"next_fire_at":null,"last_outcome":{"result":"succeeded"},"created_at":"2026-11-27T14:03:00Z"}],"next_cursor":"abc"}`,
+		"GET /v1/namespaces/acme/jobs":                   `{"jobs":[{"id":"tick","state":"scheduled","fires":3,"next_fire_at":null,"last_outcome":{"result":"succeeded"},"labels":{"tier":"gold","team":"billing"},"created_at":"2026-11-27T14:03:00Z"}],"next_cursor":"abc"}`,
 		"GET /v1/namespaces/acme/jobs/tick":              `{"id":"tick","state":"scheduled","next_fire_at":"2026-11-27T14:03:00.5Z","callback":{"url":"http://127.0.0.1:9999/hook","body":{"at":"2026-01-01T00:00:00Z"}}}`,
 		"POST /v1/namespaces/acme/keys":                  `{"id":"key_0011","key":"chk_acme_s3cret","namespace":"acme"}`,
 		"PUT /v1/namespaces/acme":                        `{"namespace":"acme","keys":1,"version":3,"updated_at":"2026-11-27T14:03:00Z","defaulted":["spread"]}`,
@@ -179,8 +180,8 @@ func TestClientCallsTheAPI(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 3, out)
-	require.Regexp(t, `^ID\s+STATE\s+NEXT FIRE\s+FIRES\s+LAST OUTCOME\s+CREATED$`, lines[0])
-	require.Regexp(t, `^tick\s+scheduled\s+-\s+3\s+succeeded\s+2026-11-27 14:03:00 UTC$`, lines[1])
+	require.Regexp(t, `^ID\s+STATE\s+NEXT FIRE\s+FIRES\s+LAST OUTCOME\s+LABELS\s+CREATED$`, lines[0])
+	require.Regexp(t, `^tick\s+scheduled\s+-\s+3\s+succeeded\s+team:billing tier:gold\s+2026-11-27 14:03:00 UTC$`, lines[1])
 	require.Equal(t, "more: add --cursor abc", lines[2])
 
 	// The token from the state dir; a refused one says where it came from.
@@ -222,7 +223,7 @@ func TestClientOutput(t *testing.T) {
 		{"job: times shown, a callback body as sent", []string{"--utc", "job", "acme", "tick"}, 0, "out",
 			[]string{`^next_fire_at\s+2026-11-27 14:03:00 UTC$`, `^callback\s+\{"body":\{"at":"2026-01-01T00:00:00Z"\},"url":"http://127.0.0.1:9999/hook"\}$`}, nil},
 		{"local time by default, with its zone", []string{"jobs", "acme"}, 0, "out",
-			[]string{`^tick\s+scheduled\s+-\s+3\s+succeeded\s+` + regexp.QuoteMeta(local) + `$`}, nil},
+			[]string{`^tick\s+scheduled\s+-\s+3\s+succeeded\s+team:billing tier:gold\s+` + regexp.QuoteMeta(local) + `$`}, nil},
 		{"an answer without a body", []string{"revoke-key", "acme", "key_0011"}, 0, "out",
 			[]string{`^204 No Content$`}, nil},
 		{"-o json: the API's JSON", []string{"-o", "json", "key", "acme"}, 0, "out",
@@ -273,13 +274,13 @@ func TestClientUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"jobs"}, "chime client: jobs: missing NS\nusage: chime client jobs NS [--state S] [--limit N] [--cursor C]\n"},
+		{[]string{"jobs"}, "chime client: jobs: missing NS\nusage: chime client jobs NS [--state S] [--label K:V]... [--limit N] [--cursor C]\n"},
 		{[]string{"schedule", "acme"}, "chime client: schedule: missing JSON|-\nusage: chime client schedule NS JSON|-\n"},
 		{[]string{"pause", "acme"}, "chime client: pause: missing ID\nusage: chime client pause NS ID\n"},
 		{[]string{"force", "acme"}, "chime client: force: missing open|closed|auto\nusage: chime client force NS open|closed|auto [--note N]\n"},
 		{[]string{"ns-put"}, "chime client: ns-put: missing NS\nusage: chime client ns-put NS [JSON]\n"},
 		{[]string{"job", "acme", "tick", "extra"}, "chime client: job: unexpected argument \"extra\"\nusage: chime client job NS ID\n"},
-		{[]string{"jobs", "acme", "--colour", "red"}, "chime client: jobs: unknown flag --colour (it takes --state, --limit, --cursor)\nusage: chime client jobs NS [--state S] [--limit N] [--cursor C]\n"},
+		{[]string{"jobs", "acme", "--colour", "red"}, "chime client: jobs: unknown flag --colour (it takes --state, --label, --limit, --cursor)\nusage: chime client jobs NS [--state S] [--label K:V]... [--limit N] [--cursor C]\n"},
 		{[]string{"get", "healthz"}, "chime client: GET needs a PATH starting with /\nusage: chime client METHOD PATH [BODY|-]\n"},
 		{[]string{"fetch"}, "chime client: unknown command or method \"fetch\"\nusage: " + clientSynopsis + " (\"chime client\" alone lists the commands)\n"},
 		{[]string{"-o", "yaml", "jobs", "acme"}, "chime client: -o \"yaml\": use table or json\nusage: " + clientSynopsis + "\n"},

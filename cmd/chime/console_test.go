@@ -188,6 +188,12 @@ const chartLabelsOutside = `[...document.querySelectorAll("svg.chart")].flatMap(
 		.filter(([, b]) => b.x < 0 || b.x + b.width > w + 0.5).map(([s, b]) => s + " at " + b.x.toFixed(1) + "+" + b.width.toFixed(1) + " of " + w);
 })`
 
+func berlin(t *testing.T) *time.Location {
+	loc, err := time.LoadLocation("Europe/Berlin")
+	require.NoError(t, err)
+	return loc
+}
+
 // berlinTime is a time as the console shows it in Europe/Berlin: 24-hour,
 // with the zone.
 var berlinTime = regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d CES?T`)
@@ -243,8 +249,11 @@ func TestConsoleInChromium(t *testing.T) {
 	_, key := dev.call(t, "POST", "/v1/namespaces/shop/keys", admin, "")
 	nsKey := key["key"].(string)
 	for _, j := range []string{
-		`{"id": "tick", "schedule": {"every": "1s"}, "callback": {"url": "` + rcv.URL + `/ok", "body": {"hello": "<chime>"}}}`,
-		`{"id": "later", "schedule": {"in": "1h"}, "callback": {"url": "` + rcv.URL + `/ok"}}`,
+		`{"id": "tick", "schedule": {"every": "1s"}, "labels": {"team": "billing"}, "callback": {"url": "` + rcv.URL + `/ok", "body": {"hello": "<chime>"}}}`,
+		`{"id": "later", "schedule": {"in": "1h"}, "labels": {"team": "ops"}, "callback": {"url": "` + rcv.URL + `/ok"}}`,
+		`{"id": "report", "schedule": {"cron": "0 9 * * *", "timezone": "Europe/Berlin", "exclude": [{"date": "2030-12-25"}, {"cron": "0 0 * * 6", "duration": "48h"}]},
+		  "overlap": "skip", "catchup": "all", "catchup_window": "1h", "max_fires": 12, "pause_on_failure": true,
+		  "labels": {"team": "billing", "tier": "gold"}, "callback": {"url": "` + rcv.URL + `/ok"}}`,
 		`{"id": "broken", "schedule": {"in": "1s"}, "callback": {"url": "` + rcv.URL + `/flaky/1"}}`,
 		`{"id": "broken-2", "schedule": {"in": "1s"}, "callback": {"url": "` + rcv.URL + `/flaky/2"}}`,
 		`{"id": "broken-3", "schedule": {"in": "1s"}, "callback": {"url": "` + rcv.URL + `/flaky/3"}}`,
@@ -365,6 +374,38 @@ func TestConsoleInChromium(t *testing.T) {
 	fill(t, ctx, "#job-state", "dead")
 	waitText(t, ctx, "#jobs tbody", "broken")
 	require.NotContains(t, text(t, ctx, "#jobs tbody"), "tick")
+
+	// Label filter: typed, then narrowed by clicking a job's label.
+	listed := func() string {
+		return eval[string](t, ctx, `[...document.querySelectorAll("#jobs tbody tr[data-id]")].map((r) => r.dataset.id).join(" ")`)
+	}
+	fill(t, ctx, "#job-state", "")
+	fill(t, ctx, "#job-labels", "team:billing")
+	untilTrue(t, ctx, "the billing jobs", `[...document.querySelectorAll("#jobs tbody tr[data-id]")].map((r) => r.dataset.id).join(" ") === "report tick"`)
+	click(t, ctx, `#jobs tr[data-id="report"] [data-label="tier:gold"]`)
+	untilTrue(t, ctx, "the gold billing job", `[...document.querySelectorAll("#jobs tbody tr[data-id]")].map((r) => r.dataset.id).join(" ") === "report"`)
+	require.Equal(t, "team:billing tier:gold", eval[string](t, ctx, `document.getElementById("job-labels").value`))
+	screenshot(t, ctx, "05b-jobs-by-label")
+	fill(t, ctx, "#job-labels", "team:nobody")
+	waitText(t, ctx, "#jobs tbody", "No jobs with these labels")
+	require.Empty(t, listed())
+
+	// A job's policies and its next fires, as the API previews them.
+	do(t, ctx, chromedp.Navigate(dev.base+"/ui/#/ns/shop/job/report"))
+	waitText(t, ctx, "#policy-overlap", "skip")
+	policies := text(t, ctx, "#job-policies")
+	for _, want := range []string{"catch-up", "all, window 1h", "after 12 fires", "pauses itself", "2030-12-25", "cron 0 0 * * 6 for 48h"} {
+		require.Contains(t, strings.ToLower(policies), strings.ToLower(want))
+	}
+	require.Equal(t, 5, count(t, ctx, "#next-fires-table tbody tr"))
+	_, job := dev.call(t, "GET", "/v1/namespaces/shop/jobs/report", admin, "")
+	first := job["next_fires"].([]any)[0].(map[string]any)
+	at, err := time.Parse(time.RFC3339Nano, first["fire_at"].(string))
+	require.NoError(t, err)
+	require.Contains(t, text(t, ctx, "#next-fires-table"), at.In(berlin(t)).Format("2006-01-02 15:04:05"), "the API's next fire, in the browser's zone")
+	require.Contains(t, text(t, ctx, "#job-fields"), "tier:gold")
+	screenshot(t, ctx, "05c-job-policies")
+	do(t, ctx, chromedp.Navigate(dev.base+"/ui/#/ns/shop"))
 
 	// Dead letters, replayed from the console: one from its button, then
 	// the rest with the bulk button, which counts only those not replayed.

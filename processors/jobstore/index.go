@@ -2,6 +2,7 @@ package jobstore
 
 import (
 	"encoding/binary"
+	"slices"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -22,6 +23,15 @@ type RowIndex struct {
 	Listed  bool
 	Status  chimev1.JobStatus
 	Created int64
+	// Labels are a listed row's labels, sorted by key: each is an entry
+	// of the label index beside the listing's.
+	Labels []schema.Label
+}
+
+// hasLabel says whether x has label l.
+func (x *RowIndex) hasLabel(l schema.Label) bool {
+	i, ok := slices.BinarySearchFunc(x.Labels, l.Key, func(m schema.Label, k string) int { return strings.Compare(m.Key, k) })
+	return ok && x.Labels[i].Value == l.Value
 }
 
 // IndexOf reads a row's index entries from its bytes (nil: no row).
@@ -33,6 +43,7 @@ func IndexOf(value []byte) *RowIndex {
 	x.Timer, _ = schema.JobStateTimer(value)
 	if sum, ok := schema.JobStateSummary(value); ok && sum.Status != chimev1.JobStatus_JOB_STATUS_UNSPECIFIED {
 		x.Listed, x.Status, x.Created = true, sum.Status, sum.Created
+		x.Labels = schema.JobStateLabels(value)
 	}
 	return x
 }
@@ -102,18 +113,27 @@ func (part *Partition) index(e rowEdit, x, other *RowIndex, sign int64) error {
 	if !x.Listed || !ok {
 		return nil // a create held for its namespace is not a job yet
 	}
+	// The listing's key and each label's are (namespace[, label], created,
+	// id) with the status as value: a version that shares the key (same
+	// created_at) leaves it as it is when the status is the same, and
+	// writes its own status over it when removing the old version.
 	sameKey := other.Listed && other.Created == x.Created
-	switch {
-	case sameKey && other.Status == x.Status:
-		return nil // what listings show is unchanged
-	case sameKey && sign < 0:
-		// The key stays; the new version writes its status over it.
-	default:
-		if err := set(listingKey(part.p, ns, x.Created, id), []byte{byte(x.Status)}); err != nil {
+	sameStatus := sameKey && other.Status == x.Status
+	keep := func(shared bool) bool { return shared && (sameStatus || sign < 0) }
+	status := []byte{byte(x.Status)}
+	if !keep(sameKey) {
+		if err := set(listingKey(part.p, ns, x.Created, id), status); err != nil {
 			return err
 		}
 	}
-	if !schema.JobEnded(x.Status) && !Internal(id) {
+	for _, l := range x.Labels {
+		if !keep(sameKey && other.hasLabel(l)) {
+			if err := set(labelKey(part.p, ns, l, x.Created, id), status); err != nil {
+				return err
+			}
+		}
+	}
+	if !sameStatus && !schema.JobEnded(x.Status) && !Internal(id) {
 		delta[ns] += sign
 	}
 	return nil
@@ -142,7 +162,12 @@ func recoverKey(p int32, key string) []byte {
 // 0xff (above every inverted byte of a valid id), so that an id sorts
 // after the longer ids it is a prefix of.
 func listingKey(p int32, ns string, created int64, id string) []byte {
-	b := listingPrefix(p, ns)
+	return appendListed(listingPrefix(p, ns), created, id)
+}
+
+// appendListed appends a listing's order (created, id) to a listing's or
+// a label's prefix.
+func appendListed(b []byte, created int64, id string) []byte {
 	b = binary.BigEndian.AppendUint64(b, ^uint64(created))
 	for i := range len(id) {
 		b = append(b, ^id[i])
@@ -153,6 +178,21 @@ func listingKey(p int32, ns string, created int64, id string) []byte {
 func listingPrefix(p int32, ns string) []byte {
 	b := append(prefix(kindListing, p, len(ns)+1+8+64), ns...)
 	return append(b, 0)
+}
+
+// labelKey is listingKey under one of the job's labels: a label's jobs
+// newest first.
+func labelKey(p int32, ns string, l schema.Label, created int64, id string) []byte {
+	return appendListed(labelPrefix(p, ns, l), created, id)
+}
+
+// labelPrefix closes the key with a 0 (a label key holds none) and the
+// value with its length, so that no label's prefix is another's.
+func labelPrefix(p int32, ns string, l schema.Label) []byte {
+	b := append(prefix(kindLabel, p, len(ns)+len(l.Key)+len(l.Value)+4+8+64), ns...)
+	b = append(append(append(b, 0), l.Key...), 0)
+	b = binary.AppendUvarint(b, uint64(len(l.Value)))
+	return append(b, l.Value...)
 }
 
 func countKey(p int32, ns string) []byte {

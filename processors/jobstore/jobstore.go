@@ -457,7 +457,12 @@ func (db *DB) flusher() {
 //	't' p at(8) key                    → nothing: the row's timer (Unix ns)
 //	'v' p key                          → recover_at (8): rows holding work of an earlier incarnation
 //	'l' p ns 0x00 ^created(8) ^id 0xff → status (1): the listing, newest first
+//	'b' p ns 0x00 key 0x00 len(value) value ^created(8) ^id 0xff
+//	                                   → status (1): a label's listing
 //	'c' p ns                           → live jobs (8)
+//
+// A change to this layout raises Layout: a store written in another is
+// rebuilt from the changelog (Verify).
 const (
 	kindMirror  = 'm'
 	kindOffset  = 'o'
@@ -466,10 +471,15 @@ const (
 	kindRecover = 'v'
 	kindListing = 'l'
 	kindCount   = 'c'
+	kindLabel   = 'b'
 )
 
+// Layout is the version of the keys above a store is written in; 2 added
+// the label index.
+const Layout = 2
+
 // partitionKinds are the kinds of key a partition has.
-var partitionKinds = []byte{kindOffset, kindRow, kindTimer, kindRecover, kindListing, kindCount}
+var partitionKinds = []byte{kindOffset, kindRow, kindTimer, kindRecover, kindListing, kindCount, kindLabel}
 
 func prefix(kind byte, p int32, extra int) []byte {
 	b := make([]byte, 5, 5+extra)

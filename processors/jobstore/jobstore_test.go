@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -225,7 +226,7 @@ func TestListingAndCounts(t *testing.T) {
 	var ids []string
 	list := func(afterCreated int64, afterID string) {
 		ids = nil
-		require.NoError(t, part.List("ns", afterCreated, afterID, func(l Listed) bool { ids = append(ids, l.ID); return true }))
+		require.NoError(t, part.List("ns", nil, afterCreated, afterID, func(l Listed) bool { ids = append(ids, l.ID); return true }))
 	}
 	list(0, "")
 	require.Equal(t, []string{"newest", "b", "ab", "a", schema.ReservedJobIDPrefix + "timer"}, ids)
@@ -313,11 +314,19 @@ func TestIndexesFollowTheRows(t *testing.T) {
 		if rng.IntN(3) == 0 {
 			st.RecoverAt = timestamppb.New(t0.Add(time.Duration(rng.IntN(2)) * time.Second))
 		}
+		if n := rng.IntN(4); n > 0 {
+			// Labels that come, go and change value between versions.
+			st.Spec = &chimev1.JobSpec{Labels: map[string]string{}}
+			for range n {
+				st.Spec.Labels[[]string{"team", "tier", "x/y"}[rng.IntN(3)]] = []string{"a", "b", "a:b"}[rng.IntN(3)]
+			}
+		}
 		b, err := schema.JobStateCodec{}.Encode(st)
 		require.NoError(t, err)
 		require.NoError(t, part.Set(key, b))
 		rows[key] = st
 	}
+	checkLabelListings(t, part, rows) // the database's and the overlay's
 	require.NoError(t, part.flush())
 
 	var timers []Timer
@@ -351,7 +360,7 @@ func TestIndexesFollowTheRows(t *testing.T) {
 	for _, ns := range []string{"ns0", "ns1"} {
 		require.Equal(t, live[ns], part.Live(ns), ns)
 		n := 0
-		require.NoError(t, part.List(ns, 0, "", func(l Listed) bool {
+		require.NoError(t, part.List(ns, nil, 0, "", func(l Listed) bool {
 			st := rows[ns+"/"+l.ID]
 			require.NotNil(t, st, "listed %s/%s", ns, l.ID)
 			require.Equal(t, st.Status, l.Status)
@@ -360,5 +369,60 @@ func TestIndexesFollowTheRows(t *testing.T) {
 			return true
 		}))
 		require.Equal(t, listed[ns], n, ns)
+	}
+	checkLabelListings(t, part, rows)
+}
+
+// checkLabelListings lists every namespace of rows by one and by two
+// labels, and checks each listing holds exactly the rows with them, in
+// listing order, through a cursor too.
+func checkLabelListings(t *testing.T, part *Partition, rows map[string]*chimev1.JobState) {
+	t.Helper()
+	var all []schema.Label
+	for _, k := range []string{"team", "tier", "x/y"} {
+		for _, v := range []string{"a", "b", "a:b"} {
+			all = append(all, schema.Label{Key: k, Value: v})
+		}
+	}
+	queries := [][]schema.Label{}
+	for i, l := range all {
+		queries = append(queries, []schema.Label{l})
+		for _, m := range all[i+1:] {
+			queries = append(queries, []schema.Label{l, m})
+		}
+	}
+	for _, ns := range []string{"ns0", "ns1"} {
+		for _, q := range queries {
+			var want []Listed
+			for key, st := range rows {
+				rns, id, _ := schema.SplitJobKey(key)
+				if rns != ns || st.Status == chimev1.JobStatus_JOB_STATUS_UNSPECIFIED {
+					continue
+				}
+				has := true
+				for _, l := range q {
+					if v, ok := st.GetSpec().GetLabels()[l.Key]; !ok || v != l.Value {
+						has = false
+					}
+				}
+				if has {
+					want = append(want, Listed{ID: id, Created: st.CreatedAt.AsTime().UnixNano(), Status: st.Status})
+				}
+			}
+			slices.SortFunc(want, func(a, b Listed) int {
+				if a.newer(b) {
+					return -1
+				}
+				return 1
+			})
+			var got []Listed
+			require.NoError(t, part.List(ns, q, 0, "", func(l Listed) bool { got = append(got, l); return true }))
+			require.Equal(t, want, got, "%s %v", ns, q)
+			if len(want) > 2 {
+				got = nil
+				require.NoError(t, part.List(ns, q, want[1].Created, want[1].ID, func(l Listed) bool { got = append(got, l); return true }))
+				require.Equal(t, want[2:], got, "%s %v after a cursor", ns, q)
+			}
+		}
 	}
 }

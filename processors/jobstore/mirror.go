@@ -25,6 +25,9 @@ type Mirror struct {
 	TopicID string `json:"topic_id,omitempty"`
 	// Partitions is the topic's partition count.
 	Partitions int32 `json:"partitions"`
+	// Layout is the store's key layout (jobstore.Layout; 0 before it was
+	// recorded): an index added since is built by rebuilding the store.
+	Layout int `json:"layout,omitempty"`
 }
 
 func (m Mirror) differences(o Mirror) []string {
@@ -41,6 +44,7 @@ func (m Mirror) differences(o Mirror) []string {
 	if m.Partitions != o.Partitions {
 		d = append(d, fmt.Sprintf("%d partitions, now %d", m.Partitions, o.Partitions))
 	}
+
 	return d
 }
 
@@ -62,6 +66,7 @@ type LogBounds func(p int32) (start, end int64, err error)
 // offset is read (GetOffset) and when a partition has recovered. Call it
 // before any partition is opened: when a processor starts.
 func (db *DB) Verify(m Mirror, bounds LogBounds) error {
+	m.Layout = Layout
 	if bounds != nil {
 		db.bounds.Store(&bounds)
 	}
@@ -88,6 +93,8 @@ func (db *DB) Verify(m Mirror, bounds LogBounds) error {
 			why = fmt.Sprintf("its record of what it mirrors does not decode: %v", err)
 		} else if d := was.differences(m); len(d) > 0 {
 			why = "it was built from another changelog: " + strings.Join(d, "; ")
+		} else if was.Layout != m.Layout {
+			why = fmt.Sprintf("its keys are in layout %d and this version writes layout %d (it indexes more)", was.Layout, m.Layout)
 		} else {
 			return nil
 		}

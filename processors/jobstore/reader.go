@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/lovoo/goka/storage"
 
+	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
@@ -130,8 +131,9 @@ func (l Listed) newer(m Listed) bool {
 
 // List calls fn with the namespace's jobs, newest first (equal times by
 // id, descending), as last written, starting after the job (afterCreated,
-// afterID) when afterID is set. fn returning false stops.
-func (part *Partition) List(ns string, afterCreated int64, afterID string, fn func(Listed) bool) error {
+// afterID) when afterID is set; with labels, only the jobs that have every
+// one of them. fn returning false stops.
+func (part *Partition) List(ns string, labels []schema.Label, afterCreated int64, afterID string, fn func(Listed) bool) error {
 	part.mu.Lock()
 	defer part.mu.Unlock()
 	// The overlay's rows of the namespace: those it lists, in order, and
@@ -146,7 +148,7 @@ func (part *Partition) List(ns string, afterCreated int64, afterID string, fn fu
 			continue
 		}
 		hidden[id] = true
-		if x := IndexOf(w.value); x != nil && x.Listed {
+		if x := IndexOf(w.value); x != nil && x.Listed && x.hasLabels(labels) {
 			l := Listed{ID: id, Created: x.Created, Status: x.Status}
 			if afterID == "" || after.newer(l) {
 				ov = append(ov, l)
@@ -160,7 +162,7 @@ func (part *Partition) List(ns string, afterCreated int64, afterID string, fn fu
 		return 1
 	})
 	more := true
-	err := listApplied(part.db.pdb, part.p, ns, afterCreated, afterID, func(l Listed) bool {
+	err := listApplied(part.db.pdb, part.p, ns, labels, afterCreated, afterID, func(l Listed) bool {
 		if hidden[l.ID] {
 			return true
 		}
@@ -181,33 +183,94 @@ func (part *Partition) List(ns string, afterCreated int64, afterID string, fn fu
 	return err
 }
 
+// hasLabels says whether x has every one of labels.
+func (x *RowIndex) hasLabels(labels []schema.Label) bool {
+	for _, l := range labels {
+		if !x.hasLabel(l) {
+			return false
+		}
+	}
+	return true
+}
+
 // listApplied calls fn with the namespace's jobs in partition p as the
-// database holds them (see List).
-func listApplied(r iterable, p int32, ns string, afterCreated int64, afterID string, fn func(Listed) bool) error {
-	pre := listingPrefix(p, ns)
-	lo := pre
-	if afterID != "" {
-		lo = upperBound(listingKey(p, ns, afterCreated, afterID))
+// database holds them (see List). With labels it intersects the labels'
+// indexes, which share the listing's order: each iterator in turn seeks to
+// the furthest position any has reached (a leapfrog join), so a page costs
+// seeks in proportion to the rarest label's entries, whatever the order
+// the labels were given in.
+func listApplied(r iterable, p int32, ns string, labels []schema.Label, afterCreated int64, afterID string, fn func(Listed) bool) error {
+	pres := [][]byte{listingPrefix(p, ns)}
+	if len(labels) > 0 {
+		pres = pres[:0]
+		for _, l := range labels {
+			pres = append(pres, labelPrefix(p, ns, l))
+		}
 	}
-	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(pre)})
-	if err != nil {
-		return err
+	its := make([]*pebble.Iterator, len(pres))
+	defer func() {
+		for _, it := range its {
+			if it != nil {
+				_ = it.Close()
+			}
+		}
+	}()
+	for i, pre := range pres {
+		lo := pre
+		if afterID != "" {
+			lo = upperBound(appendListed(bytes.Clone(pre), afterCreated, afterID))
+		}
+		it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(pre)})
+		if err != nil {
+			return err
+		}
+		its[i] = it
+		if !it.First() {
+			return it.Error()
+		}
 	}
-	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
-		k := it.Key()[len(pre):]
-		if len(k) < 10 || len(it.Value()) != 1 {
+	// suffix is an iterator's position in listing order: its key past its
+	// prefix.
+	suffix := func(i int) []byte { return its[i].Key()[len(pres[i]):] }
+	seek := make([]byte, 0, 128)
+	for {
+		// The furthest position, and whether every iterator is at it.
+		far, same := 0, true
+		for i := 1; i < len(its); i++ {
+			switch c := bytes.Compare(suffix(i), suffix(far)); {
+			case c > 0:
+				far, same = i, false
+			case c < 0:
+				same = false
+			}
+		}
+		if same {
+			k, v := suffix(0), its[0].Value()
+			if len(k) >= 10 && len(v) == 1 {
+				id := make([]byte, len(k)-9)
+				for i := range id {
+					id[i] = ^k[8+i]
+				}
+				if !fn(Listed{ID: string(id), Created: int64(^binary.BigEndian.Uint64(k)), Status: chimev1.JobStatus(v[0])}) {
+					return nil
+				}
+			}
+			if !its[0].Next() {
+				return its[0].Error()
+			}
 			continue
 		}
-		id := make([]byte, len(k)-9)
-		for i := range id {
-			id[i] = ^k[8+i]
-		}
-		if !fn(Listed{ID: string(id), Created: int64(^binary.BigEndian.Uint64(k)), Status: chimev1.JobStatus(it.Value()[0])}) {
-			return nil
+		target := bytes.Clone(suffix(far))
+		for i, it := range its {
+			if i == far || bytes.Equal(suffix(i), target) {
+				continue
+			}
+			seek = append(append(seek[:0], pres[i]...), target...)
+			if !it.SeekGE(seek) {
+				return it.Error()
+			}
 		}
 	}
-	return it.Error()
 }
 
 // View reads partition p as this process last wrote it: through its open
@@ -240,11 +303,11 @@ func (v View) Get(key string) ([]byte, error) {
 }
 
 // List is Partition.List.
-func (v View) List(ns string, afterCreated int64, afterID string, fn func(Listed) bool) error {
+func (v View) List(ns string, labels []schema.Label, afterCreated int64, afterID string, fn func(Listed) bool) error {
 	if part := v.open(); part != nil {
-		return part.List(ns, afterCreated, afterID, fn)
+		return part.List(ns, labels, afterCreated, afterID, fn)
 	}
-	return listApplied(v.db.pdb, v.p, ns, afterCreated, afterID, fn)
+	return listApplied(v.db.pdb, v.p, ns, labels, afterCreated, afterID, fn)
 }
 
 // Live is Partition.Live.

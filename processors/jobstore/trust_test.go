@@ -1,12 +1,14 @@
 package jobstore
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chime-sched/chime/internal/clocktest"
@@ -80,6 +82,25 @@ func TestStoreRebuiltForAnotherChangelog(t *testing.T) {
 			require.Equal(t, tc.kept, ok)
 		})
 	}
+}
+
+// TestStoreOfAnEarlierLayoutIsRebuilt: a store an earlier version wrote
+// (its keys in another layout, without an index this version reads) is
+// rebuilt from the changelog, so that its indexes are whole.
+func TestStoreOfAnEarlierLayoutIsRebuilt(t *testing.T) {
+	t.Parallel()
+	m := Mirror{Cluster: "c", Topic: "t", Partitions: 1}
+	dir := filepath.Join(t.TempDir(), "db")
+	db := withRow(t, dir, m, nil)
+	earlier, err := json.Marshal(m) // Layout 0: before it was recorded
+	require.NoError(t, err)
+	require.NoError(t, db.pdb.Set([]byte{kindMirror}, earlier, pebble.Sync))
+	require.NoError(t, db.Close())
+	db = open(t, dir)
+	t.Cleanup(func() { _ = db.Close() })
+	require.NoError(t, db.Verify(m, nil))
+	_, ok := hasRow(t, db)
+	require.False(t, ok, "rebuilt")
 }
 
 // TestStoreThatCannotSayWhatItMirrorsIsRebuilt: rows from a store with no
@@ -295,7 +316,7 @@ func TestReadsSeeWritesBeforeTheyAreApplied(t *testing.T) {
 	set(t, part, "ns/b", row(t, sched, t0.Add(time.Second), t0))
 	require.EqualValues(t, 2, part.Live("ns"))
 	var ids []string
-	require.NoError(t, db.View(0).List("ns", 0, "", func(l Listed) bool { ids = append(ids, l.ID); return true }))
+	require.NoError(t, db.View(0).List("ns", nil, 0, "", func(l Listed) bool { ids = append(ids, l.ID); return true }))
 	require.Equal(t, []string{"b", "a"}, ids)
 	n, err := db.View(0).Live("ns")
 	require.NoError(t, err)

@@ -308,6 +308,20 @@ func TestLiveJobsCounted(t *testing.T) {
 	require.NoError(t, err)
 	b.schedule(spec("b", "2", atSchedule(far)))
 	waitFor(t, 20*time.Second, "an update and a repeated cancel change nothing", counts(s1, 2, 2))
+	// Labelled jobs in namespace c, spread over the partitions; one
+	// relabelled by an update, one cancelled.
+	labelled := func(id string, labels map[string]string) {
+		sp := spec("c", id, atSchedule(far))
+		sp.Labels = labels
+		b.schedule(sp)
+	}
+	for i := range 12 {
+		labelled(fmt.Sprint(i), map[string]string{"team": []string{"billing", "ops"}[i%2], "tier": fmt.Sprint(i % 3)})
+	}
+	labelled("0", map[string]string{"team": "ops", "tier": "0"})
+	_, err = b.prod.Cancel(context.Background(), "c", "4", "test")
+	require.NoError(t, err)
+	waitFor(t, 20*time.Second, "c's jobs", func() bool { return s1.LiveJobs("c") == 11 })
 
 	stop1()
 	s2, _ := b.startScheduler()
@@ -329,6 +343,26 @@ func TestLiveJobsCounted(t *testing.T) {
 		}
 		gone, _ := list("a", jobindex.Query{Limit: 10, Statuses: []chimev1.JobStatus{chimev1.JobStatus_JOB_STATUS_CANCELLED}})
 		require.Equal(t, []string{"2"}, ids(gone), name)
+
+		// By label, across the partitions, after the restart rebuilt the
+		// index; in pages of 2.
+		byLabel := func(q jobindex.Query) (out []string) {
+			q.Limit = 2
+			for {
+				page, more := list("c", q)
+				out = append(out, ids(page)...)
+				if !more {
+					return out
+				}
+				q.After = jobindex.CursorAt(page[len(page)-1])
+			}
+		}
+		billing := schema.Label{Key: "team", Value: "billing"}
+		require.ElementsMatch(t, []string{"2", "4", "6", "8", "10"}, byLabel(jobindex.Query{Labels: []schema.Label{billing}}), "0 was relabelled")
+		require.ElementsMatch(t, []string{"0", "1", "3", "5", "7", "9", "11"}, byLabel(jobindex.Query{Labels: []schema.Label{{Key: "team", Value: "ops"}}}))
+		require.ElementsMatch(t, []string{"2", "8"}, byLabel(jobindex.Query{Labels: []schema.Label{billing, {Key: "tier", Value: "2"}}}))
+		require.Equal(t, []string{"4"}, byLabel(jobindex.Query{Labels: []schema.Label{billing}, Statuses: []chimev1.JobStatus{chimev1.JobStatus_JOB_STATUS_CANCELLED}}))
+		require.Empty(t, byLabel(jobindex.Query{Labels: []schema.Label{billing, {Key: "team", Value: "ops"}}}))
 	}
 }
 

@@ -257,7 +257,7 @@ type viewSource struct{ v jobstore.View }
 
 // Page implements jobindex.Source.
 func (vs viewSource) Page(ns string, q jobindex.Query, n int, out []jobindex.Entry) []jobindex.Entry {
-	_ = vs.v.List(ns, q.After.Created, q.After.ID, func(l jobstore.Listed) bool {
+	_ = vs.v.List(ns, q.Labels, q.After.Created, q.After.ID, func(l jobstore.Listed) bool {
 		if q.Wants(l.Status) && (q.Internal || !jobstore.Internal(l.ID)) {
 			out = append(out, jobindex.Entry{ID: l.ID, Created: l.Created, Status: l.Status})
 			n--

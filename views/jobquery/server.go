@@ -323,6 +323,13 @@ func parseListing(r *http.Request) (string, jobindex.Query, error) {
 			q.Statuses = append(q.Statuses, chimev1.JobStatus(n))
 		}
 	}
+	for _, l := range v["label"] {
+		label, err := schema.ParseLabel(l)
+		if err != nil {
+			return "", q, fmt.Errorf("label: %v", err)
+		}
+		q.Labels = append(q.Labels, label)
+	}
 	q.Internal = v.Get("internal") == "true"
 	return ns, q, nil
 }
@@ -340,6 +347,9 @@ func listingQuery(ns string, q jobindex.Query) string {
 			s[i] = strconv.Itoa(int(st))
 		}
 		b.WriteString("&status=" + strings.Join(s, ","))
+	}
+	for _, l := range q.Labels {
+		b.WriteString("&label=" + url.QueryEscape(l.String()))
 	}
 	if q.Internal {
 		b.WriteString("&internal=true")

@@ -418,3 +418,22 @@ func TestServerAnswers(t *testing.T) {
 		require.Equal(t, problemInvalid, a.body["type"], uri)
 	}
 }
+
+// TestListingQueryRoundTrip: what the router asks an owner for is what the
+// owner reads, labels with ':' and '&' in their values included.
+func TestListingQueryRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, q := range []jobindex.Query{
+		{Limit: 1},
+		{Limit: 7, After: jobindex.Cursor{Created: 42, ID: "a/b"}, Statuses: []chimev1.JobStatus{chimev1.JobStatus_JOB_STATUS_PAUSED, chimev1.JobStatus_JOB_STATUS_DEAD}, Internal: true},
+		{Limit: 3, Labels: []schema.Label{{Key: "team", Value: "billing"}, {Key: "a/b.c", Value: "x:y&z= é"}, {Key: "empty"}}},
+	} {
+		r := httptest.NewRequest(http.MethodGet, pathJobs+"?"+listingQuery("n s", q), nil)
+		ns, got, err := parseListing(r)
+		require.NoError(t, err)
+		require.Equal(t, "n s", ns)
+		require.Equal(t, q, got)
+	}
+	_, _, err := parseListing(httptest.NewRequest(http.MethodGet, pathJobs+"?ns=a&limit=1&label=nocolon", nil))
+	require.ErrorContains(t, err, "label")
+}

@@ -65,6 +65,13 @@ function pill(state) {
   return `<span class="state ${esc(state)}">${esc(state || "–")}</span>`;
 }
 
+// labelTags shows a job's labels as key:value tags, each clickable in a
+// listing to filter by it.
+function labelTags(labels) {
+  const ls = Object.entries(labels || {}).sort(([a], [b]) => (a < b ? -1 : 1));
+  return ls.length ? ls.map(([k, v]) => `<span class="tag label" data-label="${esc(k + ":" + v)}">${esc(k + ":" + v)}</span>`).join(" ") : "–";
+}
+
 function toast(msg) {
   const t = document.getElementById("toast");
   t.textContent = msg;
@@ -492,31 +499,49 @@ async function renderJobs(ns) {
         <option value="">all</option><option>scheduled</option><option>paused</option>
         <option>completed</option><option>cancelled</option><option>dead</option>
       </select></label>
+      <label>Labels <input id="job-labels" size="32" placeholder="team:billing tier:gold"
+        title="key:value, several separated by spaces: a job must have every one. Click a job's label to add it."></label>
     </div>
-    <table id="jobs"><thead><tr><th>Job</th><th>State</th><th>Next fire</th><th>Fires</th><th>Last outcome</th><th>Created</th></tr></thead><tbody></tbody></table>
+    <table id="jobs"><thead><tr><th>Job</th><th>State</th><th>Next fire</th><th>Fires</th><th>Last outcome</th><th>Labels</th><th>Created</th></tr></thead><tbody></tbody></table>
     <p><button id="jobs-more" hidden>More</button></p>`;
-  let cursor = "";
+  let cursor = "", seq = 0;
   const body = el.querySelector("tbody");
+  // A reset (a filter changed) makes the pages read before it stale: a
+  // later answer to an earlier filter must not land in the list.
   const load = async (reset) => {
-    if (reset) { cursor = ""; body.innerHTML = ""; }
+    const mine = reset ? ++seq : seq;
     const state = document.getElementById("job-state").value;
     const q = new URLSearchParams({ limit: "50" });
     if (state) q.set("state", state);
-    if (cursor) q.set("cursor", cursor);
+    for (const l of labelFilter.value.split(/\s+/).filter(Boolean)) q.append("label", l);
+    if (!reset && cursor) q.set("cursor", cursor);
     const data = await api("GET", nsPath(ns, "/jobs?" + q));
+    if (mine !== seq) return;
+    if (reset) body.innerHTML = "";
     body.insertAdjacentHTML("beforeend", data.jobs.map((j) => `
       <tr class="click" data-id="${esc(j.id)}">
         <td><a href="#/ns/${encodeURIComponent(ns)}/job/${encodeURIComponent(j.id)}">${esc(j.id)}</a></td>
         <td>${pill(j.state)}</td><td>${fmtTime(j.next_fire_at)}</td><td class="num">${esc(j.fires)}</td>
-        <td>${j.last_outcome ? pill(j.last_outcome.result) : "–"}</td><td>${fmtTime(j.created_at)}</td>
+        <td>${j.last_outcome ? pill(j.last_outcome.result) : "–"}</td><td class="labels">${labelTags(j.labels)}</td><td>${fmtTime(j.created_at)}</td>
       </tr>`).join(""));
-    if (!body.children.length) body.innerHTML = `<tr><td colspan="6" class="muted">No jobs.</td></tr>`;
+    if (!body.children.length) body.innerHTML = `<tr><td colspan="7" class="muted">No jobs${labelFilter.value.trim() ? " with these labels" : ""}.</td></tr>`;
     cursor = data.next_cursor;
     document.getElementById("jobs-more").hidden = !cursor;
     for (const tr of body.querySelectorAll("tr.click")) {
-      tr.onclick = () => { location.hash = "#/ns/" + encodeURIComponent(ns) + "/job/" + encodeURIComponent(tr.dataset.id); };
+      tr.onclick = (ev) => {
+        const tag = ev.target.closest("[data-label]");
+        if (tag) { // filter by it, beside the labels already asked for
+          const have = labelFilter.value.split(/\s+/).filter(Boolean);
+          if (!have.includes(tag.dataset.label)) labelFilter.value = [...have, tag.dataset.label].join(" ");
+          load(true).catch((e) => toast(e.message));
+          return;
+        }
+        location.hash = "#/ns/" + encodeURIComponent(ns) + "/job/" + encodeURIComponent(tr.dataset.id);
+      };
     }
   };
+  const labelFilter = document.getElementById("job-labels");
+  labelFilter.addEventListener("change", () => load(true).catch((e) => toast(e.message)));
   document.getElementById("job-state").addEventListener("change", () => load(true).catch((e) => toast(e.message)));
   document.getElementById("jobs-more").addEventListener("click", () => load(false).catch((e) => toast(e.message)));
   await load(true).catch((e) => { el.textContent = e.message; });
@@ -654,6 +679,36 @@ function pagedOutcomes(el, base, { id, classes, size, head, row, empty }) {
   return load;
 }
 
+// OVERLAP and CATCHUP say what each policy does, as docs/guarantees.md
+// does; a job that names none has the first.
+const OVERLAP = {
+  allow_all: "every occurrence fires, whatever earlier fires are doing",
+  skip: "an occurrence due while a fire is open is skipped",
+  buffer_one: "one occurrence due while a fire is open waits, and fires when it settles",
+  cancel_other: "an occurrence due while a fire is open fires, and the open one's retries are dropped",
+};
+const CATCHUP = {
+  latest: "after downtime or a pause, only the latest missed occurrence fires",
+  none: "missed occurrences are skipped",
+  all: "every missed occurrence within the window fires, in order",
+};
+
+// policies lists a job's schedule policies: overlap, catch-up, end
+// conditions, pause on failure and exclusions.
+function policies(j) {
+  const s = j.schedule || {};
+  const overlap = j.overlap || "allow_all", catchup = j.catchup || "latest";
+  const excl = (s.exclude || []).map((x) => x.date ? `${esc(x.date)}` : `cron ${esc(x.cron)} for ${esc(x.duration || "")}`)
+    .map((t, i) => `<li>${t}${(s.exclude[i].timezone) ? " (" + esc(s.exclude[i].timezone) + ")" : ""}</li>`);
+  return `<dl>
+    <dt>Overlap</dt><dd id="policy-overlap"><code>${esc(overlap)}</code>${j.overlap ? "" : " (default)"}: ${esc(OVERLAP[overlap] || "")}</dd>
+    <dt>Catch-up</dt><dd id="policy-catchup"><code>${esc(catchup)}</code>${j.catchup ? "" : " (default)"}${j.catchup_window ? ", window " + esc(j.catchup_window) : ""}: ${esc(CATCHUP[catchup] || "")}</dd>
+    <dt>Ends</dt><dd id="policy-ends">${[j.max_fires ? `after ${esc(j.max_fires)} fires` : "", s.end_at ? "at " + fmtTime(s.end_at) : ""].filter(Boolean).join(", or ") || "never"}</dd>
+    <dt>On failure</dt><dd id="policy-failure">${j.pause_on_failure ? "pauses itself when a fire fails or is dead-lettered" : "goes on firing"}</dd>
+    <dt>Excluded</dt><dd id="policy-exclude">${excl.length ? `<ul>${excl.join("")}</ul>` : "nothing"}</dd>
+  </dl>`;
+}
+
 async function renderJob(ns, id) {
   const g = gen;
   main.innerHTML = `<p><a href="#/ns/${encodeURIComponent(ns)}">← ${esc(ns)}</a></p>
@@ -661,8 +716,10 @@ async function renderJob(ns, id) {
     <div class="row" id="job-actions"></div>
     <div class="grid" style="margin-top:1rem">
       <div class="card"><h2>Job</h2><div id="job-fields" class="muted">Loading…</div></div>
-      <div class="card"><h2>Fires in progress</h2><div id="job-fires"></div></div>
+      <div class="card"><h2>Fires in progress</h2><div id="job-fires"></div>
+        <h2>Next fires</h2><div id="next-fires"></div></div>
     </div>
+    <div class="card"><h2>Policies</h2><div id="job-policies"></div></div>
     <div class="card"><h2>Attempts</h2><p class="muted hint">Calls made to the callback, newest first.</p><div id="attempts"></div></div>
     <div class="card"><h2>Held back</h2><p class="muted hint">Callbacks the breaker or the namespace's limits deferred before calling: no attempt was charged, the call followed later.</p><div id="deferrals"></div></div>`;
   const base = nsPath(ns, "/jobs/" + encodeURIComponent(id));
@@ -690,8 +747,15 @@ async function renderJob(ns, id) {
       <dt>Last outcome</dt><dd>${j.last_outcome ? pill(j.last_outcome.result) + " " + esc(j.last_outcome.detail || "") : "–"}</dd>
       <dt>Callback</dt><dd>${esc(cb.method || "")} ${esc(cb.url || "")}</dd>
       <dt>Body</dt><dd>${cb.body === undefined ? "–" : `<pre>${esc(typeof cb.body === "string" ? cb.body : JSON.stringify(cb.body, null, 2))}</pre>`}</dd>
+      <dt>Labels</dt><dd>${labelTags(j.labels)}</dd>
       <dt>Created</dt><dd>${fmtTime(j.created_at)}</dd>
     </dl>`;
+    document.getElementById("job-policies").innerHTML = policies(j);
+    const next = j.next_fires || [];
+    document.getElementById("next-fires").innerHTML = next.length === 0 ? `<p class="muted">None: ${j.state === "scheduled" ? "no occurrence is left" : "the job is " + esc(j.state)}.</p>` :
+      `<table id="next-fires-table"><thead><tr><th>Fire</th><th>Scheduled</th><th>Goes out</th></tr></thead><tbody>` +
+      next.map((f) => `<tr><td class="num">${esc(f.fire_seq)}</td><td class="time">${fmtTime(f.scheduled_at)}</td><td class="time">${fmtTime(f.fire_at)}</td></tr>`).join("") +
+      `</tbody></table><p class="muted hint">As the job stands now, with its jitter and exclusions; "goes out" adds the jitter.</p>`;
     const fires = j.current_fires || [];
     document.getElementById("job-fires").innerHTML = fires.length === 0 ? `<p class="muted">None.</p>` :
       `<table id="current-fires"><thead><tr><th>Fire</th><th>State</th><th>Attempt</th><th>Next attempt</th><th>Last error</th></tr></thead><tbody>` +

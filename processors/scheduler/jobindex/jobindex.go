@@ -58,16 +58,22 @@ func internal(id string) bool { return strings.HasPrefix(id, schema.ReservedJobI
 // Memory is a listing held in memory: for tests and tools that stand in
 // for a scheduler. Not safe for concurrent use.
 type Memory struct {
-	ns map[string]map[string]Entry
+	ns     map[string]map[string]Entry
+	labels map[string][]schema.Label // by ns/id
 }
 
 // NewMemory returns an empty listing.
-func NewMemory() *Memory { return &Memory{ns: map[string]map[string]Entry{}} }
+func NewMemory() *Memory {
+	return &Memory{ns: map[string]map[string]Entry{}, labels: map[string][]schema.Label{}}
+}
 
-// Change records a row's change to after (nil: no row); before is not
-// needed here, and kept so that a store's caller reads the same.
-func (m *Memory) Change(ns, id string, _, after *schema.JobSummary) {
+// Change records a row's change to after (nil: no row), with its labels;
+// before is not needed here, and kept so that a store's caller reads the
+// same.
+func (m *Memory) Change(ns, id string, _, after *schema.JobSummary, labels ...schema.Label) {
+	m.labels[schema.JobKey(ns, id)] = labels
 	if after == nil {
+		delete(m.labels, schema.JobKey(ns, id))
 		delete(m.ns[ns], id)
 		if len(m.ns[ns]) == 0 {
 			delete(m.ns, ns)
@@ -105,7 +111,7 @@ func (m *Memory) Page(ns string, q Query, n int, out []Entry) []Entry {
 		if !q.After.IsZero() && !newer(Entry{ID: q.After.ID, Created: q.After.Created}, e) {
 			continue
 		}
-		if q.Wants(e.Status) && (q.Internal || !internal(e.ID)) {
+		if q.Wants(e.Status) && (q.Internal || !internal(e.ID)) && hasAll(m.labels[schema.JobKey(ns, e.ID)], q.Labels) {
 			out = append(out, e)
 			n--
 		}
@@ -113,10 +119,22 @@ func (m *Memory) Page(ns string, q Query, n int, out []Entry) []Entry {
 	return out
 }
 
+func hasAll(have, want []schema.Label) bool {
+	for _, l := range want {
+		if !slices.Contains(have, l) {
+			return false
+		}
+	}
+	return true
+}
+
 // Query selects a page of a namespace's jobs.
 type Query struct {
 	// Statuses, if not empty, keeps only jobs in one of them.
 	Statuses []chimev1.JobStatus
+	// Labels, if not empty, keeps only jobs that have every one of them.
+	// The store reads the first label's index: put the rarest first.
+	Labels []schema.Label
 	// After is the last entry of the previous page (zero: the newest).
 	After Cursor
 	// Limit is the page size (at least 1).

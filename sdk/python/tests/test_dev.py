@@ -73,6 +73,10 @@ def test_schedule_over_http_and_kafka_and_verify_callbacks(setup, receiver):
     assert set(h) == set(k)
     assert k["labels"] == {"team": "billing"} and k["fires"] == 1
     assert {j["id"] for j in client.list_jobs(NS, limit=1)} >= {"http-1", "kafka-1"}, "the listing pages through every job"
+    billing = {j["id"] for j in client.list_jobs(NS, labels={"team": "billing"}, limit=1)}
+    assert {"http-1", "kafka-1"} <= billing, "found by label, over both ways in"
+    assert all(client.get_job(NS, i).get("labels", {}).get("team") == "billing" for i in billing)
+    assert not list(client.list_jobs(NS, labels={"team": "billing", "tier": "none"})), "every label must match"
 
 
 def test_controls_over_http_and_kafka(setup, receiver):

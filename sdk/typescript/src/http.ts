@@ -24,6 +24,9 @@ export type Problem = Schemas["Problem"];
 export const DEFAULT_BASE_URL = "http://127.0.0.1:8080";
 
 /** An RFC 9457 problem answer from chime's API. */
+/** Which of a namespace's jobs a listing shows. */
+export type JobsQuery = { state?: Schemas["Job"]["state"]; labels?: Record<string, string>; limit?: number };
+
 export class ProblemError extends Error {
   readonly type: string;
   readonly title: string;
@@ -120,11 +123,14 @@ export class Client {
   async getJob(ns: string, id: string): Promise<Job> {
     return unwrap(await this.raw.GET("/v1/namespaces/{ns}/jobs/{id}", { params: { path: { ns, id } } }));
   }
-  async listJobsPage(ns: string, query: { state?: Schemas["Job"]["state"]; limit?: number; cursor?: string } = {}): Promise<Schemas["JobList"]> {
-    return unwrap(await this.raw.GET("/v1/namespaces/{ns}/jobs", { params: { path: { ns }, query } }));
+  /** A page of ns's jobs, newest first; only those in state, and with every one of labels, if given. */
+  async listJobsPage(ns: string, query: JobsQuery & { cursor?: string } = {}): Promise<Schemas["JobList"]> {
+    const { labels, ...rest } = query;
+    const label = labels ? Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => `${k}:${v}`) : undefined;
+    return unwrap(await this.raw.GET("/v1/namespaces/{ns}/jobs", { params: { path: { ns }, query: { ...rest, label } } }));
   }
-  /** Every job of ns (in a state, if given), page after page. */
-  async *listJobs(ns: string, query: { state?: Schemas["Job"]["state"]; limit?: number } = {}): AsyncGenerator<Job> {
+  /** Every job of ns (in a state, with every one of labels, if given), page after page. */
+  async *listJobs(ns: string, query: JobsQuery = {}): AsyncGenerator<Job> {
     let cursor: string | undefined;
     do {
       const page = await this.listJobsPage(ns, { ...query, cursor });

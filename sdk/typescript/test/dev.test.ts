@@ -61,6 +61,13 @@ test("schedules over HTTP and through Kafka, and verifies the callbacks", async 
   const ids = [];
   for await (const j of client.listJobs(NS, { limit: 1 })) ids.push(j.id);
   assert.ok(ids.includes("http-1") && ids.includes("kafka-1"), "the listing pages through every job");
+  const billing = [];
+  for await (const j of client.listJobs(NS, { labels: { team: "billing" }, limit: 1 })) billing.push(j);
+  assert.ok(billing.some((j) => j.id === "http-1") && billing.some((j) => j.id === "kafka-1"), "found by label, over both ways in");
+  assert.ok(billing.every((j) => j.labels?.team === "billing"));
+  const none = [];
+  for await (const j of client.listJobs(NS, { labels: { team: "billing", tier: "none" } })) none.push(j);
+  assert.deepEqual(none, [], "every label must match");
 });
 
 test("pauses, resumes, triggers and cancels over HTTP and through Kafka", async () => {

@@ -14,7 +14,7 @@ dev``) or a namespace key's (``create_key``).
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterator, Iterator, cast
+from typing import Any, AsyncIterator, Iterator, Mapping, cast
 from urllib.parse import quote
 
 import httpx
@@ -115,9 +115,11 @@ class _Routes:
     def get_job(self, ns: str, job_id: str) -> models.Job:
         return self._call("GET", f"/v1/namespaces/{_seg(ns)}/jobs/{_seg(job_id)}")
 
-    def list_jobs_page(self, ns: str, *, state: str | None = None, limit: int | None = None,
-                       cursor: str | None = None) -> models.JobList:
-        return self._call("GET", f"/v1/namespaces/{_seg(ns)}/jobs", params={"state": state, "limit": limit, "cursor": cursor})
+    def list_jobs_page(self, ns: str, *, state: str | None = None, labels: Mapping[str, str] | None = None,
+                       limit: int | None = None, cursor: str | None = None) -> models.JobList:
+        """A page of ns's jobs, newest first; only those in state, and with every one of labels, if given."""
+        return self._call("GET", f"/v1/namespaces/{_seg(ns)}/jobs",
+                          params={"state": state, "label": _labels(labels), "limit": limit, "cursor": cursor})
 
     def cancel_job(self, ns: str, job_id: str) -> models.Job:
         return self._call("DELETE", f"/v1/namespaces/{_seg(ns)}/jobs/{_seg(job_id)}")
@@ -170,6 +172,11 @@ class _Routes:
         return self._call("POST", f"/v1/namespaces/{_seg(ns)}/dead-letters:replay", json=request)
 
 
+def _labels(labels: Mapping[str, str] | None) -> list[str] | None:
+    """labels as the API's repeated label=key:value."""
+    return [f"{k}:{v}" for k, v in sorted(labels.items())] if labels else None
+
+
 def _clean(params: dict[str, Any] | None) -> dict[str, Any] | None:
     return {k: v for k, v in params.items() if v is not None} if params else None
 
@@ -198,11 +205,12 @@ class Client(_Routes):
             if not cursor:
                 return
 
-    def list_jobs(self, ns: str, *, state: str | None = None, limit: int | None = None) -> Iterator[models.Job]:
-        """Every job of ns (in a state, if given), page after page."""
+    def list_jobs(self, ns: str, *, state: str | None = None, labels: Mapping[str, str] | None = None,
+                  limit: int | None = None) -> Iterator[models.Job]:
+        """Every job of ns (in a state, with every one of labels, if given), page after page."""
         cursor = None
         while True:
-            page = self.list_jobs_page(ns, state=state, limit=limit, cursor=cursor)
+            page = self.list_jobs_page(ns, state=state, labels=labels, limit=limit, cursor=cursor)
             yield from page["jobs"]
             cursor = page.get("next_cursor")
             if not cursor:
@@ -239,10 +247,11 @@ class AsyncClient(_Routes):
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
         return _answer(await self._http.request(method, path, json=json, params=_clean(params), headers=headers))
 
-    async def list_jobs(self, ns: str, *, state: str | None = None, limit: int | None = None) -> AsyncIterator[models.Job]:
+    async def list_jobs(self, ns: str, *, state: str | None = None, labels: Mapping[str, str] | None = None,
+                        limit: int | None = None) -> AsyncIterator[models.Job]:
         cursor = None
         while True:
-            page = cast(models.JobList, await self.list_jobs_page(ns, state=state, limit=limit, cursor=cursor))
+            page = cast(models.JobList, await self.list_jobs_page(ns, state=state, labels=labels, limit=limit, cursor=cursor))
             for job in page["jobs"]:
                 yield job
             cursor = page.get("next_cursor")

@@ -1808,6 +1808,8 @@ export interface operations {
             query?: {
                 /** @description Only jobs in these states, comma-separated: scheduled, paused, completed, cancelled, dead. */
                 state?: string;
+                /** @description Only jobs with this label, as key:value (e.g. team:billing); repeat it for several, and a job must have every one. Served from the scheduler's label index, paged like the listing. */
+                label?: string[];
                 /** @description Page size, 1 to 500 (default 50). */
                 limit?: number;
                 /** @description The next_cursor of the previous page; absent for the first page. */
