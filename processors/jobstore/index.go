@@ -35,7 +35,11 @@ func (x *RowIndex) hasLabel(l schema.Label) bool {
 }
 
 // IndexOf reads a row's index entries from its bytes (nil: no row).
-func IndexOf(value []byte) *RowIndex {
+func IndexOf(value []byte) *RowIndex { return indexOf(value, true) }
+
+// indexOf is IndexOf, without the labels unless asked: the counts and a
+// listing by status need none, and reading them allocates.
+func indexOf(value []byte, labels bool) *RowIndex {
 	if value == nil {
 		return nil
 	}
@@ -43,7 +47,9 @@ func IndexOf(value []byte) *RowIndex {
 	x.Timer, _ = schema.JobStateTimer(value)
 	if sum, ok := schema.JobStateSummary(value); ok && sum.Status != chimev1.JobStatus_JOB_STATUS_UNSPECIFIED {
 		x.Listed, x.Status, x.Created = true, sum.Status, sum.Created
-		x.Labels = schema.JobStateLabels(value)
+		if labels {
+			x.Labels = schema.JobStateLabels(value)
+		}
 	}
 	return x
 }

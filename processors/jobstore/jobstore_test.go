@@ -34,7 +34,7 @@ func row(t *testing.T, status chimev1.JobStatus, created, timer time.Time) []byt
 
 // open opens a store whose flusher runs only when a test says (and then
 // produces every dirty row: MaxHold is 1 ns), with a fake Kafka.
-func open(t *testing.T, dir string, mutate ...func(*Options)) *DB {
+func open(t testing.TB, dir string, mutate ...func(*Options)) *DB {
 	t.Helper()
 	o := Options{Dir: dir, Now: func() time.Time { return t0 }, FlushInterval: time.Hour, MaxHold: time.Nanosecond, CloseWait: 50 * time.Millisecond}
 	for _, m := range mutate {
@@ -88,7 +88,7 @@ func (f *fakeKafka) last() *sent {
 
 // recovered returns partition p of db, opened and recovered with no
 // changelog to replay.
-func recovered(t *testing.T, db *DB, p int32) *Partition {
+func recovered(t testing.TB, db *DB, p int32) *Partition {
 	t.Helper()
 	part := db.Partition(p)
 	require.NoError(t, part.Open())

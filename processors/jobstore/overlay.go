@@ -151,7 +151,7 @@ func (part *Partition) hold(key string, value []byte) error {
 	w := part.ov.latest[key]
 	if w != nil && w.state == dirty {
 		// Fold into the dirty row: one record for both.
-		countDelta(key, IndexOf(w.value), next, part.ov.delta)
+		countDelta(key, indexOf(w.value, false), next, part.ov.delta)
 		part.ov.dirtyBytes += len(value) - len(w.value)
 		prev := w.value
 		w.value = value

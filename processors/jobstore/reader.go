@@ -148,7 +148,7 @@ func (part *Partition) List(ns string, labels []schema.Label, afterCreated int64
 			continue
 		}
 		hidden[id] = true
-		if x := IndexOf(w.value); x != nil && x.Listed && x.hasLabels(labels) {
+		if x := indexOf(w.value, len(labels) > 0); x != nil && x.Listed && x.hasLabels(labels) {
 			l := Listed{ID: id, Created: x.Created, Status: x.Status}
 			if afterID == "" || after.newer(l) {
 				ov = append(ov, l)
@@ -233,6 +233,7 @@ func listApplied(r iterable, p int32, ns string, labels []schema.Label, afterCre
 	// prefix.
 	suffix := func(i int) []byte { return its[i].Key()[len(pres[i]):] }
 	seek := make([]byte, 0, 128)
+	ahead, driver := make([]int, len(its)), 0
 	for {
 		// The furthest position, and whether every iterator is at it.
 		far, same := 0, true
@@ -255,11 +256,23 @@ func listApplied(r iterable, p int32, ns string, labels []schema.Label, afterCre
 					return nil
 				}
 			}
-			if !its[0].Next() {
-				return its[0].Error()
+			// One iterator steps past the job, the one that has most often
+			// been furthest ahead: the rarest label's, as far as the walk
+			// has seen. The others only ever seek, forward, which Pebble
+			// does by stepping where it can (its try-seek-using-next);
+			// so a page costs about a seek per job of the rarest label,
+			// whatever the order the labels were given in.
+			for i := range its {
+				if ahead[i] > ahead[driver] {
+					driver = i
+				}
+			}
+			if !its[driver].Next() {
+				return its[driver].Error()
 			}
 			continue
 		}
+		ahead[far]++
 		target := bytes.Clone(suffix(far))
 		for i, it := range its {
 			if i == far || bytes.Equal(suffix(i), target) {

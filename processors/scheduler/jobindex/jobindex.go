@@ -132,8 +132,8 @@ func hasAll(have, want []schema.Label) bool {
 type Query struct {
 	// Statuses, if not empty, keeps only jobs in one of them.
 	Statuses []chimev1.JobStatus
-	// Labels, if not empty, keeps only jobs that have every one of them.
-	// The store reads the first label's index: put the rarest first.
+	// Labels, if not empty, keeps only jobs that have every one of them
+	// (the store intersects their indexes; their order does not matter).
 	Labels []schema.Label
 	// After is the last entry of the previous page (zero: the newest).
 	After Cursor
