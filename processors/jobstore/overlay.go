@@ -143,9 +143,11 @@ func (part *Partition) hold(key string, value []byte) error {
 		go part.db.broke(part.p, part.ov.err)
 		return fmt.Errorf("jobstore: partition %d applies no more writes: %w", part.p, part.ov.err)
 	}
+	// The new version's counts and timer; its labels are read when it is
+	// applied, against the old version's (old, below).
 	var next *RowIndex
 	if value != nil {
-		next = IndexOf(value)
+		next = indexOf(value, false)
 	}
 	now := part.db.opts.Now()
 	w := part.ov.latest[key]

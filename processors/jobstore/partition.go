@@ -43,12 +43,12 @@ type Partition struct {
 	// (SetInput; -1: none).
 	input int64
 	rec   recovery
-	// lastKey and lastIdx are the index entries of the last row the
-	// partition's writer read from the database: its write of the same key
-	// (the processor reads a row, then writes it) takes them from here
-	// instead of reading again.
+	// lastKey and lastRaw are the last row the partition's writer read
+	// from the database: its write of the same key (the processor reads a
+	// row, then writes it) takes the old index entries from here instead
+	// of reading again.
 	lastKey string
-	lastIdx *RowIndex
+	lastRaw []byte
 	lastOK  bool
 }
 
@@ -149,9 +149,10 @@ func (part *Partition) Get(key string) ([]byte, error) {
 	}
 	v, err := get(part.db.pdb, rowKey(part.p, key))
 	if err == nil {
-		x := IndexOf(v)
+		// Its index entries are read when the row is written: most reads
+		// (a tick that finds nothing to do) are not followed by a write.
 		part.mu.Lock()
-		part.lastKey, part.lastIdx, part.lastOK = key, x, true
+		part.lastKey, part.lastRaw, part.lastOK = key, v, true
 		part.mu.Unlock()
 	}
 	return v, err
@@ -176,7 +177,7 @@ func (part *Partition) oldIndex(key string) (*RowIndex, error) {
 		return IndexOf(w.value), nil
 	}
 	if part.lastOK && part.lastKey == key {
-		return part.lastIdx, nil
+		return IndexOf(part.lastRaw), nil
 	}
 	v, err := get(part.db.pdb, rowKey(part.p, key))
 	return IndexOf(v), err

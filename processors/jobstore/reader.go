@@ -137,8 +137,13 @@ func (part *Partition) List(ns string, labels []schema.Label, afterCreated int64
 	part.mu.Lock()
 	defer part.mu.Unlock()
 	// The overlay's rows of the namespace: those it lists, in order, and
-	// every key it has (its version hides the database's).
-	var ov []Listed
+	// every key it has (its version hides the database's). Their labels
+	// are read only for those the listing reaches.
+	type pending struct {
+		Listed
+		value []byte
+	}
+	var ov []pending
 	hidden := map[string]bool{}
 	after := Listed{ID: afterID, Created: afterCreated}
 	pre := ns + "/"
@@ -148,26 +153,34 @@ func (part *Partition) List(ns string, labels []schema.Label, afterCreated int64
 			continue
 		}
 		hidden[id] = true
-		if x := indexOf(w.value, len(labels) > 0); x != nil && x.Listed && x.hasLabels(labels) {
+		if x := indexOf(w.value, false); x != nil && x.Listed {
 			l := Listed{ID: id, Created: x.Created, Status: x.Status}
 			if afterID == "" || after.newer(l) {
-				ov = append(ov, l)
+				ov = append(ov, pending{l, w.value})
 			}
 		}
 	}
-	slices.SortFunc(ov, func(a, b Listed) int {
-		if a.newer(b) {
+	slices.SortFunc(ov, func(a, b pending) int {
+		if a.newer(b.Listed) {
 			return -1
 		}
 		return 1
 	})
 	more := true
+	// emit lists an overlay row if it has the labels.
+	emit := func(o pending) bool {
+		if len(labels) > 0 && !IndexOf(o.value).hasLabels(labels) {
+			return true
+		}
+		more = fn(o.Listed)
+		return more
+	}
 	err := listApplied(part.db.pdb, part.p, ns, labels, afterCreated, afterID, func(l Listed) bool {
 		if hidden[l.ID] {
 			return true
 		}
 		for len(ov) > 0 && ov[0].newer(l) {
-			if more = fn(ov[0]); !more {
+			if !emit(ov[0]) {
 				return false
 			}
 			ov = ov[1:]
@@ -175,8 +188,8 @@ func (part *Partition) List(ns string, labels []schema.Label, afterCreated int64
 		more = fn(l)
 		return more
 	})
-	for _, l := range ov {
-		if !more || !fn(l) {
+	for _, o := range ov {
+		if !more || !emit(o) {
 			break
 		}
 	}

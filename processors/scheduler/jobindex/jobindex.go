@@ -17,6 +17,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -162,13 +163,71 @@ type Source interface {
 
 // List returns a page of ns's jobs across the partitions' listings, newest
 // first, and whether more follow.
+//
+// Asking every partition for a whole page would read partitions × page
+// entries for one page (each a seek and more when the listing is filtered
+// by labels). Jobs spread over the partitions by their keys' hash, so List
+// asks each for its share of the page first, and more only of those that
+// may hold entries newer than the page's end: an entry read is certain to
+// be in its place once it is at least as new as the last entry read from
+// every partition that may hold more (their unread entries are older than
+// that). It reads about a page plus a few entries per partition.
 func List[S Source](srcs []S, ns string, q Query) (page []Entry, more bool) {
 	q.Limit = max(q.Limit, 1)
-	var all []Entry
-	for _, x := range srcs {
-		all = x.Page(ns, q, q.Limit+1, all)
+	want := q.Limit + 1 // one more than the page says whether more follow
+	type part struct {
+		after Cursor
+		last  Entry
+		open  bool // may hold more than was read
+		ask   int  // entries to ask for in the next round
 	}
-	slices.SortFunc(all, Compare)
+	parts := make([]part, len(srcs))
+	share := want/max(len(srcs), 1) + 2
+	for i := range parts {
+		parts[i] = part{after: q.After, open: true, ask: share}
+	}
+	var all []Entry
+	for round := 0; ; round++ {
+		for i := range parts {
+			p := &parts[i]
+			if !p.open || p.ask == 0 {
+				continue
+			}
+			pq := q
+			pq.After = p.after
+			n := len(all)
+			all = srcs[i].Page(ns, pq, p.ask, all)
+			got := all[n:]
+			if len(got) < p.ask {
+				p.open = false
+			} else {
+				p.last = got[len(got)-1]
+				p.after = CursorAt(p.last)
+			}
+			p.ask = 0
+		}
+		slices.SortFunc(all, Compare)
+		// certain: the entries at least as new as every open partition's
+		// last one.
+		certain := len(all)
+		for _, p := range parts {
+			if p.open {
+				certain = min(certain, sort.Search(len(all), func(j int) bool { return newer(p.last, all[j]) }))
+			}
+		}
+		if certain >= want || certain == len(all) && !slices.ContainsFunc(parts, func(p part) bool { return p.open }) {
+			break
+		}
+		// Read on from the open partitions whose last entry is newer than
+		// where the page ends (all of them while fewer than a page are
+		// read), twice as many as last time.
+		for i := range parts {
+			p := &parts[i]
+			if p.open && (len(all) < want || newer(p.last, all[want-1])) {
+				p.ask = share << min(round+1, 20)
+			}
+		}
+	}
 	if len(all) > q.Limit {
 		return all[:q.Limit], true
 	}

@@ -2,6 +2,8 @@ package jobindex
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -182,4 +184,89 @@ func BenchmarkStatusChange(b *testing.B) {
 		x.Change("ns", id, sched, firing)
 		x.Change("ns", id, firing, sched)
 	}
+}
+
+// TestListReadsSharesYetListsExactly: List, which asks each partition for
+// its share of a page first, lists exactly what reading a whole page from
+// every partition lists, however the jobs are spread (evenly, all in one
+// partition, a few in some) and filtered, page after page.
+func TestListReadsSharesYetListsExactly(t *testing.T) {
+	t.Parallel()
+	naive := func(srcs []*Memory, q Query) ([]Entry, bool) {
+		var all []Entry
+		for _, x := range srcs {
+			all = x.Page("ns", q, q.Limit+1, all)
+		}
+		slices.SortFunc(all, Compare)
+		if len(all) > q.Limit {
+			return all[:q.Limit], true
+		}
+		return all, false
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for trial := range 200 {
+		parts := make([]*Memory, 1+rng.IntN(8))
+		for i := range parts {
+			parts[i] = NewMemory()
+		}
+		skew := rng.IntN(3) // 0: even, 1: mostly one partition, 2: a few partitions
+		for j := range rng.IntN(300) {
+			p := rng.IntN(len(parts))
+			switch {
+			case skew == 1 && rng.IntN(10) > 0:
+				p = 0
+			case skew == 2:
+				p = rng.IntN(min(2, len(parts)))
+			}
+			st := []chimev1.JobStatus{scheduled, paused, cancelled}[rng.IntN(3)]
+			parts[p].Change("ns", "j"+strconv.Itoa(j), nil, sum(int64(rng.IntN(50)), st))
+		}
+		q := Query{Limit: 1 + rng.IntN(60)}
+		if rng.IntN(3) == 0 {
+			q.Statuses = []chimev1.JobStatus{paused}
+		}
+		for range 400 {
+			got, gotMore := List(parts, "ns", q)
+			want, wantMore := naive(parts, q)
+			require.Equal(t, want, got, "trial %d", trial)
+			require.Equal(t, wantMore, gotMore, "trial %d", trial)
+			if !gotMore {
+				break
+			}
+			q.After = CursorAt(got[len(got)-1])
+		}
+	}
+}
+
+// countingSource counts the entries a listing reads.
+type countingSource struct {
+	*Memory
+	read *int
+}
+
+func (c countingSource) Page(ns string, q Query, n int, out []Entry) []Entry {
+	before := len(out)
+	out = c.Memory.Page(ns, q, n, out)
+	*c.read += len(out) - before
+	return out
+}
+
+// TestListReadsAboutAPage: over 24 partitions holding jobs spread by their
+// keys, a page of 50 reads about 50 entries and a few per partition (160),
+// not 24 × 51.
+func TestListReadsAboutAPage(t *testing.T) {
+	t.Parallel()
+	read := 0
+	parts := make([]countingSource, 24)
+	for i := range parts {
+		parts[i] = countingSource{NewMemory(), &read}
+	}
+	for j := range 10_000 {
+		id := "j" + strconv.Itoa(j)
+		parts[schema.PartitionOf(schema.JobKey("ns", id), 24)].Change("ns", id, nil, sum(int64(j), scheduled))
+	}
+	page, more := List(parts, "ns", Query{Limit: 50})
+	require.Len(t, page, 50)
+	require.True(t, more)
+	require.Less(t, read, 24*51/5, "entries read for a page of 50: a fifth of asking every partition for a page, at most")
 }
