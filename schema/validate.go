@@ -674,25 +674,38 @@ func validateLabels(field string, labels map[string]string) *ValidationError {
 	if len(labels) > MaxLabels {
 		return invalid(field, "has %d entries; the limit is %d", len(labels), MaxLabels)
 	}
-	for _, k := range sortedKeys(labels) {
-		f := fmt.Sprintf("%s[%q]", field, k)
-		if k == "" || len(k) > MaxLabelKeyLen {
-			return invalid(f, "key is %d bytes long; give 1-%d characters of %s", len(k), MaxLabelKeyLen, labelKeyCharsHelp)
-		}
-		for i := 0; i < len(k); i++ {
-			if b := k[i]; !isAlnum(b) && !strings.ContainsRune("_.-/", rune(b)) {
-				return invalid(f, "key has %q at byte %d; use only %s", b, i, labelKeyCharsHelp)
-			}
-		}
-		v := labels[k]
-		if !utf8.ValidString(v) {
-			return invalid(f, "value is not valid UTF-8")
-		}
-		if n := utf8.RuneCountInString(v); n > MaxLabelValueLen {
-			return invalid(f, "value is %d characters long; the limit is %d", n, MaxLabelValueLen)
+	// The first bad label in key order is named: the same one whatever
+	// the map's order. Valid maps (nearly all) are checked without sorting.
+	var bad []string
+	for k, v := range labels {
+		if labelProblem(k, v) != "" {
+			bad = append(bad, k)
 		}
 	}
-	return nil
+	if len(bad) == 0 {
+		return nil
+	}
+	k := slices.Min(bad)
+	return invalid(fmt.Sprintf("%s[%q]", field, k), "%s", labelProblem(k, labels[k]))
+}
+
+// labelProblem says what is wrong with a label ("": nothing).
+func labelProblem(k, v string) string {
+	if k == "" || len(k) > MaxLabelKeyLen {
+		return fmt.Sprintf("key is %d bytes long; give 1-%d characters of %s", len(k), MaxLabelKeyLen, labelKeyCharsHelp)
+	}
+	for i := 0; i < len(k); i++ {
+		if b := k[i]; !isAlnum(b) && !strings.ContainsRune("_.-/", rune(b)) {
+			return fmt.Sprintf("key has %q at byte %d; use only %s", b, i, labelKeyCharsHelp)
+		}
+	}
+	if !utf8.ValidString(v) {
+		return "value is not valid UTF-8"
+	}
+	if n := utf8.RuneCountInString(v); n > MaxLabelValueLen {
+		return fmt.Sprintf("value is %d characters long; the limit is %d", n, MaxLabelValueLen)
+	}
+	return ""
 }
 
 func sortedKeys(m map[string]string) []string {
