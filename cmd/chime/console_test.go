@@ -376,19 +376,17 @@ func TestConsoleInChromium(t *testing.T) {
 	require.NotContains(t, text(t, ctx, "#jobs tbody"), "tick")
 
 	// Label filter: typed, then narrowed by clicking a job's label.
-	listed := func() string {
-		return eval[string](t, ctx, `[...document.querySelectorAll("#jobs tbody tr[data-id]")].map((r) => r.dataset.id).join(" ")`)
-	}
+	const listedJobs = `[...document.querySelectorAll("#jobs tbody tr[data-id]")].map((r) => r.dataset.id).join(" ")`
 	fill(t, ctx, "#job-state", "")
 	fill(t, ctx, "#job-labels", "team:billing")
-	untilTrue(t, ctx, "the billing jobs", `[...document.querySelectorAll("#jobs tbody tr[data-id]")].map((r) => r.dataset.id).join(" ") === "report tick"`)
+	untilTrue(t, ctx, "the billing jobs", listedJobs+` === "report tick"`)
 	click(t, ctx, `#jobs tr[data-id="report"] [data-label="tier:gold"]`)
-	untilTrue(t, ctx, "the gold billing job", `[...document.querySelectorAll("#jobs tbody tr[data-id]")].map((r) => r.dataset.id).join(" ") === "report"`)
+	untilTrue(t, ctx, "the gold billing job", listedJobs+` === "report"`)
 	require.Equal(t, "team:billing tier:gold", eval[string](t, ctx, `document.getElementById("job-labels").value`))
 	screenshot(t, ctx, "05b-jobs-by-label")
 	fill(t, ctx, "#job-labels", "team:nobody")
 	waitText(t, ctx, "#jobs tbody", "No jobs with these labels")
-	require.Empty(t, listed())
+	require.Empty(t, eval[string](t, ctx, listedJobs))
 
 	// A job's policies and its next fires, as the API previews them.
 	do(t, ctx, chromedp.Navigate(dev.base+"/ui/#/ns/shop/job/report"))
