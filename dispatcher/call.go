@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -219,18 +218,18 @@ func (d *Dispatcher) call(due *chimev1.Due, ns *chimev1.NamespaceConfig, consume
 		r.class, r.errKind, r.err = chimev1.OutcomeClass_OUTCOME_CLASS_REFUSED, kind, msg
 		return r
 	}
-	u, err := url.Parse(cb.GetUrl())
+	u := d.urls.parse(cb.GetUrl())
 	switch {
 	case cb == nil || cb.GetUrl() == "":
 		return refuse(kindBadRequest, "due event has no callback URL")
-	case err != nil:
-		return refuse(kindBadRequest, "callback URL does not parse: "+err.Error())
-	case u.Scheme != "http" && u.Scheme != "https":
-		return refuse(kindBadRequest, "callback URL scheme "+strconv.Quote(u.Scheme)+" is not http or https")
-	case u.Hostname() == "":
+	case u.err != nil:
+		return refuse(kindBadRequest, "callback URL does not parse: "+u.err.Error())
+	case u.scheme != "http" && u.scheme != "https":
+		return refuse(kindBadRequest, "callback URL scheme "+strconv.Quote(u.scheme)+" is not http or https")
+	case u.host == "":
 		return refuse(kindBadRequest, "callback URL has no host")
-	case !hostAllowed(ns.GetAllowedHosts(), u.Hostname()):
-		return refuse(kindHostNotAllowed, "host "+strconv.Quote(u.Hostname())+" is not in the namespace's allowed_hosts "+strings.Join(ns.GetAllowedHosts(), ", "))
+	case !hostAllowed(ns.GetAllowedHosts(), u.host):
+		return refuse(kindHostNotAllowed, "host "+strconv.Quote(u.host)+" is not in the namespace's allowed_hosts "+strings.Join(ns.GetAllowedHosts(), ", "))
 	}
 	sg, err := newSigner(schema.SigningSecretsAt(ns, d.cfg.Now()))
 	if err != nil {

@@ -125,7 +125,7 @@ func callTestDispatcher(t *testing.T, mutate ...func(*Config)) *Dispatcher {
 		m(&cfg)
 	}
 	require.NoError(t, cfg.validate())
-	return &Dispatcher{cfg: cfg, client: newCallClient(&cfg.Guard, cfg.IdleConnTimeout)}
+	return &Dispatcher{cfg: cfg, client: newCallClient(&cfg.Guard, cfg.IdleConnTimeout), urls: newCallURLs()}
 }
 
 // TestCallResendsOnConnectionClosedBeforeAnswer: a call whose connection

@@ -47,6 +47,7 @@ type Dispatcher struct {
 	cfg     Config
 	log     *slog.Logger
 	client  *callClient
+	urls    callURLs
 	lanes   *lanes
 	dedup   *dedup
 	recalls *recalls
@@ -101,6 +102,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		cfg:     cfg,
 		log:     cfg.Logger,
 		client:  newCallClient(&cfg.Guard, cfg.IdleConnTimeout),
+		urls:    newCallURLs(),
 		lanes:   newLanes(cfg.MaxInFlight, defaultMaxConcurrency, cfg.MaxQueued),
 		dedup:   newDedup(cfg.DedupSize),
 		recalls: newRecalls(),
