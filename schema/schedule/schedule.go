@@ -543,5 +543,9 @@ func ForRow(st *chimev1.JobState) (*Compiled, error) {
 	if st.GetAnchor() != nil {
 		anchor = st.GetAnchor()
 	}
-	return c.WithAnchor(anchor.AsTime()), nil
+	// c is this call's own: anchored in place rather than copied by
+	// WithAnchor (the scheduler compiles a row's schedule at every tick
+	// and answer).
+	c.anchor, c.anchored = anchor.AsTime().UTC(), true
+	return c, nil
 }
