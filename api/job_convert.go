@@ -68,21 +68,22 @@ func (js jobScope) toCommand(id string, req *jobRequest, prefix string) (*conver
 		spec.Retry = r.toProto(&fe, prefix+"retry")
 	}
 	spec.RelevancyWindow = fe.duration(prefix+"relevancy_window", req.RelevancyWindow)
-	if c := req.Catchup; c != nil {
-		v, ok := schema.EnumValue(chimev1.CatchupPolicy_value, "CATCHUP_POLICY_", *c)
-		if !ok {
-			add("catchup", "%q is not a catch-up policy; use latest, none or all", *c)
+	// policy reads an enum field by its lower-case name (absent: 0).
+	policy := func(field string, values map[string]int32, enumPrefix string, given *string, what string) int32 {
+		if given == nil {
+			return 0
 		}
-		spec.Catchup = chimev1.CatchupPolicy(v)
+		v, ok := schema.EnumValue(values, enumPrefix, *given)
+		if !ok {
+			add(field, "%q is not %s", *given, what)
+		}
+		return v
 	}
+	spec.Catchup = chimev1.CatchupPolicy(policy("catchup", chimev1.CatchupPolicy_value, "CATCHUP_POLICY_", req.Catchup,
+		"a catch-up policy; use latest, none or all"))
 	spec.CatchupWindow = fe.duration(prefix+"catchup_window", req.CatchupWindow)
-	if o := req.Overlap; o != nil {
-		v, ok := schema.EnumValue(chimev1.OverlapPolicy_value, "OVERLAP_POLICY_", *o)
-		if !ok {
-			add("overlap", "%q is not an overlap policy; use allow_all, skip, buffer_one or cancel_other", *o)
-		}
-		spec.Overlap = chimev1.OverlapPolicy(v)
-	}
+	spec.Overlap = chimev1.OverlapPolicy(policy("overlap", chimev1.OverlapPolicy_value, "OVERLAP_POLICY_", req.Overlap,
+		"an overlap policy; use allow_all, skip, buffer_one or cancel_other"))
 	if len(fe) > 0 {
 		return nil, fe
 	}

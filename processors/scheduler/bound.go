@@ -97,7 +97,8 @@ func listSize[M proto.Message](l []M) int {
 	return n
 }
 
-// fireSeqsOf lists the row's open and pending fires, oldest first.
+// fireSeqsOf lists the row's open and pending fires, oldest first, each
+// once (a fire waiting for its retry is both open and pending).
 func fireSeqsOf(st *chimev1.JobState) []uint64 {
 	seqs := make([]uint64, 0, len(st.GetOpen())+len(st.GetPending()))
 	for _, em := range st.GetOpen() {

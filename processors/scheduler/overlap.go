@@ -7,7 +7,6 @@ package scheduler
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -24,20 +23,6 @@ func hasOverlapPolicy(spec *chimev1.JobSpec) bool {
 	return true
 }
 
-// openFires are the numbers of the fires still open, in order, each once
-// (a fire waiting for its retry is both open and pending).
-func openFires(st *chimev1.JobState) []uint64 {
-	var seqs []uint64
-	for _, em := range st.GetOpen() {
-		seqs = append(seqs, em.GetFireSeq())
-	}
-	for _, p := range st.GetPending() {
-		seqs = append(seqs, p.GetFireSeq())
-	}
-	slices.Sort(seqs)
-	return slices.Compact(seqs)
-}
-
 func seqList(seqs []uint64) string {
 	parts := make([]string, len(seqs))
 	for i, s := range seqs {
@@ -50,7 +35,7 @@ func seqList(seqs []uint64) string {
 // whether it fires now.
 func (d *decider) overlap(in *input, dec *decision, o occurrence, now time.Time) bool {
 	st := dec.state
-	open := openFires(st)
+	open := fireSeqsOf(st)
 	if len(open) == 0 || !hasOverlapPolicy(st.GetSpec()) {
 		return true
 	}
@@ -95,7 +80,7 @@ func (d *decider) overlapSkip(in *input, dec *decision, o occurrence, why string
 func (d *decider) releaseBuffered(in *input, dec *decision, now time.Time) {
 	st := dec.state
 	b := st.GetBuffered()
-	if b == nil || st.GetStatus() != chimev1.JobStatus_JOB_STATUS_SCHEDULED || len(openFires(st)) > 0 {
+	if b == nil || st.GetStatus() != chimev1.JobStatus_JOB_STATUS_SCHEDULED || len(fireSeqsOf(st)) > 0 {
 		return
 	}
 	st.Buffered = nil
