@@ -2,14 +2,17 @@ package dispatcher
 
 import (
 	"net/url"
+	"strings"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // callURL is what a call needs of its callback URL before it is made: its
-// scheme and host, or why it does not parse.
+// scheme and host, or why it does not parse; and the name of its host's
+// gate (lanes.go).
 type callURL struct {
 	scheme, host string
+	gate         string
 	err          error
 }
 
@@ -52,6 +55,11 @@ func parseCallURL(raw string) callURL {
 		cu.err = err
 	} else {
 		cu.scheme, cu.host = u.Scheme, u.Hostname()
+		// As fasthttp keys its host clients: TLS or not, and the host
+		// with its port as written (lower-cased).
+		if u.Host != "" {
+			cu.gate = strings.ToLower(u.Scheme + "://" + u.Host)
+		}
 	}
 	return cu
 }

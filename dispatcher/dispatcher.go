@@ -103,7 +103,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		log:     cfg.Logger,
 		client:  newCallClient(&cfg.Guard, cfg.IdleConnTimeout),
 		urls:    newCallURLs(),
-		lanes:   newLanes(cfg.MaxInFlight, defaultMaxConcurrency, cfg.MaxQueued),
+		lanes:   newLanes(cfg.MaxInFlight, defaultMaxConcurrency, cfg.MaxQueued, maxConnsPerHost),
 		dedup:   newDedup(cfg.DedupSize),
 		recalls: newRecalls(),
 
@@ -222,7 +222,7 @@ func (d *Dispatcher) process(owned context.Context, due *chimev1.Due, em emissio
 		return d.publish(ctx, d.held(due, v))
 	}
 	ln := d.lanes.get(due, ns)
-	adm, kind, ok := d.lanes.acquire(owned, ln, time.Now().Add(d.cfg.AdmissionWait))
+	adm, kind, ok := d.lanes.acquire(owned, ln, d.urls.parse(due.GetCallback().GetUrl()).gate, time.Now().Add(d.cfg.AdmissionWait))
 	if !ok {
 		if owned.Err() != nil {
 			return false

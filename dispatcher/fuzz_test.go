@@ -26,7 +26,7 @@ func FuzzDueDecisions(f *testing.F) {
 	d := &Dispatcher{cfg: Config{ID: "fuzz", Now: func() time.Time { return now }, AdmissionWait: time.Second, DeferDelay: time.Second}}
 	src := &fakeBreakers{}
 	d.gate = newGate(src, 5*time.Second)
-	d.lanes = newLanes(16, 4, 8)
+	d.lanes = newLanes(16, 4, 8, maxConnsPerHost)
 	f.Fuzz(func(t *testing.T, raw []byte, class uint8, status int, retryAfter string, maxConc, spread uint32) {
 		due := new(chimev1.Due)
 		if proto.Unmarshal(raw, due) != nil {

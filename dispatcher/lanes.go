@@ -40,14 +40,69 @@ type lanes struct {
 	global     chan struct{}
 	defConc    int
 	maxWaiting int32
+	// hosts are the gates of the hosts called now (hostGate), at most
+	// perHost calls each.
+	hosts   map[string]*hostGate
+	perHost int
+}
+
+// A hostGate lets as many calls at a time to one host (scheme, host and
+// port) through as the HTTP client keeps connections to it
+// (maxConnsPerHost). A due waits for it after its namespace's slot and
+// before a global one, as it waits for those: until the admission wait
+// ends, when it is deferred.
+//
+// Without it, calls beyond a host's connections took global slots and
+// waited in fasthttp's queue for a connection, within their timeout: one
+// busy host could hold every global slot (768 of 1,024 waiting behind its
+// 256 connections) and stall the calls to every other host, and each
+// waiting call cost a timer and a hand-over of its connection. Measured on
+// the 100k burst to one receiver (chime-bench, alternated runs): calls
+// capped at the connections spent about 8 % less CPU per job and drained
+// about 7 % faster.
+//
+// A gate lives while dues hold or wait for it, so hosts called once
+// leave nothing behind.
+type hostGate struct {
+	slots chan struct{}
+	users int // dues holding or waiting for a slot; under lanes.mu
 }
 
 // defaultMaxConcurrency caps a namespace whose config sets no
 // max_concurrency: the namespace default's.
 var defaultMaxConcurrency = int(schema.NamespaceDefaults().GetMaxConcurrency())
 
-func newLanes(maxInFlight, defConc, maxWaiting int) *lanes {
-	return &lanes{byNS: map[string]*lane{}, global: make(chan struct{}, maxInFlight), defConc: defConc, maxWaiting: int32(maxWaiting)}
+func newLanes(maxInFlight, defConc, maxWaiting, perHost int) *lanes {
+	return &lanes{byNS: map[string]*lane{}, global: make(chan struct{}, maxInFlight), defConc: defConc, maxWaiting: int32(maxWaiting),
+		hosts: map[string]*hostGate{}, perHost: perHost}
+}
+
+// host returns the gate of host ("": none) and counts a user of it; put
+// uncounts one.
+func (l *lanes) host(host string) *hostGate {
+	if host == "" {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	g := l.hosts[host]
+	if g == nil {
+		g = &hostGate{slots: make(chan struct{}, l.perHost)}
+		l.hosts[host] = g
+	}
+	g.users++
+	return g
+}
+
+func (l *lanes) put(host string, g *hostGate) {
+	if g == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if g.users--; g.users == 0 {
+		delete(l.hosts, host)
+	}
 }
 
 // get returns the lane of due's namespace shard for the namespace's
@@ -103,20 +158,27 @@ func laneKey(ns string, n, shard uint32) string {
 
 // admission is what acquire grants; release gives it back.
 type admission struct {
+	l      *lanes
 	ln     *lane
+	host   string
+	gate   *hostGate
 	global chan struct{}
 }
 
 func (a admission) release() {
 	<-a.global
+	if a.gate != nil {
+		<-a.gate.slots
+		a.l.put(a.host, a.gate)
+	}
 	<-a.ln.slots
 }
 
 // acquire waits until the due may be called: a slot in its lane, a token
-// from its bucket, a global slot, all before deadline. On failure it
-// returns the error kind that held it back (kindConcurrency or
-// kindRateLimit) and holds nothing.
-func (l *lanes) acquire(ctx context.Context, ln *lane, deadline time.Time) (admission, string, bool) {
+// from its bucket, a slot of its host's gate (host "": none), a global
+// slot, all before deadline. On failure it returns the error kind that
+// held it back (kindConcurrency or kindRateLimit) and holds nothing.
+func (l *lanes) acquire(ctx context.Context, ln *lane, host string, deadline time.Time) (admission, string, bool) {
 	// The timer is made only when a wait comes: most dues find a slot.
 	var timer *time.Timer
 	expiry := func() <-chan time.Time {
@@ -171,18 +233,42 @@ func (l *lanes) acquire(ctx context.Context, ln *lane, deadline time.Time) (admi
 			}
 		}
 	}
+	gate := l.host(host)
+	// give back what is held when a later wait fails.
+	giveBack := func(gateHeld bool) {
+		if gateHeld {
+			<-gate.slots
+		}
+		l.put(host, gate)
+		<-ln.slots
+	}
+	if gate != nil {
+		select {
+		case gate.slots <- struct{}{}:
+		default:
+			select {
+			case gate.slots <- struct{}{}:
+			case <-expiry():
+				giveBack(false)
+				return admission{}, kindConcurrency, false
+			case <-ctx.Done():
+				giveBack(false)
+				return admission{}, kindConcurrency, false
+			}
+		}
+	}
 	select {
 	case l.global <- struct{}{}:
 	default:
 		select {
 		case l.global <- struct{}{}:
 		case <-expiry():
-			<-ln.slots
+			giveBack(gate != nil)
 			return admission{}, kindConcurrency, false
 		case <-ctx.Done():
-			<-ln.slots
+			giveBack(gate != nil)
 			return admission{}, kindConcurrency, false
 		}
 	}
-	return admission{ln: ln, global: l.global}, "", true
+	return admission{l: l, ln: ln, host: host, gate: gate, global: l.global}, "", true
 }

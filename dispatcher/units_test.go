@@ -336,32 +336,32 @@ func TestDedupOfSizeZero(t *testing.T) {
 
 func TestLanesIsolateNamespaces(t *testing.T) {
 	t.Parallel()
-	l := newLanes(8, 2, 100)
+	l := newLanes(8, 2, 100, 4)
 	busy := l.get(nsDue("busy"), nil)
 	ctx := context.Background()
 	soon := func() time.Time { return time.Now().Add(50 * time.Millisecond) }
-	a1, _, ok := l.acquire(ctx, busy, soon())
+	a1, _, ok := l.acquire(ctx, busy, "", soon())
 	require.True(t, ok)
-	_, _, ok = l.acquire(ctx, busy, soon())
+	_, _, ok = l.acquire(ctx, busy, "", soon())
 	require.True(t, ok)
-	_, kind, ok := l.acquire(ctx, busy, soon())
+	_, kind, ok := l.acquire(ctx, busy, "", soon())
 	require.False(t, ok, "busy's cap of 2 is reached")
 	require.Equal(t, kindConcurrency, kind)
 	// Another namespace is not held up by busy's full lane.
 	other := l.get(nsDue("other"), &chimev1.NamespaceConfig{MaxConcurrency: 4})
 	for range 4 {
-		_, _, ok := l.acquire(ctx, other, soon())
+		_, _, ok := l.acquire(ctx, other, "", soon())
 		require.True(t, ok)
 	}
 	a1.release()
-	_, _, ok = l.acquire(ctx, busy, soon())
+	_, _, ok = l.acquire(ctx, busy, "", soon())
 	require.True(t, ok, "a released slot is reused")
 
 	limited := l.get(nsDue("limited"), &chimev1.NamespaceConfig{RateLimit: &chimev1.RateLimit{PerSecond: 1, Burst: 1}})
-	a, _, ok := l.acquire(ctx, limited, soon())
+	a, _, ok := l.acquire(ctx, limited, "", soon())
 	require.True(t, ok)
 	a.release()
-	_, kind, ok = l.acquire(ctx, limited, soon())
+	_, kind, ok = l.acquire(ctx, limited, "", soon())
 	require.False(t, ok, "the bucket is empty for the next second")
 	require.Equal(t, kindRateLimit, kind)
 }
@@ -379,7 +379,7 @@ func TestHeaderNamesAreCanonical(t *testing.T) {
 // the namespace's.
 func TestLanesSplitSpreadNamespace(t *testing.T) {
 	t.Parallel()
-	l := newLanes(1024, 32, 100)
+	l := newLanes(1024, 32, 100, maxConnsPerHost)
 	cfg := &chimev1.NamespaceConfig{MaxConcurrency: 10, RateLimit: &chimev1.RateLimit{PerSecond: 100, Burst: 7}}
 	var conc, burst int
 	var perSec float64
@@ -434,4 +434,59 @@ func TestSSRFDocListsEveryRange(t *testing.T) {
 	for _, p := range blockedRanges {
 		require.Contains(t, string(doc), "`"+p.String()+"`", "docs/dispatcher.md lists %s", p)
 	}
+}
+
+// A host's gate lets as many calls through at a time as the client keeps
+// connections to it; the dues beyond wait within the admission wait and
+// are then deferred, holding no global slot meanwhile, so other hosts keep
+// going; a gate leaves nothing behind once its calls are done.
+func TestHostGatesCapCallsToOneHost(t *testing.T) {
+	t.Parallel()
+	l := newLanes(8, 8, 100, 2)
+	ln := l.get(nsDue("ns"), nil)
+	ctx := context.Background()
+	soon := func() time.Time { return time.Now().Add(50 * time.Millisecond) }
+	const a, b = "http://a.example:8080", "https://a.example:8080"
+
+	a1, _, ok := l.acquire(ctx, ln, a, soon())
+	require.True(t, ok)
+	a2, _, ok := l.acquire(ctx, ln, a, soon())
+	require.True(t, ok)
+	_, kind, ok := l.acquire(ctx, ln, a, soon())
+	require.False(t, ok, "a's gate holds 2")
+	require.Equal(t, kindConcurrency, kind)
+	require.Len(t, ln.slots, 2, "the refused due gave its namespace slot back")
+	require.Len(t, l.global, 2, "and took no global slot")
+
+	// Another host (https is another client in fasthttp) is not held up.
+	b1, _, ok := l.acquire(ctx, ln, b, soon())
+	require.True(t, ok)
+	// No host (a Kafka target) passes no gate.
+	k1, _, ok := l.acquire(ctx, ln, "", soon())
+	require.True(t, ok)
+
+	// A waiting due goes through as soon as a call to its host ends.
+	got := make(chan admission, 1)
+	go func() {
+		adm, _, ok := l.acquire(ctx, ln, a, time.Now().Add(time.Minute))
+		if ok {
+			got <- adm
+		}
+		close(got)
+	}()
+	require.Eventually(t, func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.hosts[a].users == 3
+	}, 10*time.Second, time.Millisecond, "the third due waits at a's gate")
+	a1.release()
+	a3, ok := <-got
+	require.True(t, ok, "admitted once a slot of a was given back")
+
+	for _, adm := range []admission{a2, a3, b1, k1} {
+		adm.release()
+	}
+	require.Empty(t, l.hosts, "no gate is left once its calls are done")
+	require.Empty(t, ln.slots)
+	require.Empty(t, l.global)
 }
