@@ -199,14 +199,9 @@ func (l *lanes) acquire(ctx context.Context, ln *lane, host string, deadline tim
 			ln.waiting.Add(-1)
 			return admission{}, kindConcurrency, false
 		}
-		select {
-		case ln.slots <- struct{}{}:
-			ln.waiting.Add(-1)
-		case <-expiry():
-			ln.waiting.Add(-1)
-			return admission{}, kindConcurrency, false
-		case <-ctx.Done():
-			ln.waiting.Add(-1)
+		ok := take(ctx, ln.slots, expiry)
+		ln.waiting.Add(-1)
+		if !ok {
 			return admission{}, kindConcurrency, false
 		}
 	}
@@ -242,33 +237,31 @@ func (l *lanes) acquire(ctx context.Context, ln *lane, host string, deadline tim
 		l.put(host, gate)
 		<-ln.slots
 	}
-	if gate != nil {
-		select {
-		case gate.slots <- struct{}{}:
-		default:
-			select {
-			case gate.slots <- struct{}{}:
-			case <-expiry():
-				giveBack(false)
-				return admission{}, kindConcurrency, false
-			case <-ctx.Done():
-				giveBack(false)
-				return admission{}, kindConcurrency, false
-			}
-		}
+	if gate != nil && !take(ctx, gate.slots, expiry) {
+		giveBack(false)
+		return admission{}, kindConcurrency, false
 	}
-	select {
-	case l.global <- struct{}{}:
-	default:
-		select {
-		case l.global <- struct{}{}:
-		case <-expiry():
-			giveBack(gate != nil)
-			return admission{}, kindConcurrency, false
-		case <-ctx.Done():
-			giveBack(gate != nil)
-			return admission{}, kindConcurrency, false
-		}
+	if !take(ctx, l.global, expiry) {
+		giveBack(gate != nil)
+		return admission{}, kindConcurrency, false
 	}
 	return admission{l: l, ln: ln, host: host, gate: gate, global: l.global}, "", true
+}
+
+// take puts a token in slots, waiting for room until expiry or until ctx
+// ends (false). expiry makes its timer only when a wait comes.
+func take(ctx context.Context, slots chan struct{}, expiry func() <-chan time.Time) bool {
+	select {
+	case slots <- struct{}{}:
+		return true
+	default:
+	}
+	select {
+	case slots <- struct{}{}:
+		return true
+	case <-expiry():
+		return false
+	case <-ctx.Done():
+		return false
+	}
 }
