@@ -71,6 +71,65 @@ func TestHangingNamespaceDoesNotSlowOthers(t *testing.T) {
 	require.EqualValues(t, nSlow+nHealthy, d.Stats().Completed)
 }
 
+// TestHangingHostDoesNotSlowOthers: on one partition, more calls to a
+// host that hangs than the dispatcher has global slots, and calls to a
+// healthy host. The hanging host gets exactly its connections' worth of
+// calls at a time (its gate) and so holds no more than that many global
+// slots: every healthy due completes while the hanging calls are all still
+// open. Without the gates the hanging host's dues took every global slot
+// (256 calling, the rest waiting in the HTTP client's queue) and the
+// healthy ones waited behind them.
+func TestHangingHostDoesNotSlowOthers(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1)
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+	slow := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	healthy := newReceiver(t, status(200))
+	const inFlight, nSlow, nHealthy = maxConnsPerHost + 44, maxConnsPerHost + 144, 1000
+	d := b.start(func(c *Config) {
+		c.AdmissionWait = time.Minute
+		c.MaxInFlight = inFlight
+		// Neither namespace's lane is what holds its dues back.
+		c.Namespaces = capEvery(2 * nHealthy)
+	})
+
+	var dues []*chimev1.Due
+	for i := range nHealthy {
+		if i < nSlow {
+			s := newDue("hanging", fmt.Sprintf("s%03d", i), slow.URL)
+			s.Callback.Timeout = durationpb.New(time.Minute)
+			dues = append(dues, s)
+		}
+		dues = append(dues, newDue("healthy", fmt.Sprintf("h%04d", i), healthy.URL))
+	}
+	b.produce(dues...)
+
+	isHealthy := func(o *chimev1.CallbackOutcome) bool {
+		return o.Namespace == "healthy" && o.Class == chimev1.OutcomeClass_OUTCOME_CLASS_SUCCESS
+	}
+	waitFor(t, 60*time.Second, "every healthy callback", func() bool { return b.outcomes.count(isHealthy) == nHealthy })
+	require.Len(t, healthy.calls(), nHealthy)
+	require.Len(t, slow.calls(), maxConnsPerHost, "the hanging host has as many calls at a time as its connections")
+	require.Zero(t, b.outcomes.count(func(o *chimev1.CallbackOutcome) bool { return o.Namespace == "hanging" }),
+		"no hanging call has finished: the healthy host did not wait for them")
+
+	releaseOnce.Do(func() { close(release) })
+	waitFor(t, 60*time.Second, "every hanging due", func() bool {
+		return b.outcomes.count(func(o *chimev1.CallbackOutcome) bool {
+			return o.Namespace == "hanging" && o.Class == chimev1.OutcomeClass_OUTCOME_CLASS_SUCCESS
+		}) == nSlow
+	})
+	waitFor(t, 10*time.Second, "offsets committed", b.committedAll)
+	require.EqualValues(t, nSlow+nHealthy, d.Stats().Completed)
+}
+
 // TestDispatcherProcessHelper is not a test: it is the dispatcher process
 // that TestKilledDispatcherLosesNothing starts and kills with SIGKILL.
 func TestDispatcherProcessHelper(t *testing.T) {
