@@ -141,9 +141,9 @@ var clientCommands = map[string]clientCommand{
 		return clientCall{"GET", nsPath(p[0], "/jobs") + query(f, "state", "label", "limit", "cursor"), "", tableOf("jobs",
 			col("ID", "id"), col("STATE", "state"), col("NEXT FIRE", "next_fire_at"), col("FIRES", "fires"), col("LAST OUTCOME", "last_outcome.result"), col("LABELS", "labels"), col("CREATED", "created_at"))}, nil
 	}},
-	"job": {2, nil, get(func(p []string) string { return nsPath(p[0], "/jobs/", url.PathEscape(p[1])) }, fieldsTable)},
+	"job": {2, nil, get(func(p []string) string { return nsPath(p[0], "/jobs/", url.PathEscape(p[1])) }, jobAnswer)},
 	"schedule": {2, nil, func(p []string, _ map[string]string) (clientCall, error) {
-		return clientCall{"POST", nsPath(p[0], "/jobs"), p[1], fieldsTable}, nil
+		return clientCall{"POST", nsPath(p[0], "/jobs"), p[1], jobAnswer}, nil
 	}},
 	"preview": {1, []string{"count", "ns", "id", "from"}, func(p []string, f map[string]string) (clientCall, error) {
 		if !json.Valid([]byte(p[0])) {
@@ -163,7 +163,7 @@ var clientCommands = map[string]clientCommand{
 			m["count"] = n
 		}
 		b, _ := json.Marshal(m)
-		return clientCall{"POST", "/v1/schedules:preview", string(b), tableOf("fires", col("FIRE", "fire_seq"), col("SCHEDULED", "scheduled_at"), col("FIRES AT", "fire_at"))}, nil
+		return clientCall{"POST", "/v1/schedules:preview", string(b), firesTable("fires")}, nil
 	}},
 	"backfill": {2, []string{"from", "to"}, func(p []string, f map[string]string) (clientCall, error) {
 		if f["from"] == "" || f["to"] == "" {
@@ -229,7 +229,7 @@ func get(path func([]string) string, table func(io.Writer, map[string]any)) func
 
 func jobAction(method, suffix string) clientCommand {
 	return clientCommand{2, nil, func(p []string, _ map[string]string) (clientCall, error) {
-		return clientCall{method, nsPath(p[0], "/jobs/", url.PathEscape(p[1]), suffix), "", fieldsTable}, nil
+		return clientCall{method, nsPath(p[0], "/jobs/", url.PathEscape(p[1]), suffix), "", jobAnswer}, nil
 	}}
 }
 

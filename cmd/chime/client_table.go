@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -197,6 +198,30 @@ func fieldsTable(w io.Writer, v map[string]any) {
 		fmt.Fprintf(tw, "%s\t%s\n", k, cell(v[k]))
 	}
 	_ = tw.Flush()
+}
+
+// firesTable prints the fires under key (a preview's, a job's next ones)
+// as a table.
+func firesTable(key string) func(io.Writer, map[string]any) {
+	return tableOf(key, col("FIRE", "fire_seq"), col("SCHEDULED", "scheduled_at"), col("FIRES AT", "fire_at"))
+}
+
+// jobAnswer prints a job's fields, then its next fires as a preview's
+// table rather than a JSON cell.
+func jobAnswer(w io.Writer, v map[string]any) {
+	fires, ok := v["next_fires"].([]any)
+	if !ok {
+		fieldsTable(w, v)
+		return
+	}
+	rest := maps.Clone(v)
+	delete(rest, "next_fires")
+	fieldsTable(w, rest)
+	if len(fires) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nnext fires:")
+	firesTable("next_fires")(w, v)
 }
 
 // breakerAnswer prints a breaker command's answer: whether it was applied,

@@ -141,7 +141,7 @@ func fakeAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	answers := map[string]string{
 		"GET /v1/namespaces/acme/jobs":                   `{"jobs":[{"id":"tick","state":"scheduled","fires":3,"next_fire_at":null,"last_outcome":{"result":"succeeded"},"labels":{"tier":"gold","team":"billing"},"created_at":"2026-11-27T14:03:00Z"}],"next_cursor":"abc"}`,
-		"GET /v1/namespaces/acme/jobs/tick":              `{"id":"tick","state":"scheduled","next_fire_at":"2026-11-27T14:03:00.5Z","callback":{"url":"http://127.0.0.1:9999/hook","body":{"at":"2026-01-01T00:00:00Z"}}}`,
+		"GET /v1/namespaces/acme/jobs/tick":              `{"id":"tick","state":"scheduled","next_fire_at":"2026-11-27T14:03:00.5Z","callback":{"url":"http://127.0.0.1:9999/hook","body":{"at":"2026-01-01T00:00:00Z"}},"next_fires":[{"fire_seq":4,"scheduled_at":"2026-11-27T14:03:00Z","fire_at":"2026-11-27T14:03:00.5Z"},{"fire_seq":5,"scheduled_at":"2026-11-27T15:03:00Z","fire_at":"2026-11-27T15:03:20Z"}]}`,
 		"POST /v1/namespaces/acme/keys":                  `{"id":"key_0011","key":"chk_acme_s3cret","namespace":"acme"}`,
 		"PUT /v1/namespaces/acme":                        `{"namespace":"acme","keys":1,"version":3,"updated_at":"2026-11-27T14:03:00Z","defaulted":["spread"]}`,
 		"POST /v1/namespaces/acme/signing-secret:rotate": `{"namespace":"acme","signing_secret":"whsec_x","previous_valid_until":"2026-11-28T14:03:00Z"}`,
@@ -222,6 +222,9 @@ func TestClientOutput(t *testing.T) {
 			[]string{`^previous_valid_until\s+2026-11-28 14:03:00 UTC$`, `^signing_secret\s+whsec_x$`}, []string{"{\n"}},
 		{"job: times shown, a callback body as sent", []string{"--utc", "job", "acme", "tick"}, 0, "out",
 			[]string{`^next_fire_at\s+2026-11-27 14:03:00 UTC$`, `^callback\s+\{"body":\{"at":"2026-01-01T00:00:00Z"\},"url":"http://127.0.0.1:9999/hook"\}$`}, nil},
+		{"job: the next fires as a table, not a JSON cell", []string{"--utc", "job", "acme", "tick"}, 0, "out",
+			[]string{`^next fires:$`, `^FIRE\s+SCHEDULED\s+FIRES AT$`, `^4\s+2026-11-27 14:03:00 UTC\s+2026-11-27 14:03:00 UTC$`, `^5\s+2026-11-27 15:03:00 UTC\s+2026-11-27 15:03:20 UTC$`},
+			[]string{"next_fires", `"fire_seq"`}},
 		{"local time by default, with its zone", []string{"jobs", "acme"}, 0, "out",
 			[]string{`^tick\s+scheduled\s+-\s+3\s+succeeded\s+team:billing tier:gold\s+` + regexp.QuoteMeta(local) + `$`}, nil},
 		{"an answer without a body", []string{"revoke-key", "acme", "key_0011"}, 0, "out",
