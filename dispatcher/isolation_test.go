@@ -29,46 +29,20 @@ import (
 func TestHangingNamespaceDoesNotSlowOthers(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 1)
-	release := make(chan struct{})
-	var releaseOnce sync.Once
-	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
-	slow := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	})
+	slow, release := hangingReceiver(t)
 	healthy := newReceiver(t, status(200))
 	d := b.start(func(c *Config) { c.AdmissionWait = time.Minute })
 
 	const nSlow, nHealthy = 100, 1000
-	var dues []*chimev1.Due
-	for i := range nHealthy {
-		if i < nSlow {
-			s := newDue("hanging", fmt.Sprintf("s%03d", i), slow.URL)
-			s.Callback.Timeout = durationpb.New(time.Minute)
-			dues = append(dues, s)
-		}
-		dues = append(dues, newDue("healthy", fmt.Sprintf("h%04d", i), healthy.URL))
-	}
-	b.produce(dues...)
+	b.produce(hangingAndHealthy(nSlow, nHealthy, slow.URL, healthy.URL)...)
 
-	isHealthy := func(o *chimev1.CallbackOutcome) bool {
-		return o.Namespace == "healthy" && o.Class == chimev1.OutcomeClass_OUTCOME_CLASS_SUCCESS
-	}
 	waitFor(t, 60*time.Second, "every healthy callback", func() bool { return b.outcomes.count(isHealthy) == nHealthy })
 	require.Len(t, healthy.calls(), nHealthy)
 	require.Len(t, slow.calls(), 32, "the hanging namespace holds exactly its 32 slots")
-	require.Zero(t, b.outcomes.count(func(o *chimev1.CallbackOutcome) bool { return o.Namespace == "hanging" }),
-		"no hanging call has finished: the healthy namespace did not wait for them")
+	require.Zero(t, b.outcomes.count(isHanging), "no hanging call has finished: the healthy namespace did not wait for them")
 	require.False(t, b.committedAll(), "the commit stays behind the first open due")
 
-	releaseOnce.Do(func() { close(release) })
-	waitFor(t, 60*time.Second, "every hanging due", func() bool {
-		return b.outcomes.count(func(o *chimev1.CallbackOutcome) bool { return o.Namespace == "hanging" }) == nSlow
-	})
-	waitFor(t, 10*time.Second, "offsets committed", b.committedAll)
-	require.EqualValues(t, nSlow+nHealthy, d.Stats().Completed)
+	releaseAndDrain(t, b, d, release, nSlow, nHealthy)
 }
 
 // TestHangingHostDoesNotSlowOthers: on one partition, more calls to a
@@ -82,15 +56,7 @@ func TestHangingNamespaceDoesNotSlowOthers(t *testing.T) {
 func TestHangingHostDoesNotSlowOthers(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 1)
-	release := make(chan struct{})
-	var releaseOnce sync.Once
-	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
-	slow := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	})
+	slow, release := hangingReceiver(t)
 	healthy := newReceiver(t, status(200))
 	const inFlight, nSlow, nHealthy = maxConnsPerHost + 44, maxConnsPerHost + 144, 1000
 	d := b.start(func(c *Config) {
@@ -99,33 +65,60 @@ func TestHangingHostDoesNotSlowOthers(t *testing.T) {
 		// Neither namespace's lane is what holds its dues back.
 		c.Namespaces = capEvery(2 * nHealthy)
 	})
+	b.produce(hangingAndHealthy(nSlow, nHealthy, slow.URL, healthy.URL)...)
 
-	var dues []*chimev1.Due
-	for i := range nHealthy {
-		if i < nSlow {
-			s := newDue("hanging", fmt.Sprintf("s%03d", i), slow.URL)
-			s.Callback.Timeout = durationpb.New(time.Minute)
-			dues = append(dues, s)
-		}
-		dues = append(dues, newDue("healthy", fmt.Sprintf("h%04d", i), healthy.URL))
-	}
-	b.produce(dues...)
-
-	isHealthy := func(o *chimev1.CallbackOutcome) bool {
-		return o.Namespace == "healthy" && o.Class == chimev1.OutcomeClass_OUTCOME_CLASS_SUCCESS
-	}
 	waitFor(t, 60*time.Second, "every healthy callback", func() bool { return b.outcomes.count(isHealthy) == nHealthy })
 	require.Len(t, healthy.calls(), nHealthy)
 	require.Len(t, slow.calls(), maxConnsPerHost, "the hanging host has as many calls at a time as its connections")
-	require.Zero(t, b.outcomes.count(func(o *chimev1.CallbackOutcome) bool { return o.Namespace == "hanging" }),
-		"no hanging call has finished: the healthy host did not wait for them")
+	require.Zero(t, b.outcomes.count(isHanging), "no hanging call has finished: the healthy host did not wait for them")
 
-	releaseOnce.Do(func() { close(release) })
-	waitFor(t, 60*time.Second, "every hanging due", func() bool {
-		return b.outcomes.count(func(o *chimev1.CallbackOutcome) bool {
-			return o.Namespace == "hanging" && o.Class == chimev1.OutcomeClass_OUTCOME_CLASS_SUCCESS
-		}) == nSlow
+	releaseAndDrain(t, b, d, release, nSlow, nHealthy)
+}
+
+// hangingReceiver answers nothing until release is called (or the call
+// ends); release is also called at cleanup.
+func hangingReceiver(t *testing.T) (rcv *receiver, release func()) {
+	ch := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(ch) }) }
+	t.Cleanup(release)
+	rcv = newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-ch:
+		case <-r.Context().Done():
+		}
 	})
+	return rcv, release
+}
+
+// hangingAndHealthy are nHealthy dues of namespace "healthy" to
+// healthyURL, the first nSlow of them each after one of namespace
+// "hanging" to slowURL (with a minute's timeout).
+func hangingAndHealthy(nSlow, nHealthy int, slowURL, healthyURL string) []*chimev1.Due {
+	var dues []*chimev1.Due
+	for i := range nHealthy {
+		if i < nSlow {
+			s := newDue("hanging", fmt.Sprintf("s%03d", i), slowURL)
+			s.Callback.Timeout = durationpb.New(time.Minute)
+			dues = append(dues, s)
+		}
+		dues = append(dues, newDue("healthy", fmt.Sprintf("h%04d", i), healthyURL))
+	}
+	return dues
+}
+
+// isHealthy is an outcome of a healthy due that succeeded.
+func isHealthy(o *chimev1.CallbackOutcome) bool {
+	return o.Namespace == "healthy" && o.Class == chimev1.OutcomeClass_OUTCOME_CLASS_SUCCESS
+}
+
+func isHanging(o *chimev1.CallbackOutcome) bool { return o.Namespace == "hanging" }
+
+// releaseAndDrain releases the hanging calls and waits for every due's
+// outcome and commit.
+func releaseAndDrain(t *testing.T, b *bundle, d *Dispatcher, release func(), nSlow, nHealthy int) {
+	release()
+	waitFor(t, 60*time.Second, "every hanging due", func() bool { return b.outcomes.count(isHanging) == nSlow })
 	waitFor(t, 10*time.Second, "offsets committed", b.committedAll)
 	require.EqualValues(t, nSlow+nHealthy, d.Stats().Completed)
 }
