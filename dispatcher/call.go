@@ -203,11 +203,11 @@ func (d *Dispatcher) timeoutOf(cb *chimev1.HttpCallback) time.Duration {
 	return min(t, schema.MaxHTTPTimeout)
 }
 
-// call makes the HTTP call of due. It never retries: what happens next is
-// decided from the result. (A call whose connection closed before any
+// call makes the HTTP call of due, whose callback URL parses as u. It
+// never retries: what happens next is decided from the result. (A call whose connection closed before any
 // byte of an answer is sent again by callClient.do: both sends are one
 // attempt, and the second one's result is the outcome.)
-func (d *Dispatcher) call(due *chimev1.Due, ns *chimev1.NamespaceConfig, consumed time.Time) callResult {
+func (d *Dispatcher) call(due *chimev1.Due, ns *chimev1.NamespaceConfig, u callURL, consumed time.Time) callResult {
 	cb := due.GetCallback()
 	method := cb.GetMethod()
 	if method == "" {
@@ -218,7 +218,6 @@ func (d *Dispatcher) call(due *chimev1.Due, ns *chimev1.NamespaceConfig, consume
 		r.class, r.errKind, r.err = chimev1.OutcomeClass_OUTCOME_CLASS_REFUSED, kind, msg
 		return r
 	}
-	u := d.urls.parse(cb.GetUrl())
 	switch {
 	case cb == nil || cb.GetUrl() == "":
 		return refuse(kindBadRequest, "due event has no callback URL")

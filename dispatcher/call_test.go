@@ -82,7 +82,7 @@ func (e *closingEndpoint) pool(t *testing.T, d *Dispatcher, n int) {
 	var wg sync.WaitGroup
 	results := make([]callResult, n)
 	for i := range n {
-		wg.Go(func() { results[i] = d.call(newDue("ns", "fill", e.URL), nil, time.Now()) })
+		wg.Go(func() { results[i] = callOf(d, newDue("ns", "fill", e.URL)) })
 	}
 	waitFor(t, 10*time.Second, "every call on its own connection", func() bool { return e.inside.Load() == int64(n) })
 	e.mu.Lock()
@@ -182,7 +182,7 @@ func TestCallResendsOnConnectionClosedBeforeAnswer(t *testing.T) {
 			if tc.body > 0 {
 				due.Callback.Body = make([]byte, tc.body)
 			}
-			r := d.call(due, nil, time.Now())
+			r := callOf(d, due)
 			require.Equal(t, tc.status, r.status, r.err)
 			require.Equal(t, tc.class, r.class, r.err)
 			require.Equal(t, tc.kind, r.errKind, r.err)
@@ -203,7 +203,7 @@ func TestIdleConnectionsAreClosed(t *testing.T) {
 	d := callTestDispatcher(t, func(c *Config) { c.IdleConnTimeout = 50 * time.Millisecond })
 	e.pool(t, d, 2)
 	waitFor(t, 10*time.Second, "the idle connections closed by the dispatcher", func() bool { return e.open.Load() == 0 })
-	r := d.call(newDue("ns", "job", e.URL), nil, time.Now())
+	r := callOf(d, newDue("ns", "job", e.URL))
 	require.Equal(t, http.StatusNoContent, r.status, r.err)
 	require.Zero(t, d.stats.resent.Load(), "no stale connection was taken")
 }
@@ -221,7 +221,7 @@ func TestCutCallIsNotResent(t *testing.T) {
 	e.hold = hold
 	e.mu.Unlock()
 	done := make(chan callResult, 1)
-	go func() { done <- d.call(newDue("ns", "job", e.URL), nil, time.Now()) }()
+	go func() { done <- callOf(d, newDue("ns", "job", e.URL)) }()
 	waitFor(t, 10*time.Second, "the call at the endpoint", func() bool { return e.inside.Load() == 1 })
 
 	d.client.cutAll()
@@ -256,4 +256,9 @@ func TestCallTimeoutIsTheJobs(t *testing.T) {
 		}
 		require.Equal(t, tc.want, d.timeoutOf(cb), "job timeout %s", tc.job)
 	}
+}
+
+// callOf makes due's call as process does, with no namespace config.
+func callOf(d *Dispatcher, due *chimev1.Due) callResult {
+	return d.call(due, nil, d.urls.parse(due.GetCallback().GetUrl()), time.Now())
 }

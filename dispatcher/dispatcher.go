@@ -222,7 +222,10 @@ func (d *Dispatcher) process(owned context.Context, due *chimev1.Due, em emissio
 		return d.publish(ctx, d.held(due, v))
 	}
 	ln := d.lanes.get(due, ns)
-	adm, kind, ok := d.lanes.acquire(owned, ln, d.urls.parse(due.GetCallback().GetUrl()).gate, time.Now().Add(d.cfg.AdmissionWait))
+	// Parsed once (remembered, callurl.go): admission needs its host's
+	// gate, the call the rest.
+	u := d.urls.parse(due.GetCallback().GetUrl())
+	adm, kind, ok := d.lanes.acquire(owned, ln, u.gate, time.Now().Add(d.cfg.AdmissionWait))
 	if !ok {
 		if owned.Err() != nil {
 			return false
@@ -251,7 +254,7 @@ func (d *Dispatcher) process(owned context.Context, due *chimev1.Due, em emissio
 		return d.publish(ctx, d.held(due, v))
 	}
 	d.stats.calls.Add(1)
-	cr := d.call(due, ns, consumed)
+	cr := d.call(due, ns, u, consumed)
 	adm.release()
 	if ctx.Err() != nil {
 		d.gate.giveBack(due, v)
