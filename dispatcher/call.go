@@ -261,9 +261,12 @@ func (d *Dispatcher) call(due *chimev1.Due, ns *chimev1.NamespaceConfig, u callU
 	h.Set(HeaderIdempotencyKey, due.GetIdempotencyKey())
 	h.Set(HeaderJobID, due.GetJobId())
 	h.Set(HeaderNamespace, due.GetNamespace())
-	h.Set(HeaderAttempt, strconv.FormatUint(uint64(max(due.GetAttempt(), 1)), 10))
-	h.Set(HeaderScheduledAt, due.GetScheduledAt().AsTime().UTC().Format(time.RFC3339Nano))
-	h.Set(HeaderDeadline, r.started.Add(timeout).UTC().Format(time.RFC3339Nano))
+	// Formatted into one buffer on the stack: SetBytesV copies, and two
+	// timestamps formatted to strings were two allocations per call.
+	var buf [2 * len(time.RFC3339Nano)]byte
+	h.SetBytesV(HeaderAttempt, strconv.AppendUint(buf[:0], uint64(max(due.GetAttempt(), 1)), 10))
+	h.SetBytesV(HeaderScheduledAt, due.GetScheduledAt().AsTime().UTC().AppendFormat(buf[:0], time.RFC3339Nano))
+	h.SetBytesV(HeaderDeadline, r.started.Add(timeout).UTC().AppendFormat(buf[:0], time.RFC3339Nano))
 	if sg != nil {
 		for k, v := range sg.headers(due.GetIdempotencyKey(), r.started, body) {
 			h.Set(k, v)

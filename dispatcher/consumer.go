@@ -103,7 +103,7 @@ func (d *Dispatcher) Start(ctx context.Context) error { return d.Go(ctx, d.run) 
 
 func (d *Dispatcher) run(ctx context.Context, ready func()) error {
 	c := &consumer{d: d, topic: d.cfg.Topics.Due(), parts: map[int32]*partState{}, skips: map[int32]map[int64]bool{},
-		workers: newWorkers(workerIdle)}
+		workers: newWorkers(workerIdle, workerMaxIdle)}
 	defer c.workers.close()
 	c.cond = sync.NewCond(&c.mu)
 	defer d.closeProducers()
@@ -279,8 +279,10 @@ func (c *consumer) startDue(due *chimev1.Due, ps *partState, consumed time.Time,
 	c.handlers.Add(1)
 	run := func() {
 		c.workers.spawn(func() {
-			defer c.handlers.Done()
-			done(c.d.handle(ps.owned, due, consumed))
+			c.d.handle(ps.owned, due, consumed, func(ok bool) {
+				defer c.handlers.Done()
+				done(ok)
+			})
 		})
 	}
 	// The scheduler emits a due up to its FireLead before its time; the

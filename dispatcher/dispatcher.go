@@ -173,53 +173,67 @@ type result struct {
 }
 
 // handle takes one due event from decoding to its results acknowledged by
-// Kafka. It returns false when the results may not be in Kafka: the offset
-// must then not be committed. owned ends when the due's partition is
-// revoked: a due still waiting for admission is then abandoned to the new
-// owner rather than called twice.
-func (d *Dispatcher) handle(owned context.Context, due *chimev1.Due, consumed time.Time) bool {
+// Kafka, then calls then once: with false when the results may not be in
+// Kafka (the offset must then not be committed). owned ends when the due's
+// partition is revoked: a due still waiting for admission is then
+// abandoned to the new owner rather than called twice.
+//
+// handle returns once the call is made and its results handed to the
+// producer, before Kafka acknowledged them: the goroutine is free for the
+// next due while the answers linger for their batch (answers.go), and then
+// runs on the producer's callback.
+func (d *Dispatcher) handle(owned context.Context, due *chimev1.Due, consumed time.Time, then func(ok bool)) {
 	key := emissionOf(due)
 	for {
 		f, mine, seen := d.dedup.begin(key)
 		if seen {
 			d.stats.duplicates.Add(1)
-			return true
+			then(true)
+			return
 		}
 		if mine {
-			ok := d.process(owned, due, key, consumed)
-			d.dedup.finish(key, f, ok)
-			return ok
+			d.process(owned, due, key, consumed, func(ok bool) {
+				d.dedup.finish(key, f, ok)
+				then(ok)
+			})
+			return
 		}
 		select {
 		case <-f.done:
 			if f.ok {
 				d.stats.duplicates.Add(1)
-				return true
+				then(true)
+				return
 			}
 		case <-owned.Done():
-			return false
+			then(false)
+			return
 		}
 	}
 }
 
-// process decides, calls and publishes. The call and the publishing run
-// on callCtx: once started they finish even if the partition moves, so
-// their results are not lost (the new owner may repeat the call; the
-// Idempotency-Key says so).
-func (d *Dispatcher) process(owned context.Context, due *chimev1.Due, em emission, consumed time.Time) bool {
+// process decides, calls and publishes, and calls then once with whether
+// the results are in Kafka. The call and the publishing run on callCtx:
+// once started they finish even if the partition moves, so their results
+// are not lost (the new owner may repeat the call; the Idempotency-Key
+// says so).
+func (d *Dispatcher) process(owned context.Context, due *chimev1.Due, em emission, consumed time.Time, then func(ok bool)) {
 	if d.recalls.recalled(em) {
 		d.stats.dropped.Add(1)
-		return true
+		then(true)
+		return
 	}
 	ctx := d.callCtx
 	name := due.GetNamespace()
 	ns := d.cfg.Namespaces.Namespace(name)
 	if res, expired := d.expired(due, ns); expired {
-		return d.publish(ctx, res)
+		d.publish(ctx, res, then)
+		return
 	}
 	// An open breaker defers at once, without queueing in the lane.
 	if v := d.gate.peek(due, d.cfg.Now()); !v.allow {
-		return d.publish(ctx, d.held(due, v))
+		d.publish(ctx, d.held(due, v), then)
+		return
 	}
 	ln := d.lanes.get(due, ns)
 	// Parsed once (remembered, callurl.go): admission needs its host's
@@ -228,43 +242,53 @@ func (d *Dispatcher) process(owned context.Context, due *chimev1.Due, em emissio
 	adm, kind, ok := d.lanes.acquire(owned, ln, u.gate, time.Now().Add(d.cfg.AdmissionWait))
 	if !ok {
 		if owned.Err() != nil {
-			return false
+			then(false)
+			return
 		}
-		return d.publish(ctx, d.deferred(due, kind))
+		d.publish(ctx, d.deferred(due, kind), then)
+		return
 	}
 	if owned.Err() != nil {
 		adm.release()
-		return false
+		then(false)
+		return
 	}
 	if res, expired := d.expired(due, ns); expired {
 		adm.release()
-		return d.publish(ctx, res)
+		d.publish(ctx, res, then)
+		return
 	}
 	if d.recalls.recalled(em) {
 		// Recalled while it waited for admission.
 		adm.release()
 		d.stats.dropped.Add(1)
-		return true
+		then(true)
+		return
 	}
 	// Asked again right before the call: the state may have changed while
 	// the due waited for admission, and only this answer takes a probe.
 	v := d.gate.take(due, d.cfg.Now())
 	if !v.allow {
 		adm.release()
-		return d.publish(ctx, d.held(due, v))
+		d.publish(ctx, d.held(due, v), then)
+		return
 	}
 	d.stats.calls.Add(1)
 	cr := d.call(due, ns, u, consumed)
 	adm.release()
 	if ctx.Err() != nil {
 		d.gate.giveBack(due, v)
-		return false // shutdown cut the call short: the next owner makes it
+		then(false) // shutdown cut the call short: the next owner makes it
+		return
 	}
 	res := d.decide(due, ns, cr)
 	res.outcome.Probe = v.probe
-	ok = d.publish(ctx, res)
-	if v.probe {
-		d.stats.probes.Add(1)
+	if !v.probe {
+		d.publish(ctx, res, then)
+		return
+	}
+	d.stats.probes.Add(1)
+	d.publish(ctx, res, func(ok bool) {
 		// A probe whose outcome the breaker never sees (not published) or
 		// does not count (a refused URL says nothing about the client) is
 		// given back: another due becomes the probe, or the half-open
@@ -272,8 +296,8 @@ func (d *Dispatcher) process(owned context.Context, due *chimev1.Due, em emissio
 		if counted, _ := circuit.Classify(res.outcome); !ok || !counted {
 			d.gate.giveBack(due, v)
 		}
-	}
-	return ok
+		then(ok)
+	})
 }
 
 // expired answers a due whose relevancy deadline has passed. The deadline
@@ -455,42 +479,22 @@ func (d *Dispatcher) outcome(due *chimev1.Due, class chimev1.OutcomeClass) *chim
 	}
 }
 
-// publish writes the outcome, dead letter and commands, and waits for
-// Kafka to acknowledge all of them.
-func (d *Dispatcher) publish(ctx context.Context, res result) bool {
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-	)
-	fail := func(err error) {
-		mu.Lock()
-		if firstErr == nil {
-			firstErr = err
-		}
-		mu.Unlock()
-	}
-	produce := func(topic, key string, m proto.Message) {
-		v, err := schema.Marshal(m)
-		if err != nil {
-			fail(err)
-			return
-		}
-		wg.Add(1)
-		d.out.Produce(ctx, &kgo.Record{Topic: topic, Key: []byte(key), Value: v}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				fail(fmt.Errorf("produce to %s: %w", topic, err))
-			}
-			wg.Done()
-		})
-	}
+// publish writes the outcome, dead letter and commands, and calls then
+// once Kafka acknowledged all of them (ok), or one failed. It does not
+// wait: then runs on the producer's callback (or at once, when nothing
+// could be produced), so it must not block.
+func (d *Dispatcher) publish(ctx context.Context, res result, then func(ok bool)) {
+	p := &publishing{d: d, res: res, then: then}
+	// One share for publish itself, given up at its end: then cannot run
+	// before every record is handed to the producer.
+	p.left.Store(1)
 	ns := res.outcome.GetNamespace()
 	if res.outcome.GetMethod() == "" {
 		res.outcome.Method = http.MethodPost
 	}
-	produce(d.cfg.Topics.Outcomes(), ns, res.outcome)
+	p.produce(ctx, d.cfg.Topics.Outcomes(), ns, res.outcome)
 	if res.dead != nil {
-		produce(d.cfg.Topics.DeadLetters(), ns, res.dead)
+		p.produce(ctx, d.cfg.Topics.DeadLetters(), ns, res.dead)
 	}
 	for _, c := range res.cmds {
 		// The due carried something the scheduler would reject (fire_seq
@@ -501,22 +505,68 @@ func (d *Dispatcher) publish(ctx context.Context, res result) bool {
 			d.log.Error("command for due is invalid; not sent", "namespace", c.GetNamespace(), "job", c.GetJobId(), "err", err)
 			continue
 		}
-		wg.Add(1)
-		d.answers.publish(ctx, c, func(err error) {
-			if err != nil {
-				fail(err)
-			}
-			wg.Done()
-		})
+		p.left.Add(1)
+		d.answers.publish(ctx, c, p.acked)
 	}
-	wg.Wait()
-	if firstErr != nil {
-		if ctx.Err() == nil {
-			d.log.Error("publishing results failed; the due stays uncommitted and is redelivered after a restart or rebalance",
-				"namespace", ns, "job", res.outcome.GetJobId(), "fire_seq", res.outcome.GetFireSeq(), "err", firstErr)
+	p.acked(nil)
+}
+
+// publishing is one result on its way to Kafka: it counts the records not
+// yet acknowledged and keeps the first failure.
+type publishing struct {
+	d    *Dispatcher
+	res  result
+	then func(ok bool)
+	left atomic.Int32
+
+	mu       sync.Mutex
+	firstErr error
+}
+
+func (p *publishing) produce(ctx context.Context, topic, key string, m proto.Message) {
+	v, err := schema.Marshal(m)
+	if err != nil {
+		p.fail(err)
+		return
+	}
+	p.left.Add(1)
+	p.d.out.Produce(ctx, &kgo.Record{Topic: topic, Key: []byte(key), Value: v}, func(_ *kgo.Record, err error) {
+		if err != nil {
+			err = fmt.Errorf("produce to %s: %w", topic, err)
 		}
-		return false
+		p.acked(err)
+	})
+}
+
+func (p *publishing) fail(err error) {
+	p.mu.Lock()
+	if p.firstErr == nil {
+		p.firstErr = err
 	}
-	d.stats.byClass[res.outcome.GetClass()].Add(1)
-	return true
+	p.mu.Unlock()
+}
+
+// acked records one acknowledgement (err nil) or failure; the last one
+// ends the publishing.
+func (p *publishing) acked(err error) {
+	if err != nil {
+		p.fail(err)
+	}
+	if p.left.Add(-1) != 0 {
+		return
+	}
+	p.mu.Lock()
+	err = p.firstErr
+	p.mu.Unlock()
+	if err != nil {
+		if p.d.callCtx.Err() == nil {
+			o := p.res.outcome
+			p.d.log.Error("publishing results failed; the due stays uncommitted and is redelivered after a restart or rebalance",
+				"namespace", o.GetNamespace(), "job", o.GetJobId(), "fire_seq", o.GetFireSeq(), "err", err)
+		}
+		p.then(false)
+		return
+	}
+	p.d.stats.byClass[p.res.outcome.GetClass()].Add(1)
+	p.then(true)
 }

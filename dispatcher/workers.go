@@ -10,6 +10,14 @@ import (
 // growing its stack through the HTTP client on every call.
 const workerIdle = 5 * time.Second
 
+// workerMaxIdle bounds the idle workers: one beyond it exits when its call
+// ends. The dues buffered before a burst's instant (MaxBuffered) all start
+// at once, and most then wait for their host's gate; without the bound
+// the pool kept ~2,800 idle workers through the 100k burst, 45 MB of
+// stacks the collector counts against the memory limit (make bench).
+// 256 is as many calls as one host takes at a time (maxConnsPerHost).
+const workerMaxIdle = 256
+
 // workers runs calls on reused goroutines. Idle workers wait in a stack
 // and the most recently idle one is handed the next call (as fasthttp's
 // worker pool does): under a steady load only as many workers as it keeps
@@ -19,7 +27,8 @@ const workerIdle = 5 * time.Second
 // the pool kept the size of its largest burst for good (the soak showed
 // +500 goroutines after the machine was briefly loaded).
 type workers struct {
-	idle time.Duration
+	idle    time.Duration
+	maxIdle int
 
 	mu    sync.Mutex
 	ready []*worker // idle, most recently idle last
@@ -33,8 +42,8 @@ type worker struct {
 	idleSince time.Time
 }
 
-func newWorkers(idle time.Duration) *workers {
-	w := &workers{idle: idle, stop: make(chan struct{}), done: make(chan struct{})}
+func newWorkers(idle time.Duration, maxIdle int) *workers {
+	w := &workers{idle: idle, maxIdle: maxIdle, stop: make(chan struct{}), done: make(chan struct{})}
 	go w.janitor()
 	return w
 }
@@ -70,6 +79,10 @@ func (p *workers) run(w *worker, f func()) {
 			p.mu.Unlock()
 			return
 		default:
+		}
+		if len(p.ready) >= p.maxIdle {
+			p.mu.Unlock()
+			return
 		}
 		w.idleSince = time.Now()
 		p.ready = append(p.ready, w)

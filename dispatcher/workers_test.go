@@ -14,7 +14,7 @@ import (
 // then.
 func TestWorkersShrinkAfterABurst(t *testing.T) {
 	t.Parallel()
-	p := newWorkers(100 * time.Millisecond)
+	p := newWorkers(100*time.Millisecond, 100)
 	release := make(chan struct{})
 	var started sync.WaitGroup
 	started.Add(50)
@@ -37,4 +37,35 @@ func TestWorkersShrinkAfterABurst(t *testing.T) {
 
 	p.close()
 	require.Eventually(t, func() bool { return p.live() == 0 }, 5*time.Second, 10*time.Millisecond)
+}
+
+// TestWorkersBeyondMaxIdleEnd: the workers a burst needed beyond maxIdle
+// end as their calls end, without waiting for the janitor; those kept
+// take the next calls.
+func TestWorkersBeyondMaxIdleEnd(t *testing.T) {
+	t.Parallel()
+	p := newWorkers(time.Hour, 10)
+	defer p.close()
+	release := make(chan struct{})
+	var started, finished sync.WaitGroup
+	started.Add(50)
+	finished.Add(50)
+	for range 50 {
+		p.spawn(func() { defer finished.Done(); started.Done(); <-release })
+	}
+	started.Wait()
+	require.Equal(t, 50, p.live())
+	close(release)
+	finished.Wait()
+	require.Eventually(t, func() bool { return p.live() == 10 }, 5*time.Second, time.Millisecond, "40 workers ended, 10 idle")
+
+	// The idle ones are reused: ten calls at once start no new worker.
+	block := make(chan struct{})
+	started.Add(10)
+	for range 10 {
+		p.spawn(func() { started.Done(); <-block })
+	}
+	started.Wait()
+	require.Equal(t, 10, p.live())
+	close(block)
 }

@@ -188,7 +188,12 @@ func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, p burstPlan)
 		path := base + ".pprof"
 		c.snapshot("allocs", base+".allocs-before.pprof")
 		profiled = c.profile(path, o.profileFor)
-		time.AfterFunc(time.Until(t0.Add(3*time.Second)), func() { c.snapshot("heap", base+".heap-during.pprof") })
+		time.AfterFunc(time.Until(t0.Add(3*time.Second)), func() {
+			c.snapshot("heap", base+".heap-during.pprof")
+			// What the goroutines wait on mid-burst, and how many there are:
+			// their stacks are memory the collector scans.
+			c.snapshot("goroutine", base+".goroutine-during.pprof")
+		})
 		// An execution trace of two seconds of firing: it shows what the
 		// goroutines wait on while the machine is not fully busy.
 		time.AfterFunc(time.Until(t0.Add(time.Second)), func() { c.snapshot("trace?seconds=2", base+".trace") })

@@ -75,3 +75,13 @@ func timestampOrNil(t time.Time) *timestamppb.Timestamp {
 	}
 	return timestamppb.New(t)
 }
+
+// sameInstant is ts when it stands for t, else a new timestamp of t: a
+// due shares its emission's timestamps (nothing changes one in place, see
+// copyRow) instead of allocating equal ones on every fire.
+func sameInstant(ts *timestamppb.Timestamp, t time.Time) *timestamppb.Timestamp {
+	if ts != nil && ts.GetSeconds() == t.Unix() && ts.GetNanos() == int32(t.Nanosecond()) {
+		return ts
+	}
+	return timestamppb.New(t)
+}
