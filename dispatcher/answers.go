@@ -29,6 +29,10 @@ type answers struct {
 	mu     sync.Mutex
 	byPart map[int32]*answerBatch
 	kick   chan struct{}
+	// draining: the dispatcher is stopping and waits for its calls, whose
+	// dues complete only once their answers are stored; they go out at
+	// once rather than after AnswerLinger.
+	draining bool
 }
 
 type answerBatch struct {
@@ -54,6 +58,11 @@ func (a *answers) publish(ctx context.Context, cmd *chimev1.JobCommand, done fun
 	}
 	p := schema.PartitionOf(schema.JobKey(cmd.GetNamespace(), cmd.GetJobId()), n)
 	a.mu.Lock()
+	if a.draining {
+		a.mu.Unlock()
+		a.send(&answerBatch{cmds: []*chimev1.JobCommand{cmd}, dones: []func(error){done}})
+		return
+	}
 	b := a.byPart[p]
 	if b == nil {
 		b = &answerBatch{}
@@ -87,6 +96,14 @@ func (a *answers) run(ctx context.Context) {
 			a.flush()
 		}
 	}
+}
+
+// drain sends every batch, and each later answer at once.
+func (a *answers) drain() {
+	a.mu.Lock()
+	a.draining = true
+	a.mu.Unlock()
+	a.flush()
 }
 
 // flush sends every batch.

@@ -172,7 +172,9 @@ func (d *Dispatcher) run(ctx context.Context, ready func()) error {
 	}
 
 	// Shutdown: stop taking work, let calls finish (their answers go out
-	// in the batches meanwhile), commit, leave.
+	// at once: their dues complete only when the answers are stored),
+	// commit, leave.
+	d.answers.drain()
 	c.waitHandlers(d.cfg.RevokeWait)
 	stopAnswers()
 	<-answersDone

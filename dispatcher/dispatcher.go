@@ -170,6 +170,9 @@ type result struct {
 	outcome *chimev1.CallbackOutcome
 	dead    *chimev1.DeadLetter
 	cmds    []*chimev1.JobCommand
+	// published, if set, learns whether the result is in Kafka before the
+	// due completes.
+	published func(ok bool)
 }
 
 // handle takes one due event from decoding to its results acknowledged by
@@ -192,10 +195,15 @@ func (d *Dispatcher) handle(owned context.Context, due *chimev1.Due, consumed ti
 			return
 		}
 		if mine {
-			d.process(owned, due, key, consumed, func(ok bool) {
+			finish := func(ok bool) {
 				d.dedup.finish(key, f, ok)
 				then(ok)
-			})
+			}
+			if res, ok := d.process(owned, due, key, consumed); res != nil {
+				d.publish(d.callCtx, *res, finish)
+			} else {
+				finish(ok)
+			}
 			return
 		}
 		select {
@@ -212,28 +220,25 @@ func (d *Dispatcher) handle(owned context.Context, due *chimev1.Due, consumed ti
 	}
 }
 
-// process decides, calls and publishes, and calls then once with whether
-// the results are in Kafka. The call and the publishing run on callCtx:
-// once started they finish even if the partition moves, so their results
-// are not lost (the new owner may repeat the call; the Idempotency-Key
-// says so).
-func (d *Dispatcher) process(owned context.Context, due *chimev1.Due, em emission, consumed time.Time, then func(ok bool)) {
+// process decides and calls, and returns the result to publish, or nil
+// and whether the due is done without one. The call and the publishing
+// run on callCtx: once started they finish even if the partition moves,
+// so their results are not lost (the new owner may repeat the call; the
+// Idempotency-Key says so).
+func (d *Dispatcher) process(owned context.Context, due *chimev1.Due, em emission, consumed time.Time) (*result, bool) {
 	if d.recalls.recalled(em) {
 		d.stats.dropped.Add(1)
-		then(true)
-		return
+		return nil, true
 	}
-	ctx := d.callCtx
 	name := due.GetNamespace()
 	ns := d.cfg.Namespaces.Namespace(name)
 	if res, expired := d.expired(due, ns); expired {
-		d.publish(ctx, res, then)
-		return
+		return &res, true
 	}
 	// An open breaker defers at once, without queueing in the lane.
 	if v := d.gate.peek(due, d.cfg.Now()); !v.allow {
-		d.publish(ctx, d.held(due, v), then)
-		return
+		res := d.held(due, v)
+		return &res, true
 	}
 	ln := d.lanes.get(due, ns)
 	// Parsed once (remembered, callurl.go): admission needs its host's
@@ -242,62 +247,55 @@ func (d *Dispatcher) process(owned context.Context, due *chimev1.Due, em emissio
 	adm, kind, ok := d.lanes.acquire(owned, ln, u.gate, time.Now().Add(d.cfg.AdmissionWait))
 	if !ok {
 		if owned.Err() != nil {
-			then(false)
-			return
+			return nil, false
 		}
-		d.publish(ctx, d.deferred(due, kind), then)
-		return
+		res := d.deferred(due, kind)
+		return &res, true
 	}
 	if owned.Err() != nil {
 		adm.release()
-		then(false)
-		return
+		return nil, false
 	}
 	if res, expired := d.expired(due, ns); expired {
 		adm.release()
-		d.publish(ctx, res, then)
-		return
+		return &res, true
 	}
 	if d.recalls.recalled(em) {
 		// Recalled while it waited for admission.
 		adm.release()
 		d.stats.dropped.Add(1)
-		then(true)
-		return
+		return nil, true
 	}
 	// Asked again right before the call: the state may have changed while
 	// the due waited for admission, and only this answer takes a probe.
 	v := d.gate.take(due, d.cfg.Now())
 	if !v.allow {
 		adm.release()
-		d.publish(ctx, d.held(due, v), then)
-		return
+		res := d.held(due, v)
+		return &res, true
 	}
 	d.stats.calls.Add(1)
 	cr := d.call(due, ns, u, consumed)
 	adm.release()
-	if ctx.Err() != nil {
+	if d.callCtx.Err() != nil {
 		d.gate.giveBack(due, v)
-		then(false) // shutdown cut the call short: the next owner makes it
-		return
+		return nil, false // shutdown cut the call short: the next owner makes it
 	}
 	res := d.decide(due, ns, cr)
 	res.outcome.Probe = v.probe
-	if !v.probe {
-		d.publish(ctx, res, then)
-		return
-	}
-	d.stats.probes.Add(1)
-	d.publish(ctx, res, func(ok bool) {
-		// A probe whose outcome the breaker never sees (not published) or
-		// does not count (a refused URL says nothing about the client) is
-		// given back: another due becomes the probe, or the half-open
-		// breaker would wait for it forever.
-		if counted, _ := circuit.Classify(res.outcome); !ok || !counted {
-			d.gate.giveBack(due, v)
+	if v.probe {
+		d.stats.probes.Add(1)
+		res.published = func(ok bool) {
+			// A probe whose outcome the breaker never sees (not published)
+			// or does not count (a refused URL says nothing about the
+			// client) is given back: another due becomes the probe, or the
+			// half-open breaker would wait for it forever.
+			if counted, _ := circuit.Classify(res.outcome); !ok || !counted {
+				d.gate.giveBack(due, v)
+			}
 		}
-		then(ok)
-	})
+	}
+	return &res, true
 }
 
 // expired answers a due whose relevancy deadline has passed. The deadline
@@ -558,15 +556,16 @@ func (p *publishing) acked(err error) {
 	p.mu.Lock()
 	err = p.firstErr
 	p.mu.Unlock()
-	if err != nil {
-		if p.d.callCtx.Err() == nil {
-			o := p.res.outcome
-			p.d.log.Error("publishing results failed; the due stays uncommitted and is redelivered after a restart or rebalance",
-				"namespace", o.GetNamespace(), "job", o.GetJobId(), "fire_seq", o.GetFireSeq(), "err", err)
-		}
-		p.then(false)
-		return
+	if err != nil && p.d.callCtx.Err() == nil {
+		o := p.res.outcome
+		p.d.log.Error("publishing results failed; the due stays uncommitted and is redelivered after a restart or rebalance",
+			"namespace", o.GetNamespace(), "job", o.GetJobId(), "fire_seq", o.GetFireSeq(), "err", err)
 	}
-	p.d.stats.byClass[p.res.outcome.GetClass()].Add(1)
-	p.then(true)
+	if err == nil {
+		p.d.stats.byClass[p.res.outcome.GetClass()].Add(1)
+	}
+	if p.res.published != nil {
+		p.res.published(err == nil)
+	}
+	p.then(err == nil)
 }

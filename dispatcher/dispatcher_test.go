@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -289,6 +290,43 @@ func TestDuplicateDueIsNotCalledAgain(t *testing.T) {
 	waitFor(t, 30*time.Second, "replay recognised", func() bool { return d.Stats().Duplicates == 1 })
 	require.Len(t, r.calls(), 1)
 	require.Len(t, b.outcomes.get("ns/dup"), 1)
+}
+
+// TestOffsetWaitsForItsAnswers: a due's offset is committed only once its
+// answer to the scheduler is in Kafka, though the goroutine that made the
+// call moved on when it handed the answer to the producer. The answers
+// linger for an hour here, so only a full batch of them is sent: every
+// committed offset is checked against the answers on the commands topic,
+// and the dues whose answers still linger keep the offset back.
+func TestOffsetWaitsForItsAnswers(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1)
+	r := newReceiver(t, status(200))
+	b.start(func(c *Config) { c.AnswerLinger = time.Hour })
+	const n = answerBatchMax + 20
+	dues := make([]*chimev1.Due, n)
+	for i := range dues {
+		dues[i] = newDue("ns", fmt.Sprintf("j%04d", i), r.URL)
+	}
+	b.produce(dues...) // one partition: due i is at offset i
+
+	waitFor(t, 60*time.Second, "every outcome", func() bool { return b.outcomes.count(nil) == n })
+	waitFor(t, 30*time.Second, "the full batch of answers", func() bool { return b.commands.count(nil) >= answerBatchMax })
+	answered := func(upTo int64) bool {
+		for i := range upTo {
+			if len(b.commands.get(fmt.Sprintf("ns/j%04d", i))) == 0 {
+				return false
+			}
+		}
+		return true
+	}
+	// Commits run every 100 ms; watch a dozen of them.
+	for deadline := time.Now().Add(1200 * time.Millisecond); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		at := b.committed(0)
+		require.True(t, answered(at), "offset %d is committed before the answers of every due below it are in Kafka", at)
+	}
+	require.Less(t, b.committed(0), int64(n), "20 answers linger: their dues stay uncommitted")
+	require.Equal(t, answerBatchMax, b.commands.count(nil), "only the full batch was sent")
 }
 
 // TestRateLimitDefers: beyond its token bucket and the admission wait, a

@@ -134,6 +134,21 @@ func (b *bundle) produce(dues ...*chimev1.Due) {
 	require.NoError(b.t, b.in.ProduceSync(ctx, recs...).FirstErr())
 }
 
+// committed is the group's committed offset of due partition p (0 if
+// none).
+func (b *bundle) committed(p int32) int64 {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	offsets, err := kadm.NewClient(b.in).FetchOffsets(ctx, b.topics.DispatcherGroup())
+	require.NoError(b.t, err)
+	c, ok := offsets.Lookup(b.topics.Due(), p)
+	if !ok || c.At < 0 {
+		return 0
+	}
+	return c.At
+}
+
 // committedAll reports whether the group committed up to the end of every
 // due partition.
 func (b *bundle) committedAll() bool {
