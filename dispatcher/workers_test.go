@@ -15,15 +15,9 @@ import (
 func TestWorkersShrinkAfterABurst(t *testing.T) {
 	t.Parallel()
 	p := newWorkers(100*time.Millisecond, 100)
-	release := make(chan struct{})
-	var started sync.WaitGroup
-	started.Add(50)
-	for range 50 {
-		p.spawn(func() { started.Done(); <-release })
-	}
-	started.Wait()
+	release := occupy(p, 50)
 	require.Equal(t, 50, p.live())
-	close(release)
+	release()
 
 	// A trickle, one call at a time, for ten idle periods.
 	deadline := time.Now().Add(time.Second)
@@ -46,26 +40,27 @@ func TestWorkersBeyondMaxIdleEnd(t *testing.T) {
 	t.Parallel()
 	p := newWorkers(time.Hour, 10)
 	defer p.close()
-	release := make(chan struct{})
-	var started, finished sync.WaitGroup
-	started.Add(50)
-	finished.Add(50)
-	for range 50 {
-		p.spawn(func() { defer finished.Done(); started.Done(); <-release })
-	}
-	started.Wait()
+	release := occupy(p, 50)
 	require.Equal(t, 50, p.live())
-	close(release)
-	finished.Wait()
+	release()
 	require.Eventually(t, func() bool { return p.live() == 10 }, 5*time.Second, time.Millisecond, "40 workers ended, 10 idle")
 
 	// The idle ones are reused: ten calls at once start no new worker.
+	release = occupy(p, 10)
+	require.Equal(t, 10, p.live())
+	release()
+}
+
+// occupy starts n calls that block, waits until each runs, and returns
+// what releases them and waits until they returned.
+func occupy(p *workers, n int) (release func()) {
 	block := make(chan struct{})
-	started.Add(10)
-	for range 10 {
-		p.spawn(func() { started.Done(); <-block })
+	var started, finished sync.WaitGroup
+	started.Add(n)
+	finished.Add(n)
+	for range n {
+		p.spawn(func() { defer finished.Done(); started.Done(); <-block })
 	}
 	started.Wait()
-	require.Equal(t, 10, p.live())
-	close(block)
+	return func() { close(block); finished.Wait() }
 }
