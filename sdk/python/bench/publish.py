@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from conftest import ChimeDev, free_port, wait_for  # noqa: E402
 
 import secrets  # noqa: E402
+import shutil  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 
@@ -65,6 +66,7 @@ def main() -> None:
     finally:
         dev.proc.terminate()
         dev.proc.wait(30)
+        shutil.rmtree(dev.state_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

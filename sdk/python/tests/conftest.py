@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -70,6 +71,9 @@ def chime_dev():
     except subprocess.TimeoutExpired:
         proc.kill()
     log.close()
+    # The state dir holds a broker's and ClickHouse's data (tens of MB): a
+    # test run must not leave it behind on a shared disk.
+    shutil.rmtree(state, ignore_errors=True)
 
 
 class Received:

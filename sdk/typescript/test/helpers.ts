@@ -2,7 +2,7 @@
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { createHmac, randomBytes } from "node:crypto";
-import { createWriteStream, existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { type AddressInfo, createServer as netServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -75,6 +75,9 @@ export async function startChimeDev(): Promise<ChimeDev> {
         const t = setTimeout(() => proc.kill("SIGKILL"), 30_000);
         proc.once("exit", () => {
           clearTimeout(t);
+          // The state dir holds a broker's and ClickHouse's data (tens of MB):
+          // a test run must not leave it behind on a shared disk.
+          rmSync(stateDir, { recursive: true, force: true });
           ok();
         });
         proc.kill("SIGTERM");
