@@ -29,6 +29,7 @@ func TestConfigValidate(t *testing.T) {
 			require.Equal(t, 1, c.Replication)
 			require.Equal(t, DefaultTimerWindow, c.TimerWindow)
 			require.Equal(t, DefaultFireLead, c.FireLead)
+			require.Equal(t, DefaultLeadRound, c.LeadRound)
 			require.Equal(t, schema.DefaultJobRetention, c.TerminalRetention)
 			require.Equal(t, DefaultTickResend, c.TickResend)
 			require.Equal(t, DefaultTickBatch, c.TickBatch)
@@ -50,14 +51,20 @@ func TestConfigValidate(t *testing.T) {
 			require.Equal(t, 5*time.Second, c.AckTimeout)
 			require.Equal(t, time.Hour, c.TerminalRetention)
 		}},
-		{Name: "Off and Keep stay", Cfg: Config{FireLead: Off, SweepInterval: Off, AckTimeout: Off, TerminalRetention: Keep}, Check: func(t *testing.T, c Config) {
+		{Name: "Off and Keep stay", Cfg: Config{FireLead: Off, LeadRound: Off, SweepInterval: Off, AckTimeout: Off, TerminalRetention: Keep}, Check: func(t *testing.T, c Config) {
 			require.EqualValues(t, Off, c.FireLead)
+			require.EqualValues(t, Off, c.LeadRound)
 			require.EqualValues(t, Off, c.SweepInterval)
 			require.EqualValues(t, Off, c.AckTimeout)
 			require.EqualValues(t, Keep, c.TerminalRetention)
 		}},
 		{Name: "TickBatch", Cfg: Config{TickBatch: -1}, Err: "scheduler: TickBatch is -1: must be positive, or 0 for the default 4096"},
-		{Name: "AckTimeout within FireLead", Cfg: Config{AckTimeout: time.Second}, Err: "scheduler: AckTimeout is 1s: must be longer than FireLead (2s), or scheduler.Off"},
+		{Name: "AckTimeout within FireLead", Cfg: Config{AckTimeout: time.Second}, Err: "scheduler: AckTimeout is 1s: must be longer than FireLead and LeadRound together (2.1s), or scheduler.Off"},
+		{Name: "AckTimeout within FireLead and LeadRound", Cfg: Config{AckTimeout: 2 * time.Second, LeadRound: time.Second}, Err: "scheduler: AckTimeout is 2s: must be longer than FireLead and LeadRound together (3s), or scheduler.Off"},
+		{Name: "AckTimeout beyond FireLead, LeadRound Off", Cfg: Config{AckTimeout: 2*time.Second + time.Millisecond, LeadRound: Off}, Check: func(t *testing.T, c Config) {
+			require.Equal(t, DefaultFireLead, c.maxLead())
+		}},
+		{Name: "LeadRound", Cfg: Config{LeadRound: -time.Second}, Err: "scheduler: LeadRound is -1s: must be positive, 0 for the default 100ms, or scheduler.Off to tick each fire exactly FireLead early"},
 		{Name: "Replication", Cfg: Config{Config: processors.Config{Client: processors.Client{Replication: -3}}}, Err: "scheduler: Replication is -3: must be positive, or 0 for the default 1"},
 		{Name: "TimerWindow", Cfg: Config{TimerWindow: -time.Second}, Err: "scheduler: TimerWindow is -1s: must be positive, or 0 for the default 1m0s"},
 		{Name: "TickResend", Cfg: Config{TickResend: -time.Second}, Err: "scheduler: TickResend is -1s: must be positive, or 0 for the default 10s"},
@@ -129,6 +136,7 @@ func TestGuaranteesListDefaults(t *testing.T) {
 		"TickResend":        human(DefaultTickResend),
 		"TerminalRetention": human(schema.DefaultJobRetention) + " (`CHIME_JOB_RETENTION`)",
 		"FireLead":          human(DefaultFireLead),
+		"LeadRound":         human(DefaultLeadRound),
 		"RecallMargin":      human(DefaultRecallMargin),
 		"PumpIdle":          human(DefaultPumpIdle),
 		"SweepInterval":     human(DefaultSweepInterval),

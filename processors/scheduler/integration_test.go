@@ -153,12 +153,12 @@ func TestSchedulesFireOnTime(t *testing.T) {
 	once := b.dues.Get("ns-a/once")
 	require.Len(t, once, 1)
 	require.Equal(t, start.Add(500*time.Millisecond), once[0].ScheduledAt.AsTime())
-	// A due event may leave up to FireLead early; the call's time, fire_at,
-	// is never before the job's.
+	// A due event may leave up to FireLead and LeadRound early; the call's
+	// time, fire_at, is never before the job's.
 	early := func(d *chimev1.Due) {
 		t.Helper()
 		require.False(t, d.FireAt.AsTime().Before(d.ScheduledAt.AsTime()), "never called early")
-		require.False(t, d.EmittedAt.AsTime().Before(d.ScheduledAt.AsTime().Add(-scheduler.DefaultFireLead)), "emitted at most FireLead early")
+		require.False(t, d.EmittedAt.AsTime().Before(d.ScheduledAt.AsTime().Add(-scheduler.DefaultFireLead-scheduler.DefaultLeadRound)), "emitted at most FireLead and LeadRound early")
 	}
 	early(once[0])
 

@@ -82,3 +82,42 @@ func TestHTTPFiresLeaveAheadOfTime(t *testing.T) {
 	k.tick(t0.Add(time.Minute))
 	require.Len(t, k.deliver, 1)
 }
+
+// TestFiresWithinALeadRoundTickTogether: the fires whose time less
+// FireLead falls in one LeadRound get one tick instant (rounded down), so
+// the pump serves them in one round and their dues leave in one record
+// per due partition; each due carries its exact time and leaves between
+// FireLead and FireLead + LeadRound early. With LeadRound Off each fire is
+// ticked exactly FireLead early.
+func TestFiresWithinALeadRoundTickTogether(t *testing.T) {
+	t.Parallel()
+	base := t0.Add(10 * time.Second) // a multiple of 100 ms
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name    string
+		round   time.Duration
+		fires   []time.Duration // after base
+		tickAts []time.Duration // the rows' tick_at, after base
+	}{
+		{"default round", 0, []time.Duration{0, 10 * ms, 50 * ms, 99 * ms, 100 * ms, 150 * ms}, []time.Duration{-2000 * ms, -2000 * ms, -2000 * ms, -2000 * ms, -1900 * ms, -1900 * ms}},
+		{"a second's round", time.Second, []time.Duration{-1 * ms, 0, 999 * ms}, []time.Duration{-3000 * ms, -2000 * ms, -2000 * ms}},
+		{"off", Off, []time.Duration{10 * ms, 50 * ms}, []time.Duration{-1990 * ms, -1950 * ms}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			for i, off := range tc.fires {
+				r := newRig(t, func(c *Config) { c.LeadRound = tc.round })
+				fire := base.Add(off)
+				r.command(upsert(httpSpec(at(fire)), t0), t0)
+				require.Equal(t, base.Add(tc.tickAts[i]), r.st.GetTickAt().AsTime(), "fire at base%+v", off)
+				r.tickEarly()
+				require.Len(t, r.dues, 1, "the tick at tick_at serves the fire")
+				d := r.dues[0]
+				require.Equal(t, fire, d.FireAt.AsTime(), "called at its exact time")
+				lead := fire.Sub(d.EmittedAt.AsTime())
+				require.GreaterOrEqual(t, lead, DefaultFireLead)
+				require.LessOrEqual(t, lead, r.d.cfg.maxLead())
+			}
+		})
+	}
+}

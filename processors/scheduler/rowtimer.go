@@ -47,11 +47,11 @@ func (d *decider) setTimer(key string, st *chimev1.JobState) {
 	st.TimerAt, st.RecoverAt = timestampOrNil(timer), timestampOrNil(recover)
 	st.TickAt = nil
 	if !timer.IsZero() && d.leads(st) {
-		st.TickAt = timestamppb.New(timer.Add(-d.cfg.FireLead))
+		st.TickAt = timestamppb.New(d.cfg.leadTick(timer))
 	}
 }
 
-// leads says whether the row's timers are served FireLead early: those of
+// leads says whether the row's timers are served early (leadTick): those of
 // a scheduled HTTP job, whose due events the dispatcher holds until their
 // time. A Kafka target is written by the scheduler itself, at its time;
 // retention and confirmation timers are not fires.

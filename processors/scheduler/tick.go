@@ -24,11 +24,11 @@ func (d *decider) tick(in *input, cur *chimev1.JobState, now time.Time) decision
 		return d.onHeld(in, cur, nil, now)
 	}
 	// due is how far the timers this tick serves reach: an HTTP fire is
-	// emitted up to FireLead early (its due carries its time; the
-	// dispatcher calls then).
+	// emitted up to FireLead and LeadRound early (its due carries its
+	// time; the dispatcher calls then).
 	due := now
 	if d.leads(cur) {
-		due = now.Add(d.cfg.FireLead)
+		due = now.Add(d.cfg.maxLead())
 	}
 	if timer := cur.GetTimerAt(); timer == nil || timer.AsTime().After(due) {
 		if !d.leftByAnother(cur) {
