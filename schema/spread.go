@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"cmp"
 	"hash/fnv"
 
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -37,18 +38,30 @@ const MaxSpread = 256
 // at most its spread, and never more than its concurrency limit or rate
 // limit burst, so that every shard's share of them is at least 1 (the API
 // refuses such a config; this guards against one that got in anyway).
+//
+// The scheduler asks for every tick and command of a spread namespace, so
+// the two limits are taken as EffectiveNamespace would make them (a field
+// cfg sets, else the default) without building the whole effective
+// config: its reflection was 6 % of a scheduler's CPU at 2,000 fires a
+// second (capacity phase). A test holds the two to the same answers.
 func Spread(cfg *chimev1.NamespaceConfig) uint32 {
 	n := min(cfg.GetSpread(), MaxSpread)
 	if n <= 1 {
 		return 1
 	}
-	eff := EffectiveNamespace(cfg.GetNamespace(), cfg)
-	n = min(n, eff.GetMaxConcurrency())
-	if eff.GetRateLimit().GetPerSecond() > 0 {
-		n = min(n, Burst(eff.GetRateLimit()))
+	n = min(n, cmp.Or(cfg.GetMaxConcurrency(), spreadDefaults.GetMaxConcurrency()))
+	rl := &chimev1.RateLimit{
+		PerSecond: cmp.Or(cfg.GetRateLimit().GetPerSecond(), spreadDefaults.GetRateLimit().GetPerSecond()),
+		Burst:     cmp.Or(cfg.GetRateLimit().GetBurst(), spreadDefaults.GetRateLimit().GetBurst()),
+	}
+	if rl.GetPerSecond() > 0 {
+		n = min(n, Burst(rl))
 	}
 	return max(n, 1)
 }
+
+// spreadDefaults are the defaults Spread reads; never modified.
+var spreadDefaults = NamespaceDefaults()
 
 // Burst is a rate limit's bucket size: burst if set, else per_second
 // rounded down, at least 1.

@@ -54,12 +54,15 @@ func TestSpreadIsBoundedByLimits(t *testing.T) {
 		{"above the burst", &chimev1.NamespaceConfig{Spread: 8, RateLimit: &chimev1.RateLimit{PerSecond: 100, Burst: 5}}, 5, "burst of 5"},
 		{"burst from per_second", &chimev1.NamespaceConfig{Spread: 8, RateLimit: &chimev1.RateLimit{PerSecond: 3}}, 3, "burst of 3"},
 		{"above MaxSpread", &chimev1.NamespaceConfig{Spread: MaxSpread + 1, MaxConcurrency: 1000}, MaxSpread, "at most 256"},
+		{"an empty rate limit", &chimev1.NamespaceConfig{Spread: 8, RateLimit: &chimev1.RateLimit{}}, 8, ""},
+		{"a burst without a rate", &chimev1.NamespaceConfig{Spread: 8, RateLimit: &chimev1.RateLimit{Burst: 2}}, 8, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			c.cfg.Namespace = "hot"
 			require.Equal(t, c.want, Spread(c.cfg))
+			require.Equal(t, spreadOfEffective(c.cfg), Spread(c.cfg), "as the effective config says")
 			err := ValidateNamespaceConfig(c.cfg)
 			if c.err == "" {
 				require.NoError(t, err)
@@ -71,4 +74,19 @@ func TestSpreadIsBoundedByLimits(t *testing.T) {
 			require.Equal(t, "spread", ve.Field)
 		})
 	}
+}
+
+// spreadOfEffective is Spread computed from the whole effective config,
+// the way Spread's answers are defined.
+func spreadOfEffective(cfg *chimev1.NamespaceConfig) uint32 {
+	n := min(cfg.GetSpread(), MaxSpread)
+	if n <= 1 {
+		return 1
+	}
+	eff := EffectiveNamespace(cfg.GetNamespace(), cfg)
+	n = min(n, eff.GetMaxConcurrency())
+	if eff.GetRateLimit().GetPerSecond() > 0 {
+		n = min(n, Burst(eff.GetRateLimit()))
+	}
+	return max(n, 1)
 }
