@@ -139,12 +139,13 @@ func groupConfig(c Config) *sarama.Config {
 // trickle a fetch per few records made most of such a processor's CPU
 // per record (the breaker: about 40 µs an outcome at 2,000 a second,
 // where draining a backlog costs 3 µs; docs/capacity.md). Given after
-// ProcessorOptions, it replaces their consumer group builder.
-func BatchedInput(c Config, minBytes int32, wait time.Duration) goka.ProcessorOption {
+// ProcessorOptions, it replaces their consumer group builder; wrap is
+// GroupBuilder's.
+func BatchedInput(c Config, wrap func(sarama.ConsumerGroupHandler) sarama.ConsumerGroupHandler, minBytes int32, wait time.Duration) goka.ProcessorOption {
 	groupCfg := groupConfig(c)
 	groupCfg.Consumer.Fetch.Min = minBytes
 	groupCfg.Consumer.MaxWaitTime = wait
-	return goka.WithConsumerGroupBuilder(rejoining(goka.ConsumerGroupBuilderWithConfig(groupCfg), nil))
+	return goka.WithConsumerGroupBuilder(rejoining(goka.ConsumerGroupBuilderWithConfig(groupCfg), wrap))
 }
 
 // rejoining wraps goka's consumer group so that a rebalance does not end

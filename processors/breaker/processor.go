@@ -186,7 +186,7 @@ const (
 
 func (p *Processor) options() []goka.ProcessorOption {
 	opts := processors.ProcessorOptions(p.cfg.Config)
-	opts = append(opts, processors.BatchedInput(p.cfg.Config, inputFetchMinBytes, inputFetchWait), goka.WithStorageBuilder(p.cfg.Storage), goka.WithNilHandling(goka.NilProcess),
+	opts = append(opts, processors.BatchedInput(p.cfg.Config, nil, inputFetchMinBytes, inputFetchWait), goka.WithStorageBuilder(p.cfg.Storage), goka.WithNilHandling(goka.NilProcess),
 		goka.WithRebalanceCallback(p.rebalanced))
 	// After the storage: goka's tester replaces it.
 	return append(opts, p.cfg.extraOptions...)

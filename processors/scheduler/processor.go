@@ -251,6 +251,19 @@ func (s *Scheduler) options() []goka.ProcessorOption {
 	return opts
 }
 
+// The scheduler's command fetches wait for commandsFetchMinBytes, at most
+// commandsFetchWait (processors.BatchedInput): at a steady rate a fetch
+// per few commands (the API's creates, the dispatchers' answers) was a
+// large share of its CPU per job. 20 ms is what a command may wait at
+// most, on top of its way through Kafka: a job created due now fires that
+// much later, a listing right after a write waits that much longer
+// (jobquery.ReadWait bounds it), and a control applied that much later
+// recalls a fire only if it is still RecallMargin before it.
+const (
+	commandsFetchMinBytes = 64 << 10
+	commandsFetchWait     = 20 * time.Millisecond
+)
+
 // processorOptions are the goka options of a processor whose ticks write
 // through out.
 func (s *Scheduler) processorOptions(out *tickOut) []goka.ProcessorOption {
@@ -261,8 +274,8 @@ func (s *Scheduler) processorOptions(out *tickOut) []goka.ProcessorOption {
 	}
 	if !s.cfg.autoConfirm {
 		// A command's offset is committed once the rows it wrote are in
-		// Kafka (gate.go).
-		opts = append(opts, goka.WithConsumerGroupBuilder(processors.GroupBuilder(s.cfg.Config, s.gate.wrap)))
+		// Kafka (gate.go); commands are fetched in batches.
+		opts = append(opts, processors.BatchedInput(s.cfg.Config, s.gate.wrap, commandsFetchMinBytes, commandsFetchWait))
 	}
 	// The pump's ticks write through the processor's producer.
 	opts = append(opts, goka.WithProducerBuilder(func(brokers []string, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {
