@@ -134,16 +134,17 @@ func groupConfig(c Config) *sarama.Config {
 }
 
 // BatchedInput is the option of a processor whose inputs can wait: its
-// consumer group's fetches are answered once the broker holds minBytes
-// for it, or after wait, instead of with the first record. At a steady
+// consumer group's fetches are answered once the broker holds
+// schema.BatchedFetchBytes for it, or after wait, instead of with the
+// first record. At a steady
 // trickle a fetch per few records made most of such a processor's CPU
 // per record (the breaker: about 40 µs an outcome at 2,000 a second,
 // where draining a backlog costs 3 µs; docs/capacity.md). Given after
 // ProcessorOptions, it replaces their consumer group builder; wrap is
 // GroupBuilder's.
-func BatchedInput(c Config, wrap func(sarama.ConsumerGroupHandler) sarama.ConsumerGroupHandler, minBytes int32, wait time.Duration) goka.ProcessorOption {
+func BatchedInput(c Config, wrap func(sarama.ConsumerGroupHandler) sarama.ConsumerGroupHandler, wait time.Duration) goka.ProcessorOption {
 	groupCfg := groupConfig(c)
-	groupCfg.Consumer.Fetch.Min = minBytes
+	groupCfg.Consumer.Fetch.Min = schema.BatchedFetchBytes
 	groupCfg.Consumer.MaxWaitTime = wait
 	return goka.WithConsumerGroupBuilder(rejoining(goka.ConsumerGroupBuilderWithConfig(groupCfg), wrap))
 }

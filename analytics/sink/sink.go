@@ -277,7 +277,7 @@ func (s *Sink) run(ctx context.Context, ready func()) error {
 		kgo.SeedBrokers(s.cfg.Brokers...),
 		kgo.ClientID(s.cfg.ClientID + "-sink"),
 		kgo.FetchMaxWait(fetchWait),
-		kgo.FetchMinBytes(fetchMinBytes),
+		kgo.FetchMinBytes(schema.BatchedFetchBytes),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 	}, append(append(s.cfg.Membership.Kgo(), s.cfg.SASL.Kgo()...), s.cfg.KgoOptions...)...),
 		kgo.ConsumerGroup(s.cfg.Topics.SinkGroup()),
@@ -495,18 +495,15 @@ func (r *run) loadStored(ctx context.Context) error {
 	})
 }
 
-// The sink's fetches wait until the broker holds fetchMinBytes for it, or
-// fetchWait has passed: it gathers a second of records per insert anyway
-// (FlushInterval), and a fetch answered as soon as one record arrived
-// cost it, at 2,000 fires a second on Apache Kafka, about 40 µs of CPU per
-// outcome where draining a backlog costs 2.3 µs (docs/capacity.md), and the
-// broker a fetch response per few records. Under a burst the bytes are
-// there at once and nothing waits. The wait also paces an idle sink's
+// fetchWait bounds how long the sink's fetches wait for
+// schema.BatchedFetchBytes: it gathers a second of records per insert
+// anyway (FlushInterval), and a fetch answered as soon as one record
+// arrived cost it, at 2,000 fires a second on Apache Kafka, about 40 µs of
+// CPU per outcome where draining a backlog costs 2.3 µs (docs/capacity.md),
+// and the broker a fetch response per few records. Under a burst the bytes
+// are there at once and nothing waits. The wait also paces an idle sink's
 // fetches: 4 a second.
-const (
-	fetchMinBytes = 64 << 10
-	fetchWait     = 250 * time.Millisecond
-)
+const fetchWait = 250 * time.Millisecond
 
 func (r *run) add(rec *kgo.Record) {
 	key := tp{rec.Topic, rec.Partition}

@@ -175,18 +175,15 @@ func (p *Processor) Graph() *goka.GroupGraph {
 	)
 }
 
-// The breaker's input fetches wait for inputFetchMinBytes, at most
-// inputFetchWait (processors.BatchedInput): its windows span seconds
-// (BreakerConfig.window, 30 s by default), so an outcome or a cool-off
-// timer taken up to 100 ms later changes nothing a client sees.
-const (
-	inputFetchMinBytes = 64 << 10
-	inputFetchWait     = 100 * time.Millisecond
-)
+// inputFetchWait bounds how long the breaker's input fetches wait for
+// schema.BatchedFetchBytes (processors.BatchedInput): its windows span
+// seconds (BreakerConfig.window, 30 s by default), so an outcome or a
+// cool-off timer taken up to 100 ms later changes nothing a client sees.
+const inputFetchWait = 100 * time.Millisecond
 
 func (p *Processor) options() []goka.ProcessorOption {
 	opts := processors.ProcessorOptions(p.cfg.Config)
-	opts = append(opts, processors.BatchedInput(p.cfg.Config, nil, inputFetchMinBytes, inputFetchWait), goka.WithStorageBuilder(p.cfg.Storage), goka.WithNilHandling(goka.NilProcess),
+	opts = append(opts, processors.BatchedInput(p.cfg.Config, nil, inputFetchWait), goka.WithStorageBuilder(p.cfg.Storage), goka.WithNilHandling(goka.NilProcess),
 		goka.WithRebalanceCallback(p.rebalanced))
 	// After the storage: goka's tester replaces it.
 	return append(opts, p.cfg.extraOptions...)

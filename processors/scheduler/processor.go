@@ -251,18 +251,15 @@ func (s *Scheduler) options() []goka.ProcessorOption {
 	return opts
 }
 
-// The scheduler's command fetches wait for commandsFetchMinBytes, at most
-// commandsFetchWait (processors.BatchedInput): at a steady rate a fetch
-// per few commands (the API's creates, the dispatchers' answers) was a
-// large share of its CPU per job. 20 ms is what a command may wait at
+// commandsFetchWait bounds how long the scheduler's command fetches wait
+// for schema.BatchedFetchBytes (processors.BatchedInput): at a steady rate
+// a fetch per few commands (the API's creates, the dispatchers' answers)
+// was a large share of its CPU per job. It is what a command may wait at
 // most, on top of its way through Kafka: a job created due now fires that
 // much later, a listing right after a write waits that much longer
 // (jobquery.ReadWait bounds it), and a control applied that much later
 // recalls a fire only if it is still RecallMargin before it.
-const (
-	commandsFetchMinBytes = 64 << 10
-	commandsFetchWait     = 20 * time.Millisecond
-)
+const commandsFetchWait = 20 * time.Millisecond
 
 // processorOptions are the goka options of a processor whose ticks write
 // through out.
@@ -275,7 +272,7 @@ func (s *Scheduler) processorOptions(out *tickOut) []goka.ProcessorOption {
 	if !s.cfg.autoConfirm {
 		// A command's offset is committed once the rows it wrote are in
 		// Kafka (gate.go); commands are fetched in batches.
-		opts = append(opts, processors.BatchedInput(s.cfg.Config, s.gate.wrap, commandsFetchMinBytes, commandsFetchWait))
+		opts = append(opts, processors.BatchedInput(s.cfg.Config, s.gate.wrap, commandsFetchWait))
 	}
 	// The pump's ticks write through the processor's producer.
 	opts = append(opts, goka.WithProducerBuilder(func(brokers []string, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {
