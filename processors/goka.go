@@ -140,13 +140,12 @@ func groupConfig(c Config) *sarama.Config {
 // trickle a fetch per few records made most of such a processor's CPU
 // per record (the breaker: about 40 µs an outcome at 2,000 a second,
 // where draining a backlog costs 3 µs; docs/capacity.md). Given after
-// ProcessorOptions, it replaces their consumer group builder; wrap is
-// GroupBuilder's.
-func BatchedInput(c Config, wrap func(sarama.ConsumerGroupHandler) sarama.ConsumerGroupHandler, wait time.Duration) goka.ProcessorOption {
+// ProcessorOptions, it replaces their consumer group builder.
+func BatchedInput(c Config, wait time.Duration) goka.ProcessorOption {
 	groupCfg := groupConfig(c)
 	groupCfg.Consumer.Fetch.Min = schema.BatchedFetchBytes
 	groupCfg.Consumer.MaxWaitTime = wait
-	return goka.WithConsumerGroupBuilder(rejoining(goka.ConsumerGroupBuilderWithConfig(groupCfg), wrap))
+	return goka.WithConsumerGroupBuilder(rejoining(goka.ConsumerGroupBuilderWithConfig(groupCfg), nil))
 }
 
 // rejoining wraps goka's consumer group so that a rebalance does not end

@@ -183,7 +183,7 @@ const inputFetchWait = 100 * time.Millisecond
 
 func (p *Processor) options() []goka.ProcessorOption {
 	opts := processors.ProcessorOptions(p.cfg.Config)
-	opts = append(opts, processors.BatchedInput(p.cfg.Config, nil, inputFetchWait), goka.WithStorageBuilder(p.cfg.Storage), goka.WithNilHandling(goka.NilProcess),
+	opts = append(opts, processors.BatchedInput(p.cfg.Config, inputFetchWait), goka.WithStorageBuilder(p.cfg.Storage), goka.WithNilHandling(goka.NilProcess),
 		goka.WithRebalanceCallback(p.rebalanced))
 	// After the storage: goka's tester replaces it.
 	return append(opts, p.cfg.extraOptions...)

@@ -321,7 +321,12 @@ func TestLiveJobsCounted(t *testing.T) {
 	labelled("0", map[string]string{"team": "ops", "tier": "0"})
 	_, err = b.prod.Cancel(context.Background(), "c", "4", "test")
 	require.NoError(t, err)
-	waitFor(t, 20*time.Second, "c's jobs", func() bool { return s1.LiveJobs("c") == 11 })
+	// The relabel is on c/0's partition, the cancel on c/4's: the count
+	// says nothing of the relabel, so it is waited for itself.
+	waitFor(t, 20*time.Second, "c's jobs, 0 relabelled", func() bool {
+		row, err := s1.Get("c/0")
+		return s1.LiveJobs("c") == 11 && err == nil && row.GetSpec().GetLabels()["team"] == "ops"
+	})
 
 	stop1()
 	s2, _ := b.startScheduler()
