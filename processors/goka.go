@@ -123,29 +123,33 @@ const RecoveryFetchWait = 100 * time.Millisecond
 // GroupBuilder builds a processor's consumer group from c; wrap, if set,
 // wraps the handler goka consumes with (the scheduler's commit gate).
 func GroupBuilder(c Config, wrap func(sarama.ConsumerGroupHandler) sarama.ConsumerGroupHandler) goka.ConsumerGroupBuilder {
-	return rejoining(goka.ConsumerGroupBuilderWithConfig(groupConfig(c)), wrap)
-}
-
-// groupConfig is the sarama configuration of a processor's consumer group.
-func groupConfig(c Config) *sarama.Config {
-	groupCfg := SaramaConfig(c.Client)
-	withMembership(groupCfg, c.Membership)
-	return groupCfg
+	return groupBuilder(c, wrap, nil)
 }
 
 // BatchedInput is the option of a processor whose inputs can wait: its
 // consumer group's fetches are answered once the broker holds
 // schema.BatchedFetchBytes for it, or after wait, instead of with the
-// first record. At a steady
-// trickle a fetch per few records made most of such a processor's CPU
-// per record (the breaker: about 40 µs an outcome at 2,000 a second,
-// where draining a backlog costs 3 µs; docs/capacity.md). Given after
-// ProcessorOptions, it replaces their consumer group builder.
+// first record. At a steady trickle a fetch per few records made most of
+// such a processor's CPU per record (the breaker: about 40 µs an outcome
+// at 2,000 a second, where draining a backlog costs 3 µs;
+// docs/capacity.md). Given after ProcessorOptions, it replaces their
+// consumer group builder.
 func BatchedInput(c Config, wait time.Duration) goka.ProcessorOption {
-	groupCfg := groupConfig(c)
-	groupCfg.Consumer.Fetch.Min = schema.BatchedFetchBytes
-	groupCfg.Consumer.MaxWaitTime = wait
-	return goka.WithConsumerGroupBuilder(rejoining(goka.ConsumerGroupBuilderWithConfig(groupCfg), nil))
+	return goka.WithConsumerGroupBuilder(groupBuilder(c, nil, func(cfg *sarama.Config) {
+		cfg.Consumer.Fetch.Min = schema.BatchedFetchBytes
+		cfg.Consumer.MaxWaitTime = wait
+	}))
+}
+
+// groupBuilder builds a processor's consumer group from c, its sarama
+// configuration changed by tune if set.
+func groupBuilder(c Config, wrap func(sarama.ConsumerGroupHandler) sarama.ConsumerGroupHandler, tune func(*sarama.Config)) goka.ConsumerGroupBuilder {
+	groupCfg := SaramaConfig(c.Client)
+	withMembership(groupCfg, c.Membership)
+	if tune != nil {
+		tune(groupCfg)
+	}
+	return rejoining(goka.ConsumerGroupBuilderWithConfig(groupCfg), wrap)
 }
 
 // rejoining wraps goka's consumer group so that a rebalance does not end
