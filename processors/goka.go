@@ -107,7 +107,7 @@ func ProcessorOptions(c Config) []goka.ProcessorOption {
 	recoverCfg.Consumer.MaxWaitTime = RecoveryFetchWait
 	return []goka.ProcessorOption{
 		goka.WithClientID(c.ClientID),
-		goka.WithConsumerGroupBuilder(GroupBuilder(c, nil)),
+		goka.WithConsumerGroupBuilder(groupBuilder(c, nil, nil)),
 		goka.WithConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(recoverCfg)),
 		goka.WithProducerBuilder(ProducerBuilder(c.Client)),
 		goka.WithTopicManagerBuilder(goka.TopicManagerBuilderWithConfig(SaramaConfig(c.Client), TopicManagerConfig(c.Replication))),
@@ -120,12 +120,6 @@ func ProcessorOptions(c Config) []goka.ProcessorOption {
 // recovers its table partitions with.
 const RecoveryFetchWait = 100 * time.Millisecond
 
-// GroupBuilder builds a processor's consumer group from c; wrap, if set,
-// wraps the handler goka consumes with (the scheduler's commit gate).
-func GroupBuilder(c Config, wrap func(sarama.ConsumerGroupHandler) sarama.ConsumerGroupHandler) goka.ConsumerGroupBuilder {
-	return groupBuilder(c, wrap, nil)
-}
-
 // BatchedInput is the option of a processor whose inputs can wait: its
 // consumer group's fetches are answered once the broker holds
 // schema.BatchedFetchBytes for it, or after wait, instead of with the
@@ -135,14 +129,22 @@ func GroupBuilder(c Config, wrap func(sarama.ConsumerGroupHandler) sarama.Consum
 // docs/capacity.md). Given after ProcessorOptions, it replaces their
 // consumer group builder.
 func BatchedInput(c Config, wait time.Duration) goka.ProcessorOption {
-	return goka.WithConsumerGroupBuilder(groupBuilder(c, nil, func(cfg *sarama.Config) {
+	return goka.WithConsumerGroupBuilder(BatchedGroupBuilder(c, nil, wait))
+}
+
+// BatchedGroupBuilder builds a processor's consumer group with
+// BatchedInput's fetches; wrap, if set, wraps the handler goka consumes
+// with (the scheduler's commit gate).
+func BatchedGroupBuilder(c Config, wrap func(sarama.ConsumerGroupHandler) sarama.ConsumerGroupHandler, wait time.Duration) goka.ConsumerGroupBuilder {
+	return groupBuilder(c, wrap, func(cfg *sarama.Config) {
 		cfg.Consumer.Fetch.Min = schema.BatchedFetchBytes
 		cfg.Consumer.MaxWaitTime = wait
-	}))
+	})
 }
 
 // groupBuilder builds a processor's consumer group from c, its sarama
-// configuration changed by tune if set.
+// configuration changed by tune if set; wrap, if set, wraps the handler
+// goka consumes with.
 func groupBuilder(c Config, wrap func(sarama.ConsumerGroupHandler) sarama.ConsumerGroupHandler, tune func(*sarama.Config)) goka.ConsumerGroupBuilder {
 	groupCfg := SaramaConfig(c.Client)
 	withMembership(groupCfg, c.Membership)

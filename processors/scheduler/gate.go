@@ -31,7 +31,7 @@ func newCommitGate(db *jobstore.DB, topic string) *commitGate {
 	return &commitGate{db: db, topic: topic, marked: map[int32]int64{}}
 }
 
-// wrap gates a consumer group handler (processors.GroupBuilder).
+// wrap gates a consumer group handler (processors.BatchedGroupBuilder).
 func (g *commitGate) wrap(h sarama.ConsumerGroupHandler) sarama.ConsumerGroupHandler {
 	return gatedHandler{ConsumerGroupHandler: h, g: g}
 }

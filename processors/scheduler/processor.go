@@ -251,6 +251,21 @@ func (s *Scheduler) options() []goka.ProcessorOption {
 	return opts
 }
 
+// CommandsFetchWait is the most a fetch of the scheduler's commands waits
+// for schema.BatchedFetchBytes of them (processors.BatchedGroupBuilder). At
+// a steady rate each fetch brought a command or two (the API's creates,
+// the dispatchers' answers), and the scheduler and the broker paid a
+// fetch's fixed cost for each. The wait is what a lone command may take longer
+// on its way: half of it on average, since a fetch waits from when it was
+// asked for. A job created due now fires that much later, a listing or
+// quota count that waits for the scheduler to have applied a command
+// waits that much longer (jobquery.ReadWait bounds it), and a control
+// recalls a fire only if it is applied RecallMargin before it. At
+// 2,000 fires/s on Apache Kafka a 5 ms wait saved nothing measurable,
+// 20 ms a tenth of the scheduler's CPU per job, and more at 24
+// partitions (docs/capacity.md).
+const CommandsFetchWait = 20 * time.Millisecond
+
 // processorOptions are the goka options of a processor whose ticks write
 // through out.
 func (s *Scheduler) processorOptions(out *tickOut) []goka.ProcessorOption {
@@ -261,13 +276,8 @@ func (s *Scheduler) processorOptions(out *tickOut) []goka.ProcessorOption {
 	}
 	if !s.cfg.autoConfirm {
 		// A command's offset is committed once the rows it wrote are in
-		// Kafka (gate.go). Commands are not fetched in batches
-		// (processors.BatchedInput): a 20 ms wait cut the scheduler's CPU
-		// at 2,000 fires/s by a fifth, but every command then waits for
-		// the next fetch, and what waits on the scheduler having applied
-		// one (read-your-writes listings, the pending-jobs quota's count)
-		// waits with it: the quota admitted a job more than before.
-		opts = append(opts, goka.WithConsumerGroupBuilder(processors.GroupBuilder(s.cfg.Config, s.gate.wrap)))
+		// Kafka (gate.go); commands are fetched in batches.
+		opts = append(opts, goka.WithConsumerGroupBuilder(processors.BatchedGroupBuilder(s.cfg.Config, s.gate.wrap, CommandsFetchWait)))
 	}
 	// The pump's ticks write through the processor's producer.
 	opts = append(opts, goka.WithProducerBuilder(func(brokers []string, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {
