@@ -149,8 +149,8 @@ func SplitJobKey(key string) (namespace, jobID string, ok bool) {
 const IdleFetchWait = 2 * time.Second
 
 // BatchedFetchBytes is what the consumers whose records may wait (the
-// breaker's and the analytics sink's inputs) let
-// the broker gather before it answers a fetch, each within a wait of its
-// own (docs/architecture.md, "Fetches"): a fetch per few records was most
-// of their CPU per job at a steady rate.
+// scheduler's commands, the breaker's and the analytics sink's inputs)
+// let the broker gather before it answers a fetch, each within a wait of
+// its own (docs/architecture.md, "Fetches"): a fetch per few records was
+// a large share of their CPU per job at a steady rate.
 const BatchedFetchBytes = 64 << 10

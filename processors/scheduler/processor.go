@@ -251,19 +251,19 @@ func (s *Scheduler) options() []goka.ProcessorOption {
 	return opts
 }
 
-// CommandsFetchWait is the most a fetch of the scheduler's commands waits
-// for schema.BatchedFetchBytes of them (processors.BatchedGroupBuilder). At
-// a steady rate each fetch brought a command or two (the API's creates,
-// the dispatchers' answers), and the scheduler and the broker paid a
-// fetch's fixed cost for each. The wait is what a lone command may take longer
-// on its way: half of it on average, since a fetch waits from when it was
-// asked for. A job created due now fires that much later, a listing or
-// quota count that waits for the scheduler to have applied a command
-// waits that much longer (jobquery.ReadWait bounds it), and a control
-// recalls a fire only if it is applied RecallMargin before it. At
-// 2,000 fires/s on Apache Kafka a 5 ms wait saved nothing measurable,
-// 20 ms a tenth of the scheduler's CPU per job, and more at 24
-// partitions (docs/capacity.md).
+// CommandsFetchWait is the most a fetch of the scheduler's commands
+// waits for schema.BatchedFetchBytes of them
+// (processors.BatchedGroupBuilder). At a steady rate each fetch brought a
+// command or two (the API's creates, the dispatchers' answers), and the
+// scheduler and the broker paid a fetch's fixed cost for each. The wait
+// is what a lone command may take longer on its way: half of it on
+// average, since a fetch waits from when it was asked for. A job created
+// due now fires that much later, a listing or quota count that waits for
+// the scheduler to have applied a command waits that much longer
+// (jobquery.ReadWait bounds it), and a control recalls a fire only if it
+// is applied RecallMargin before it. At 2,000 fires/s on Apache Kafka a
+// 5 ms wait saved nothing measurable, 20 ms a tenth of the scheduler's
+// CPU per job, and more at 24 partitions (docs/capacity.md).
 const CommandsFetchWait = 20 * time.Millisecond
 
 // processorOptions are the goka options of a processor whose ticks write
