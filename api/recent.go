@@ -1,11 +1,12 @@
 package api
 
 import (
+	"encoding/binary"
+	"hash/maphash"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/hashicorp/golang-lru/v2/expirable"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -24,48 +25,74 @@ import (
 // in flight for the job): then a later command, from another client or
 // instance, has been applied after it, and the table is newer than this
 // memory.
+//
+// A batch of 100,000 creates keeps 100,000 entries for the TTL, while the
+// same jobs fire. So the memory holds no pointers the collector must
+// follow: entries are fixed-size slots in the order they were put, their
+// bytes (key, command ids, the encoded row) are appended to large chunks,
+// and the index maps a hash of the key to the slot. Kept as a map of
+// strings to structs, the entries were 40 % of the objects live during a
+// burst, and marking them on every cycle was CPU the fires paid for.
+// Entries leave from the front: past ttl on the server's clock, or the
+// oldest beyond max; an entry replaced or retired leaves its slot empty
+// until the front reaches it.
 type recentJobs struct {
-	ttl time.Duration
+	ttl  time.Duration
+	max  int
+	seed maphash.Seed
 
-	// mu makes put's read of the previous entry and its replacement one
-	// step.
 	mu sync.Mutex
-	// entries forgets the oldest beyond its size, and drops entries past
-	// ttl by the wall clock to free their memory; whether one has expired
-	// is decided on the server's clock (recentJob.at).
-	entries *expirable.LRU[string, *recentJob]
+	// index maps the hash of a key to the sequence number of its slot.
+	index map[uint64]uint64
+	// slots[i] has sequence number first+i.
+	slots []recentSlot
+	first uint64
+	// chunks[i] is chunk number firstChunk+i; only the last has room.
+	chunks     [][]byte
+	firstChunk uint64
+	// sweep trims by the wall clock while entries are kept, so the memory
+	// of a batch goes back after the TTL even if no request comes.
+	sweep *time.Timer
 }
 
-type recentJob struct {
-	commandID string
-	// before are the last_command_ids the row may show while the command
-	// is still on its way.
-	before []string
-	at     time.Time
-	// state is the row as the scheduler is expected to write it, encoded:
-	// a batch of 100,000 creates keeps 100,000 of them for the TTL, and
-	// decoded rows (spec and all) cost four times the memory.
-	state []byte
+type recentSlot struct {
+	hash uint64
+	// at is when the command was accepted, on the server's clock.
+	at    int64
+	chunk uint64
+	off   uint32
+	n     uint32
+	gone  bool
 }
+
+// recentChunk is the size of the chunks entries are appended to.
+const recentChunk = 256 << 10
 
 func newRecentJobs(ttl time.Duration, max int) *recentJobs {
-	return &recentJobs{ttl: ttl, entries: expirable.NewLRU[string, *recentJob](max, nil, ttl)}
+	return &recentJobs{ttl: ttl, max: max, seed: maphash.MakeSeed(), index: make(map[uint64]uint64)}
 }
 
 // maxBefore bounds the commands of one job remembered as in flight.
 const maxBefore = 16
 
+// recentEntry is a slot's bytes, decoded: before are the last_command_ids
+// the row may show while the command is still on its way; state is the
+// row as the scheduler is expected to write it, encoded.
+type recentEntry struct {
+	key, commandID string
+	before         []string
+	state          []byte
+}
+
 // put remembers a command; viewID is the table's last_command_id for the
 // job now ("" if it has no row).
 func (r *recentJobs) put(key, commandID, viewID string, state *chimev1.JobState, now time.Time) {
-	raw, err := schema.Marshal(state)
-	if err != nil {
-		return // cannot happen for a row built here; read-your-writes is best effort
-	}
+	h := maphash.String(r.seed, key)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.trim(now)
 	before := []string{viewID}
-	if old, ok := r.entries.Peek(key); ok && now.Sub(old.at) <= r.ttl {
+	if s, old, ok := r.lookup(h, key); ok {
 		before = append(old.before, old.commandID)
 		if !slices.Contains(before, viewID) {
 			before = append(before, viewID)
@@ -73,23 +100,68 @@ func (r *recentJobs) put(key, commandID, viewID string, state *chimev1.JobState,
 		if len(before) > maxBefore {
 			before = before[len(before)-maxBefore:]
 		}
+		s.gone = true
 	}
-	// Replacing an entry makes it the newest, as a new one.
-	r.entries.Remove(key)
-	r.entries.Add(key, &recentJob{commandID: commandID, before: before, at: now, state: raw})
+	head := binary.AppendUvarint(nil, uint64(len(key)))
+	head = append(head, key...)
+	head = binary.AppendUvarint(head, uint64(len(commandID)))
+	head = append(head, commandID...)
+	head = binary.AppendUvarint(head, uint64(len(before)))
+	for _, b := range before {
+		head = binary.AppendUvarint(head, uint64(len(b)))
+		head = append(head, b...)
+	}
+	n := len(head) + schema.Size(state)
+	last := len(r.chunks) - 1
+	if last < 0 || cap(r.chunks[last])-len(r.chunks[last]) < n {
+		r.chunks = append(r.chunks, make([]byte, 0, max(recentChunk, n)))
+		last++
+	}
+	c := r.chunks[last]
+	off := len(c)
+	c = append(c, head...)
+	c, err := schema.MarshalAppend(c, state)
+	if err != nil {
+		return // cannot happen for a row built here; read-your-writes is best effort
+	}
+	r.chunks[last] = c
+	r.index[h] = r.first + uint64(len(r.slots))
+	r.slots = append(r.slots, recentSlot{hash: h, at: now.UnixNano(), chunk: r.firstChunk + uint64(last), off: uint32(off), n: uint32(len(c) - off)})
+	r.trim(now)
+	if r.sweep == nil {
+		r.sweep = time.AfterFunc(r.ttl, r.sweepNow)
+	}
+}
+
+// sweepNow trims by the wall clock, and runs again while entries remain.
+func (r *recentJobs) sweepNow() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.trim(time.Now())
+	if len(r.slots) == 0 {
+		r.sweep = nil
+		return
+	}
+	r.sweep.Reset(r.ttl / 2)
 }
 
 // get returns the expected row if the table's row (nil if none) does not
 // show the recent command yet. A row that shows it retires the entry.
 func (r *recentJobs) get(key string, row *chimev1.JobState, now time.Time) *chimev1.JobState {
-	e, ok := r.entries.Peek(key)
+	h := maphash.String(r.seed, key)
+	r.mu.Lock()
+	s, e, ok := r.lookup(h, key)
+	if ok && (now.Sub(time.Unix(0, s.at)) > r.ttl || (row != nil && (row.GetLastCommandId() == e.commandID || !slices.Contains(e.before, row.GetLastCommandId())))) {
+		s.gone = true
+		delete(r.index, h)
+		ok = false
+	}
+	r.mu.Unlock()
 	if !ok {
 		return nil
 	}
-	if now.Sub(e.at) > r.ttl || (row != nil && (row.GetLastCommandId() == e.commandID || !slices.Contains(e.before, row.GetLastCommandId()))) {
-		r.remove(key, e)
-		return nil
-	}
+	// A slot's bytes never change once written, so they are read
+	// outside the lock.
 	st := new(chimev1.JobState)
 	if schema.UnmarshalInternal(e.state, st) != nil {
 		return nil
@@ -97,16 +169,98 @@ func (r *recentJobs) get(key string, row *chimev1.JobState, now time.Time) *chim
 	return st
 }
 
-// remove retires e, unless put has replaced it meanwhile.
-func (r *recentJobs) remove(key string, e *recentJob) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if cur, ok := r.entries.Peek(key); ok && cur == e {
-		r.entries.Remove(key)
+// lookup finds key's slot. Two keys with one hash are told apart by the
+// key kept in the slot: the later put takes the index, and the earlier is
+// forgotten, as read-your-writes may.
+func (r *recentJobs) lookup(h uint64, key string) (*recentSlot, recentEntry, bool) {
+	seq, ok := r.index[h]
+	if !ok {
+		return nil, recentEntry{}, false
+	}
+	s := &r.slots[seq-r.first]
+	e, ok := r.decode(s)
+	if !ok || e.key != key {
+		return nil, recentEntry{}, false
+	}
+	return s, e, true
+}
+
+func (r *recentJobs) decode(s *recentSlot) (recentEntry, bool) {
+	b := r.chunks[s.chunk-r.firstChunk][s.off : s.off+s.n]
+	var e recentEntry
+	field := func() (string, bool) {
+		l, k := binary.Uvarint(b)
+		if k <= 0 || uint64(len(b)-k) < l {
+			return "", false
+		}
+		f := string(b[k : k+int(l)])
+		b = b[k+int(l):]
+		return f, true
+	}
+	var ok bool
+	if e.key, ok = field(); !ok {
+		return e, false
+	}
+	if e.commandID, ok = field(); !ok {
+		return e, false
+	}
+	count, k := binary.Uvarint(b)
+	if k <= 0 || count > maxBefore+1 {
+		return e, false
+	}
+	b = b[k:]
+	for range count {
+		f, ok := field()
+		if !ok {
+			return e, false
+		}
+		e.before = append(e.before, f)
+	}
+	e.state = b
+	return e, true
+}
+
+// trim drops entries from the front: the retired, those past ttl, and the
+// oldest while more than max are remembered or the slots (retired ones
+// included) are more than twice max. Chunks no slot uses any more go too.
+func (r *recentJobs) trim(now time.Time) {
+	i := 0
+	for ; i < len(r.slots); i++ {
+		s := &r.slots[i]
+		if !s.gone && now.Sub(time.Unix(0, s.at)) <= r.ttl && len(r.index) <= r.max && len(r.slots)-i <= 2*r.max {
+			break
+		}
+		if seq, ok := r.index[s.hash]; ok && seq == r.first+uint64(i) {
+			delete(r.index, s.hash)
+		}
+	}
+	if i == 0 {
+		return
+	}
+	clear(r.slots[:i])
+	r.slots = r.slots[i:]
+	r.first += uint64(i)
+	if len(r.slots) == 0 {
+		r.slots = nil // lets the array go
+	}
+	// Chunks before the first slot's are no longer used; the last chunk
+	// stays for the next put.
+	keep := uint64(len(r.chunks) - 1)
+	if len(r.slots) > 0 {
+		keep = r.slots[0].chunk - r.firstChunk
+	}
+	if keep > 0 {
+		clear(r.chunks[:keep])
+		r.chunks = r.chunks[keep:]
+		r.firstChunk += keep
 	}
 }
 
-func (r *recentJobs) len() int { return r.entries.Len() }
+func (r *recentJobs) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.index)
+}
 
 // accepted remembers upserts of one namespace for read-your-writes,
 // reading their rows in one call.

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,4 +72,35 @@ func TestRecentJobsForgetsTheOldest(t *testing.T) {
 	require.Nil(t, r.get("shop/b", nil, t0), "b was the oldest once a was put again")
 	require.NotNil(t, r.get("shop/a", nil, t0))
 	require.NotNil(t, r.get("shop/c", nil, t0))
+}
+
+// The memory stays bounded: by max for distinct jobs, by twice max for one
+// job put again and again, and entries past the TTL give their chunks back
+// at the next put.
+func TestRecentJobsMemoryIsBounded(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
+	big := &chimev1.JobState{Spec: &chimev1.JobSpec{Id: strings.Repeat("x", 4000)}}
+
+	r := newRecentJobs(time.Minute, 100)
+	for i := range 1000 {
+		r.put(fmt.Sprintf("shop/j%d", i), fmt.Sprintf("c%d", i), "", big, t0)
+	}
+	require.Equal(t, 100, r.len())
+	require.Nil(t, r.get("shop/j899", nil, t0))
+	require.Len(t, r.get("shop/j900", nil, t0).GetSpec().GetId(), 4000)
+	require.LessOrEqual(t, len(r.chunks), 100*4100/recentChunk+2)
+
+	for i := range 1000 {
+		r.put("shop/again", fmt.Sprintf("a%d", i), "", &chimev1.JobState{LastCommandId: fmt.Sprintf("a%d", i)}, t0)
+	}
+	require.LessOrEqual(t, len(r.slots), 200)
+	require.Equal(t, "a999", r.get("shop/again", nil, t0).GetLastCommandId())
+	require.Equal(t, "a999", r.get("shop/again", &chimev1.JobState{LastCommandId: "a984"}, t0).GetLastCommandId(),
+		"the 16 commands before the last are still in flight")
+
+	r.put("shop/late", "l1", "", big, t0.Add(time.Minute+time.Second))
+	require.Equal(t, 1, r.len(), "everything else is past the TTL")
+	require.Len(t, r.slots, 1)
+	require.Len(t, r.chunks, 1)
 }
