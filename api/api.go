@@ -236,7 +236,7 @@ func New(cfg Config) (*fiber.App, error) {
 		log:     cfg.Logger,
 		now:     cfg.Now,
 		idem:    newIdempotencyStore(cfg.IdempotencyTTL, cfg.IdempotencyMax),
-		recent:  newRecentJobs(cfg.RecentTTL, 100_000),
+		recent:  newRecentJobs(cfg.RecentTTL, maxRecentJobs),
 		metrics: m,
 		quotas:  quotas,
 		bodies:  cfg.Bodies,

@@ -65,6 +65,11 @@ type recentSlot struct {
 	gone  bool
 }
 
+// maxRecentJobs is how many jobs a process remembers (docs/api.md,
+// "Read-your-writes"): a whole burst of creates, 100 batches of the
+// largest size.
+const maxRecentJobs = 100_000
+
 // recentChunk is the size of the chunks entries are appended to.
 const recentChunk = 256 << 10
 
