@@ -104,7 +104,10 @@ type Config struct {
 	// MaxBuffered bounds the due events taken from Kafka and not yet
 	// completed; beyond it fetching is paused until half of them complete,
 	// so a backlog waits in Kafka rather than in admission queues (where
-	// it would be deferred). Default BufferedPerInFlight*MaxInFlight.
+	// it would be deferred). It also bounds the dues waiting for
+	// admission: those a fetch brought beyond it (one record may hold
+	// thousands) wait their turn in the consumer, where AdmissionWait does
+	// not run. Default BufferedPerInFlight*MaxInFlight.
 	MaxBuffered int
 	// CommitInterval is how often completed offsets are committed.
 	// Default DefaultCommitInterval.

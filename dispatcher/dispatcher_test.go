@@ -415,3 +415,33 @@ func TestBatchRecordCallsEachDue(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	require.Len(t, r.calls(), 2, "the recalled due is not called")
 }
+
+// TestFetchBeyondMaxBufferedWaitsItsTurn: one record can hold far more
+// dues than MaxBuffered (the scheduler batches them, and a fetch returns
+// whole batches). Only MaxBuffered of them wait for admission at a time;
+// the rest wait their turn in the consumer, so a backlog that is only
+// queued is called, not deferred for outlasting AdmissionWait.
+func TestFetchBeyondMaxBufferedWaitsItsTurn(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1)
+	slow := func(w http.ResponseWriter, _ *http.Request) {
+		time.Sleep(20 * time.Millisecond)
+		w.WriteHeader(200)
+	}
+	r := newReceiver(t, slow)
+	// 4 dues at a time, one call at a time: each waits at most ~80 ms for
+	// its slot. All 60 at once would wait up to 1.2 s, past the 400 ms.
+	d := b.start(func(c *Config) { c.MaxInFlight, c.MaxBuffered, c.AdmissionWait = 1, 4, 400*time.Millisecond })
+	const n = 60
+	batch := make([]*chimev1.Due, n)
+	for i := range batch {
+		batch[i] = newDue("ns", fmt.Sprintf("j%d", i), r.URL)
+	}
+	b.produce(&chimev1.Due{Batch: batch})
+	waitFor(t, 60*time.Second, "every due completed", func() bool { return d.Stats().Completed == n })
+	waitFor(t, 30*time.Second, "the record committed", b.committedAll)
+	waitFor(t, 30*time.Second, "an answer for every due", func() bool { return b.commands.count(nil) >= n })
+	require.Zero(t, b.commands.count(func(c *chimev1.JobCommand) bool { return c.GetDefer() != nil }), "nothing deferred")
+	require.Len(t, r.calls(), n)
+	require.EqualValues(t, n, d.Stats().Calls)
+}

@@ -57,6 +57,7 @@ func ceiling(ctx context.Context, rcv *receiverProc, n int, lead time.Duration) 
 // burstRun is one chime dev run of n jobs due at one instant.
 type burstRun struct {
 	label         string
+	deferred      int64 // dues the dispatcher deferred instead of calling
 	stats         deliveryStats
 	chimeCPU      float64 // from just before the instant until everything is consumed
 	clickhouseCPU float64
@@ -234,6 +235,14 @@ func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, p burstPlan)
 	r.ingestRSS, r.burstRSS = peaks[0].Load(), peaks[1].Load()
 	r.clickhouseRSS = c.clickhouseRSS()
 	r.recordsPerJob = float64(recordsWritten(ctx, adm)-records0) / float64(n)
+	// Answers that are not calls: dues deferred for waiting past the
+	// admission wait, each sent again later (an outcome, an event and a
+	// due more). A burst that is only queued defers nothing.
+	for _, l := range c.scrape(ctx)["chime_dispatcher_outcomes_total"] {
+		if l.labels == `{class="deferred"}` {
+			r.deferred = int64(l.value)
+		}
+	}
 	r.arrivals, r.at = rcv.results(n), at
 	r.stats = summarize(r.arrivals, at)
 	// The steady RSS after the burst: what the process keeps.
@@ -267,6 +276,7 @@ func burstRows(name string, n int, r burstRun, ceil deliveryStats) []result {
 		{name + ": chime RSS peak while creating / while firing", mb(r.ingestRSS) + " / " + mb(r.burstRSS), "—", "—"},
 		{name + ": RSS after, chime / ClickHouse", mb(r.steadyRSSAfter) + " / " + mb(r.clickhouseRSS), "—", "—"},
 		{name + ": Kafka records written per job", fmt.Sprintf("%.1f", r.recordsPerJob), "—", "—"},
+		{name + ": dues deferred instead of called", fmt.Sprint(r.deferred), "0", verdict(r.deferred == 0)},
 		{name + ": due emitted − due time p50 / p99 (≤ bucket)", fmt.Sprintf("%.2g / %.2g s", r.fireLag50, r.fireLag99), "—", "—"},
 		{name + ": machine CPU busy while firing (all processes)", fmt.Sprintf("%.0f%%", r.machineBusy*100), "—", "—"},
 	}
