@@ -37,7 +37,10 @@ const ProducerDeliveryTimeout = 30 * time.Second
 // ProducerBuilder builds the producer of a chime processor: franz-go,
 // idempotent, acks from all in-sync replicas, goka's partitioning
 // (FNV-1a, sarama-compatible) so that a table's records land on its input
-// partitions.
+// partitions, and franz-go's default compression (snappy), as every chime
+// producer: on Apache Kafka at 2,000 fires/s the log bytes per fired job
+// fell from 949 to 572 B, for about 20 µs of the broker's CPU a job (it
+// decompresses batches to validate them; docs/capacity.md).
 func ProducerBuilder(c Client) goka.ProducerBuilder {
 	return func(brokers []string, clientID string, _ func() hash.Hash32) (goka.Producer, error) {
 		cl, err := kgo.NewClient(append(c.SASL.Kgo(),
@@ -46,7 +49,6 @@ func ProducerBuilder(c Client) goka.ProducerBuilder {
 			kgo.RecordPartitioner(producer.GokaPartitioner()),
 			kgo.RequiredAcks(kgo.AllISRAcks()),
 			kgo.ProducerLinger(ProducerLinger),
-			kgo.ProducerBatchCompression(kgo.NoCompression()),
 			kgo.RecordDeliveryTimeout(ProducerDeliveryTimeout),
 			kgo.MaxBufferedRecords(1<<17),
 		)...)

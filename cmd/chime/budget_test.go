@@ -34,9 +34,16 @@ import (
 // job-events 1.00 / 107 B. Without due batching (a due record per fire)
 // the same test measured 4.08 records, 978 B: due 1.00 records.
 //
-// Bytes: the issue's 700 B is not reached, so the ceiling is what is
-// measured (986–1,000 B over runs, under -race too) with a tenth to
-// spare: a regression of a record's payload shows, the jitter does not. Batching
+// Bytes: the issue's 700 B holds for what Kafka stores, the log's growth
+// on the broker (record batches as written: compressed, batch headers
+// included): measured 286 B per job for batch creates and 542 B for single
+// ones on kfake, and 572 B on Apache Kafka in chime-bench's capacity phase
+// (2,000 fires/s over 6 partitions: smaller batches). Every chime producer
+// compresses (snappy); before the processors' did, the log held about
+// 950 B a job. The payload (key, value and headers, as consumers get it)
+// is not reached by 700 B, so its ceiling is what is measured (986–1,000 B
+// over runs, under -race too) with a tenth to spare: a regression of a
+// record's payload shows, the jitter does not. Batching
 // saves records, not bytes: each record's payload stays. The scheduler's
 // row (its changelog record: the spec with the callback and its body, the
 // open fire) is about 285 B, the
@@ -53,10 +60,12 @@ import (
 // issue's 4. Without due batching: 5.04 records, 1,025 B.
 const (
 	budgetRecords = 4.0    // batch creates
-	budgetBytes   = 1100.0 // batch creates; the issue's target is 700 (see above)
+	budgetBytes   = 1100.0 // batch creates' payload; the issue's 700 is the log's (see above)
 
 	singleRecords = 4.4 // one job per request: 5.04 without due batching
 	singleBytes   = 1130.0
+
+	budgetLogBytes = 700.0 // the log's growth, either way of creating
 )
 
 // TestFiredOneShotStaysWithinItsKafkaBudget runs `chime dev` (every role
@@ -71,15 +80,15 @@ const (
 // on the same pipeline: jobs created one per request (POST .../jobs, the
 // ordinary way) and in batches (POST .../jobs:batch). Batches must stay
 // within budgetRecords and budgetBytes per job, single creates within
-// singleRecords and singleBytes.
+// singleRecords and singleBytes, and both within budgetLogBytes of log.
 //
 // What is counted is amortized: a record that carries several jobs (a
 // batch of commands, the dispatcher's answers of one partition) counts
 // once, shared by them, so the figure for a batched record falls with the
-// jobs that share it. Protocol overhead (record batch headers, offsets,
-// timestamps, the consumer groups' commits) is not counted: it depends on
-// how the producers batch, and the broker's log size measures it
-// (chime-bench's capacity phase).
+// jobs that share it. The payload bytes leave out protocol overhead
+// (record batch headers, offsets, timestamps): the log's growth, also
+// measured (DescribeLogDirs), counts it, and compression. Neither counts
+// the consumer groups' commits.
 func TestFiredOneShotStaysWithinItsKafkaBudget(t *testing.T) {
 	t.Parallel()
 	c := kafkatest.New(t, kafkatest.WithCleanerBackoff(time.Hour)) // the changelog is read back whole
@@ -99,10 +108,10 @@ func TestFiredOneShotStaysWithinItsKafkaBudget(t *testing.T) {
 		ns := mode.ns
 		b.createNamespace(ns)
 		m := b.measure(ns, mode.per)
-		t.Logf("%s: %d jobs: %.2f records and %.0f B per fired job\n%s", mode.name, budgetJobs, m.records(), m.bytes(), m)
-		if m.records() > mode.records || m.bytes() > mode.bytes {
-			t.Errorf("%s: a fired one-shot job costs %.2f Kafka records and %.0f B, over the budget of %.2f records and %.0f B:\n%s",
-				mode.name, m.records(), m.bytes(), mode.records, mode.bytes, m)
+		t.Logf("%s: %d jobs: %.2f records, %.0f B (%.0f B of log) per fired job\n%s", mode.name, budgetJobs, m.records(), m.bytes(), m.logBytes(), m)
+		if m.records() > mode.records || m.bytes() > mode.bytes || m.logBytes() > budgetLogBytes {
+			t.Errorf("%s: a fired one-shot job costs %.2f Kafka records, %.0f B and %.0f B of log, over the budget of %.2f records, %.0f B and %.0f B of log:\n%s",
+				mode.name, m.records(), m.bytes(), m.logBytes(), mode.records, mode.bytes, budgetLogBytes, m)
 		}
 	}
 }
@@ -247,12 +256,26 @@ func (b *budgetDev) measure(ns string, per int) budgetMeasure {
 		return st == 200 && strings.Count(out, `"state":"completed"`) == budgetJobs
 	})
 	after := b.quiet()
-	return b.read(before, after)
+	m := b.read(before.ends, after.ends)
+	for topic, size := range after.logBytes {
+		if c := m.topics[topic]; c != nil {
+			c.logBytes = size - before.logBytes[topic]
+		}
+	}
+	return m
+}
+
+// settled is the end offsets of every topic of the test, and the bytes of
+// their logs on the broker (record batches as stored: compressed,
+// headers and all).
+type settled struct {
+	ends     kadm.ListedOffsets
+	logBytes map[string]int64
 }
 
 // quiet waits until every consumer group has read every topic to its end
-// and no end offset moves for a second, and returns the end offsets.
-func (b *budgetDev) quiet() kadm.ListedOffsets {
+// and no end offset moves for a second, and returns where the topics are.
+func (b *budgetDev) quiet() settled {
 	t := b.t
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -270,7 +293,13 @@ func (b *budgetDev) quiet() kadm.ListedOffsets {
 		}
 		still++
 	}
-	return last
+	dirs, err := b.adm.DescribeAllLogDirs(ctx, nil)
+	require.NoError(t, err)
+	size := map[string]int64{}
+	dirs.Each(func(d kadm.DescribedLogDir) {
+		d.Topics.Each(func(p kadm.DescribedLogDirPartition) { size[p.Topic] += p.Size })
+	})
+	return settled{ends: last, logBytes: size}
 }
 
 // ends are the end offsets of every topic of the test.
@@ -330,7 +359,9 @@ type budgetMeasure struct {
 	prefix string
 }
 
-type topicCost struct{ records, bytes int64 }
+// topicCost is what a topic got: records, their payload bytes (key,
+// value, headers), and the growth of its log on the broker.
+type topicCost struct{ records, bytes, logBytes int64 }
 
 func (m budgetMeasure) records() float64 {
 	var n int64
@@ -348,6 +379,14 @@ func (m budgetMeasure) bytes() float64 {
 	return float64(n) / float64(m.jobs)
 }
 
+func (m budgetMeasure) logBytes() float64 {
+	var n int64
+	for _, c := range m.topics {
+		n += c.logBytes
+	}
+	return float64(n) / float64(m.jobs)
+}
+
 // String is a line per topic that got records: records and bytes per job.
 func (m budgetMeasure) String() string {
 	var names []string
@@ -360,8 +399,8 @@ func (m budgetMeasure) String() string {
 	var s strings.Builder
 	for _, n := range names {
 		c := m.topics[n]
-		fmt.Fprintf(&s, "  %-22s %6.2f records %6.0f B per job (%d records, %d B)\n", strings.TrimPrefix(n, m.prefix),
-			float64(c.records)/float64(m.jobs), float64(c.bytes)/float64(m.jobs), c.records, c.bytes)
+		fmt.Fprintf(&s, "  %-22s %6.2f records %6.0f B %6.0f B of log per job (%d records, %d B)\n", strings.TrimPrefix(n, m.prefix),
+			float64(c.records)/float64(m.jobs), float64(c.bytes)/float64(m.jobs), float64(c.logBytes)/float64(m.jobs), c.records, c.bytes)
 	}
 	return s.String()
 }

@@ -119,14 +119,14 @@ func New(cfg Config) (*Scheduler, error) {
 		s.kcl = cl
 		if !cfg.autoConfirm {
 			// The table's records, in each partition in the order the
-			// store sends them (idempotent), to the partition it names.
+			// store sends them (idempotent), to the partition it names,
+			// compressed as the processors' (processors.ProducerBuilder).
 			tcl, err := kgo.NewClient(append(cfg.SASL.Kgo(),
 				kgo.SeedBrokers(cfg.Brokers...),
 				kgo.ClientID(cfg.ClientID+"-table"),
 				kgo.RecordPartitioner(kgo.ManualPartitioner()),
 				kgo.RequiredAcks(kgo.AllISRAcks()),
 				kgo.ProducerLinger(processors.ProducerLinger),
-				kgo.ProducerBatchCompression(kgo.NoCompression()),
 				kgo.RecordDeliveryTimeout(processors.ProducerDeliveryTimeout),
 				kgo.MaxBufferedRecords(1<<17),
 			)...)
