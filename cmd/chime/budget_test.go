@@ -363,28 +363,23 @@ type budgetMeasure struct {
 // value, headers), and the growth of its log on the broker.
 type topicCost struct{ records, bytes, logBytes int64 }
 
-func (m budgetMeasure) records() float64 {
+// perJob is what of adds up to over every topic, divided by the jobs.
+func (m budgetMeasure) perJob(of func(*topicCost) int64) float64 {
 	var n int64
 	for _, c := range m.topics {
-		n += c.records
+		n += of(c)
 	}
 	return float64(n) / float64(m.jobs)
 }
 
-func (m budgetMeasure) bytes() float64 {
-	var n int64
-	for _, c := range m.topics {
-		n += c.bytes
-	}
-	return float64(n) / float64(m.jobs)
+func (m budgetMeasure) records() float64 {
+	return m.perJob(func(c *topicCost) int64 { return c.records })
 }
+
+func (m budgetMeasure) bytes() float64 { return m.perJob(func(c *topicCost) int64 { return c.bytes }) }
 
 func (m budgetMeasure) logBytes() float64 {
-	var n int64
-	for _, c := range m.topics {
-		n += c.logBytes
-	}
-	return float64(n) / float64(m.jobs)
+	return m.perJob(func(c *topicCost) int64 { return c.logBytes })
 }
 
 // String is a line per topic that got records: records and bytes per job.
