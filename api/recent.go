@@ -95,9 +95,8 @@ func (r *recentJobs) put(key, commandID, viewID string, state *chimev1.JobState,
 	h := maphash.String(r.seed, key)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.trim(now)
 	before := []string{viewID}
-	if s, old, ok := r.lookup(h, key); ok {
+	if s, old, ok := r.lookup(h, key); ok && !r.expired(s, now) {
 		before = append(old.before, old.commandID)
 		if !slices.Contains(before, viewID) {
 			before = append(before, viewID)
@@ -156,7 +155,7 @@ func (r *recentJobs) get(key string, row *chimev1.JobState, now time.Time) *chim
 	h := maphash.String(r.seed, key)
 	r.mu.Lock()
 	s, e, ok := r.lookup(h, key)
-	if ok && (now.Sub(time.Unix(0, s.at)) > r.ttl || (row != nil && (row.GetLastCommandId() == e.commandID || !slices.Contains(e.before, row.GetLastCommandId())))) {
+	if ok && (r.expired(s, now) || (row != nil && (row.GetLastCommandId() == e.commandID || !slices.Contains(e.before, row.GetLastCommandId())))) {
 		s.gone = true
 		delete(r.index, h)
 		ok = false
@@ -172,6 +171,11 @@ func (r *recentJobs) get(key string, row *chimev1.JobState, now time.Time) *chim
 		return nil
 	}
 	return st
+}
+
+// expired says s is past the TTL at now (the server's clock).
+func (r *recentJobs) expired(s *recentSlot, now time.Time) bool {
+	return now.Sub(time.Unix(0, s.at)) > r.ttl
 }
 
 // lookup finds key's slot. Two keys with one hash are told apart by the
@@ -232,7 +236,7 @@ func (r *recentJobs) trim(now time.Time) {
 	i := 0
 	for ; i < len(r.slots); i++ {
 		s := &r.slots[i]
-		if !s.gone && now.Sub(time.Unix(0, s.at)) <= r.ttl && len(r.index) <= r.max && len(r.slots)-i <= 2*r.max {
+		if !s.gone && !r.expired(s, now) && len(r.index) <= r.max && len(r.slots)-i <= 2*r.max {
 			break
 		}
 		if seq, ok := r.index[s.hash]; ok && seq == r.first+uint64(i) {
