@@ -154,6 +154,14 @@ func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, p burstPlan)
 	defer func() { close(stopSampling); <-sampleDone }()
 	cpuStart := c.cpu()
 	start := time.Now()
+	// The ingest's profile covers the same window as its CPU figure:
+	// from the first create to one second before the instant.
+	ingestProfiled := func() {}
+	if o.profileDir != "" {
+		if d := time.Until(t0.Add(-time.Second)).Truncate(time.Second); d >= time.Second {
+			ingestProfiled = c.profile(filepath.Join(o.profileDir, "chime-"+strings.NewReplacer(" ", "-", ":", "").Replace(label)+".ingest.pprof"), d)
+		}
+	}
 	if p.viaProducer {
 		c.ingestProducer(ctx, rcv.url(), 0, n, at)
 	} else {
@@ -170,6 +178,7 @@ func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, p burstPlan)
 	// its consumers) must have settled by then.
 	time.Sleep(time.Until(t0.Add(-time.Second)))
 	r.ingestCPU = c.cpu() - cpuStart
+	ingestProfiled()
 	phase.Store(1)
 	cpu0, ch0, rc0 := c.cpu(), c.clickhouseCPU(), procCPU(rcv.pid())
 	// The machine's CPU is read from the instant itself, not the second
