@@ -8,7 +8,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -239,7 +238,7 @@ func (p *Producer) prepare(cmd *chimev1.JobCommand) (Receipt, error) {
 // the outcome exactly once.
 func (p *Producer) produce(ctx context.Context, cmd *chimev1.JobCommand, r Receipt, done func(Receipt, error)) {
 	key := schema.JobKey(cmd.GetNamespace(), cmd.GetJobId())
-	value, err := proto.Marshal(cmd)
+	value, err := schema.MarshalInput(cmd)
 	if err != nil {
 		done(r, fmt.Errorf("producer: encode command %s for %s: %w", r.CommandID, key, err))
 		return

@@ -26,7 +26,6 @@ import (
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/storage"
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/chime-sched/chime/internal/lifecycle"
@@ -272,7 +271,7 @@ func (p *Processor) onCommand(ctx goka.Context, msg any) {
 	raw, _ := msg.([]byte)
 	now := p.cfg.Now()
 	cmd := new(chimev1.BreakerCommand)
-	err := proto.Unmarshal(raw, cmd)
+	err := schema.UnmarshalInput(raw, cmd)
 	if err != nil {
 		err = fmt.Errorf("%w: does not decode as chime.v1.BreakerCommand: %v", circuit.ErrCommand, err)
 	} else {

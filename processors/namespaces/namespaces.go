@@ -136,7 +136,7 @@ func Apply(key string, cur *chimev1.NamespaceConfig, raw []byte, now time.Time) 
 	reject := func(field, reason string) (*chimev1.NamespaceConfig, *chimev1.Rejection) {
 		return nil, command.Reject(command.Refusal{CommandID: cmd.GetCommandId(), Namespace: cmd.GetNamespace(), Field: field, Reason: reason, At: now, Raw: raw})
 	}
-	if err := proto.Unmarshal(raw, cmd); err != nil {
+	if err := schema.UnmarshalInput(raw, cmd); err != nil {
 		return reject("", fmt.Sprintf("command does not decode as chime.v1.NamespaceCommand: %v", err))
 	}
 	if err := schema.ValidateNamespaceCommand(cmd); err != nil {

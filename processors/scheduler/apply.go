@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/lovoo/goka"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -30,7 +29,7 @@ func (s *Scheduler) onCommand(gctx goka.Context, msg any) {
 	defer st.SetInput(-1)
 	raw, _ := msg.([]byte)
 	cmd := new(chimev1.JobCommand)
-	if proto.Unmarshal(raw, cmd) != nil {
+	if schema.UnmarshalInput(raw, cmd) != nil {
 		cmd = nil // the decider rejects it
 	}
 	if b := cmd.GetBatch(); b != nil && schema.ValidateCommand(cmd, schema.ValidateOptions{AllowReserved: true}) == nil {

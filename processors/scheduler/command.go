@@ -22,7 +22,7 @@ func (d *decider) command(in *input, cur *chimev1.JobState, now time.Time) decis
 	cmd := in.cmd
 	if cmd == nil {
 		cmd = new(chimev1.JobCommand)
-		if err := proto.Unmarshal(in.raw, cmd); err != nil {
+		if err := schema.UnmarshalInput(in.raw, cmd); err != nil {
 			return d.reject(in, cmd, "", fmt.Sprintf("command does not decode as chime.v1.JobCommand: %v", err), now)
 		}
 		in.cmd = cmd

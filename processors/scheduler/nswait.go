@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"time"
 
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
@@ -84,7 +84,7 @@ func (d *decider) onHeld(in *input, cur *chimev1.JobState, cmd *chimev1.JobComma
 		case in.ns == nsKnown:
 		case in.ns == nsAbsent && !now.Before(cur.GetHeldUntil().AsTime()):
 			held := new(chimev1.JobCommand)
-			_ = proto.Unmarshal(in.raw, held) // it decoded when it was held
+			_ = schema.UnmarshalInput(in.raw, held) // it decoded when it was held
 			in.commandID = held.GetCommandId()
 			dec := d.reject(in, held, "namespace", fmt.Sprintf("namespace %q does not exist: create it first (PUT /v1/namespaces/%s), then publish its jobs; this create was held %s for it",
 				held.GetNamespace(), held.GetNamespace(), d.cfg.NamespaceWait), now)
