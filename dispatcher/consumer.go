@@ -103,6 +103,8 @@ type consumer struct {
 	handlers sync.WaitGroup
 	// workers run the calls (workers.go).
 	workers *workers
+	// holder keeps the dues that came early until their time (hold.go).
+	holder *holder
 }
 
 // Name implements lifecycle.Part.
@@ -115,8 +117,9 @@ func (d *Dispatcher) Start(ctx context.Context) error { return d.Go(ctx, d.run) 
 
 func (d *Dispatcher) run(ctx context.Context, ready func()) error {
 	c := &consumer{d: d, topic: d.cfg.Topics.Due(), parts: map[int32]*partState{}, skips: map[int32]map[int64]bool{},
-		workers: newWorkers(workerIdle, workerMaxIdle)}
+		workers: newWorkers(workerIdle, workerMaxIdle), holder: newHolder(d.callCtx)}
 	defer c.workers.close()
+	defer c.holder.close()
 	c.cond = sync.NewCond(&c.mu)
 	defer d.closeProducers()
 	cl, err := kgo.NewClient(append(append([]kgo.Opt{
@@ -359,6 +362,7 @@ func (c *consumer) dropQueued(ps []int32) {
 func (c *consumer) startDue(due *chimev1.Due, ps *partState, consumed time.Time, done func(ok bool)) {
 	if due.GetRecall() {
 		c.d.recalls.recall(due)
+		c.holder.recall(emissionOf(due))
 		c.d.stats.recalls.Add(1)
 		done(true)
 		return
@@ -373,29 +377,28 @@ func (c *consumer) startDue(due *chimev1.Due, ps *partState, consumed time.Time,
 		})
 	}
 	// The scheduler emits a due up to its FireLead before its time; the
-	// call waits for fire_at (at most maxEarly, against clocks far apart).
-	// It counts as in flight meanwhile: nothing after it is committed, and
-	// a new owner of the partition gets it again.
+	// call waits for fire_at (at most maxEarly, against clocks far apart)
+	// in the holder (hold.go). It counts as in flight meanwhile: nothing
+	// after it is committed, and a new owner of the partition gets it
+	// again.
 	if wait := time.Until(due.GetFireAt().AsTime()); due.GetFireAt() != nil && wait > 0 {
 		c.d.stats.early.Add(1)
-		recalled, release := c.d.recalls.hold(emissionOf(due))
-		go func() {
-			defer release()
-			t := time.NewTimer(min(wait, maxEarly))
-			defer t.Stop()
-			select {
-			case <-t.C:
-				run()
-			case <-recalled:
-				// Taken back before its time: nothing to call or report.
-				c.d.stats.dropped.Add(1)
-				c.handlers.Done()
-				done(true)
-			case <-ps.owned.Done(): // revoked, or the dispatcher stops
-				c.handlers.Done()
-				done(false)
+		drop := func() {
+			c.handlers.Done()
+			done(false)
+		}
+		c.holder.add(time.Now().Add(min(wait, maxEarly)), emissionOf(due), func() {
+			if ps.owned.Err() != nil {
+				drop() // lost, or the calls were cut: the next owner has it
+				return
 			}
-		}()
+			run()
+		}, func() {
+			// Taken back before its time: nothing to call or report.
+			c.d.stats.dropped.Add(1)
+			c.handlers.Done()
+			done(true)
+		}, drop)
 		return
 	}
 	run()

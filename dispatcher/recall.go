@@ -1,7 +1,6 @@
 package dispatcher
 
 import (
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,49 +25,24 @@ type recalls struct {
 	// any is set by the first recall: until then no due asks keys (a
 	// lock each time).
 	any atomic.Bool
-
-	mu sync.Mutex
-	// held wakes the hold of an emission waiting for its fire_at.
-	held map[emission]chan struct{}
 }
 
 // recallMemory bounds the recalls remembered.
 const recallMemory = 1 << 16
 
 func newRecalls() *recalls {
-	return &recalls{keys: expirable.NewLRU[emission, struct{}](recallMemory, nil, maxEarly+time.Minute), held: map[emission]chan struct{}{}}
+	return &recalls{keys: expirable.NewLRU[emission, struct{}](recallMemory, nil, maxEarly+time.Minute)}
 }
 
-// recall takes the emission of due (a recall) back.
+// recall takes the emission of due (a recall) back: a due of it that
+// arrives, or waits for admission, is dropped (process). The consumer
+// takes one held for its fire_at out of the holder.
 func (r *recalls) recall(due *chimev1.Due) {
-	key := emissionOf(due)
-	r.keys.Add(key, struct{}{})
+	r.keys.Add(emissionOf(due), struct{}{})
 	r.any.Store(true)
-	r.mu.Lock()
-	if ch, ok := r.held[key]; ok {
-		close(ch)
-		delete(r.held, key)
-	}
-	r.mu.Unlock()
 }
 
 // recalled says whether the emission was taken back.
 func (r *recalls) recalled(em emission) bool {
 	return r.any.Load() && r.keys.Contains(em)
-}
-
-// hold registers an emission held for its fire_at; the channel closes if
-// it is recalled. Call release when the hold ends.
-func (r *recalls) hold(key emission) (recalled <-chan struct{}, release func()) {
-	ch := make(chan struct{})
-	r.mu.Lock()
-	r.held[key] = ch
-	r.mu.Unlock()
-	return ch, func() {
-		r.mu.Lock()
-		if r.held[key] == ch {
-			delete(r.held, key)
-		}
-		r.mu.Unlock()
-	}
 }

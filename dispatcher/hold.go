@@ -1,0 +1,196 @@
+package dispatcher
+
+import (
+	"container/heap"
+	"context"
+	"sync"
+	"time"
+)
+
+// holder keeps the dues that arrived before their fire_at (the scheduler
+// emits them up to its FireLead early) until it comes, in one goroutine
+// with one timer, and starts each then. A goroutine and a timer per held
+// due cost a wake-up each, even when a thousand dues share an instant (a
+// cron at the full minute, a batch created at once); the holder wakes once
+// for all of them.
+//
+// A held due counts as in flight, as before: nothing after it is
+// committed, and a revoke waits for it (RevokeWait). A recall takes its
+// due out at once, completed (recall); a lost partition's due is dropped
+// uncompleted when its time comes. If the calls are cut (callCtx, a
+// shutdown that gave up waiting) or the holder closes, every held due is
+// dropped uncompleted.
+type holder struct {
+	mu     sync.Mutex
+	items  heldHeap
+	byKey  map[emission][]*heldDue
+	seq    uint64
+	closed bool
+	// wake tells the loop that an item came before the earliest.
+	wake chan struct{}
+	stop chan struct{}
+	done chan struct{}
+}
+
+// heldDue is one due waiting for its time: start runs it, recalled
+// completes it taken back, drop gives it up.
+type heldDue struct {
+	at                    time.Time
+	seq                   uint64 // in arrival order among dues of one instant
+	key                   emission
+	start, recalled, drop func()
+	index                 int // in the heap
+}
+
+func newHolder(ctx context.Context) *holder {
+	h := &holder{byKey: map[emission][]*heldDue{}, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go h.loop(ctx)
+	return h
+}
+
+// add holds the due of emission key until at; start runs on the holder's
+// goroutine and must not block.
+func (h *holder) add(at time.Time, key emission, start, recalled, drop func()) {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		drop()
+		return
+	}
+	h.seq++
+	d := &heldDue{at: at, seq: h.seq, key: key, start: start, recalled: recalled, drop: drop}
+	heap.Push(&h.items, d)
+	h.byKey[key] = append(h.byKey[key], d)
+	first := h.items[0] == d
+	h.mu.Unlock()
+	if first {
+		select {
+		case h.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// recall takes the held dues of emission key out, completed.
+func (h *holder) recall(key emission) {
+	h.mu.Lock()
+	ds := h.byKey[key]
+	delete(h.byKey, key)
+	for _, d := range ds {
+		heap.Remove(&h.items, d.index)
+	}
+	h.mu.Unlock()
+	for _, d := range ds {
+		d.recalled()
+	}
+}
+
+// forget removes d from byKey. h.mu is held.
+func (h *holder) forget(d *heldDue) {
+	ds := h.byKey[d.key]
+	for i, x := range ds {
+		if x == d {
+			ds = append(ds[:i], ds[i+1:]...)
+			break
+		}
+	}
+	if len(ds) == 0 {
+		delete(h.byKey, d.key)
+	} else {
+		h.byKey[d.key] = ds
+	}
+}
+
+// held is how many dues wait.
+func (h *holder) held() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.items)
+}
+
+func (h *holder) loop(ctx context.Context) {
+	defer close(h.done)
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	var ready []*heldDue
+	for {
+		h.mu.Lock()
+		now := time.Now()
+		for len(h.items) > 0 && !h.items[0].at.After(now) {
+			d := heap.Pop(&h.items).(*heldDue)
+			h.forget(d)
+			ready = append(ready, d)
+		}
+		next := time.Duration(-1)
+		if len(h.items) > 0 {
+			next = h.items[0].at.Sub(now)
+		}
+		h.mu.Unlock()
+		for i, d := range ready {
+			d.start()
+			ready[i] = nil
+		}
+		ready = ready[:0]
+		if next >= 0 {
+			t.Reset(next)
+		} else {
+			t.Stop()
+		}
+		select {
+		case <-t.C:
+		case <-h.wake:
+		case <-ctx.Done():
+			h.dropAll()
+			return
+		case <-h.stop:
+			h.dropAll()
+			return
+		}
+	}
+}
+
+// dropAll gives up every held due, and any added from now on.
+func (h *holder) dropAll() {
+	h.mu.Lock()
+	h.closed = true
+	items := h.items
+	h.items, h.byKey = nil, map[emission][]*heldDue{}
+	h.mu.Unlock()
+	for _, d := range items {
+		d.drop()
+	}
+}
+
+// close drops what is held and stops the goroutine.
+func (h *holder) close() {
+	close(h.stop)
+	<-h.done
+}
+
+// heldHeap orders held dues by time, then arrival (container/heap).
+type heldHeap []*heldDue
+
+func (q heldHeap) Len() int { return len(q) }
+func (q heldHeap) Less(i, j int) bool {
+	if !q[i].at.Equal(q[j].at) {
+		return q[i].at.Before(q[j].at)
+	}
+	return q[i].seq < q[j].seq
+}
+func (q heldHeap) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].index, q[j].index = i, j
+}
+func (q *heldHeap) Push(x any) {
+	d := x.(*heldDue)
+	d.index = len(*q)
+	*q = append(*q, d)
+}
+func (q *heldHeap) Pop() any {
+	old := *q
+	n := len(old)
+	x := old[n-1]
+	old[n-1] = nil
+	*q = old[:n-1]
+	return x
+}
