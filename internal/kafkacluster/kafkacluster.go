@@ -98,9 +98,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if _, err := os.Stat(o.Libs); err != nil {
 		return nil, fmt.Errorf("kafkacluster: Kafka's jars: %w (run `make kafka-jars`)", err)
 	}
-	id := make([]byte, 16)
-	_, _ = rand.Read(id)
-	c := &Cluster{opts: o, clusterID: base64.RawURLEncoding.EncodeToString(id)}
+	c := &Cluster{opts: o, clusterID: newClusterID()}
 	ports, err := freeport.GetN(2 * o.Nodes)
 	if err != nil {
 		return nil, fmt.Errorf("kafkacluster: %w", err)
@@ -390,5 +388,20 @@ func FindLibs() string {
 			return ""
 		}
 		dir = parent
+	}
+}
+
+// newClusterID is a random cluster ID as Kafka's Uuid.randomUuid makes
+// them: 16 random bytes in URL-safe base64, drawn again when the text
+// starts with '-', which the storage tool's argument parser takes for an
+// option ("--cluster-id: expected one argument"; one format in 64 failed
+// so).
+func newClusterID() string {
+	id := make([]byte, 16)
+	for {
+		_, _ = rand.Read(id)
+		if s := base64.RawURLEncoding.EncodeToString(id); !strings.HasPrefix(s, "-") {
+			return s
+		}
 	}
 }
