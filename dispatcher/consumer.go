@@ -383,21 +383,21 @@ func (c *consumer) startDue(due *chimev1.Due, ps *partState, consumed time.Time,
 	// again.
 	if wait := time.Until(due.GetFireAt().AsTime()); due.GetFireAt() != nil && wait > 0 {
 		c.d.stats.early.Add(1)
-		drop := func() {
+		end := func(ok bool) {
 			c.handlers.Done()
-			done(false)
+			done(ok)
 		}
+		drop := func() { end(false) } // the next owner has it
 		c.holder.add(time.Now().Add(min(wait, maxEarly)), emissionOf(due), func() {
-			if ps.owned.Err() != nil {
-				drop() // lost, or the calls were cut: the next owner has it
+			if ps.owned.Err() != nil { // lost, or the calls were cut
+				drop()
 				return
 			}
 			run()
 		}, func() {
 			// Taken back before its time: nothing to call or report.
 			c.d.stats.dropped.Add(1)
-			c.handlers.Done()
-			done(true)
+			end(true)
 		}, drop)
 		return
 	}
