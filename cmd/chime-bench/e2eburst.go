@@ -154,12 +154,14 @@ func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, p burstPlan)
 	defer func() { close(stopSampling); <-sampleDone }()
 	cpuStart := c.cpu()
 	start := time.Now()
+	// The profiles' files (-e2e-profile-dir) are named after the run.
+	profBase := filepath.Join(o.profileDir, "chime-"+strings.NewReplacer(" ", "-", ":", "").Replace(label))
 	// The ingest's profile covers the same window as its CPU figure:
 	// from the first create to one second before the instant.
 	ingestProfiled := func() {}
 	if o.profileDir != "" {
 		if d := time.Until(t0.Add(-time.Second)).Truncate(time.Second); d >= time.Second {
-			ingestProfiled = c.profile(filepath.Join(o.profileDir, "chime-"+strings.NewReplacer(" ", "-", ":", "").Replace(label)+".ingest.pprof"), d)
+			ingestProfiled = c.profile(profBase+".ingest.pprof", d)
 		}
 	}
 	if p.viaProducer {
@@ -194,25 +196,24 @@ func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, p burstPlan)
 	}
 	profiled := func() {}
 	if o.profileDir != "" {
-		base := filepath.Join(o.profileDir, "chime-"+strings.NewReplacer(" ", "-", ":", "").Replace(label))
-		path := base + ".pprof"
-		c.snapshot("allocs", base+".allocs-before.pprof")
+		path := profBase + ".pprof"
+		c.snapshot("allocs", profBase+".allocs-before.pprof")
 		profiled = c.profile(path, o.profileFor)
 		time.AfterFunc(time.Until(t0.Add(3*time.Second)), func() {
-			c.snapshot("heap", base+".heap-during.pprof")
+			c.snapshot("heap", profBase+".heap-during.pprof")
 			// What the goroutines wait on mid-burst, and how many there are:
 			// their stacks are memory the collector scans.
-			c.snapshot("goroutine", base+".goroutine-during.pprof")
+			c.snapshot("goroutine", profBase+".goroutine-during.pprof")
 		})
 		// An execution trace of two seconds of firing: it shows what the
 		// goroutines wait on while the machine is not fully busy.
-		time.AfterFunc(time.Until(t0.Add(time.Second)), func() { c.snapshot("trace?seconds=2", base+".trace") })
+		time.AfterFunc(time.Until(t0.Add(time.Second)), func() { c.snapshot("trace?seconds=2", profBase+".trace") })
 		for _, after := range []time.Duration{3 * time.Second, 15 * time.Second, 30 * time.Second} {
 			time.AfterFunc(time.Until(t0.Add(after)), func() {
-				c.snapshot("heap?debug=1", fmt.Sprintf("%s.memstats-%s.txt", base, after))
+				c.snapshot("heap?debug=1", fmt.Sprintf("%s.memstats-%s.txt", profBase, after))
 			})
 		}
-		defer c.snapshot("heap", base+".heap-after.pprof")
+		defer c.snapshot("heap", profBase+".heap-after.pprof")
 		defer fmt.Fprintf(os.Stderr, "e2e %s: CPU profile of chime from 1 s before the instant, %s: %s\n", label, o.profileFor, path)
 	}
 	defer profiled()
@@ -229,7 +230,7 @@ func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, p burstPlan)
 	r.fireLag50 = c.histogramQuantile(ctx, "chime_scheduler_fire_lag_seconds", 0.5)
 	r.fireLag99 = c.histogramQuantile(ctx, "chime_scheduler_fire_lag_seconds", 0.99)
 	if o.profileDir != "" {
-		c.snapshot("allocs", filepath.Join(o.profileDir, "chime-"+strings.NewReplacer(" ", "-", ":", "").Replace(label)+".allocs-after.pprof"))
+		c.snapshot("allocs", profBase+".allocs-after.pprof")
 	}
 	drainStart := time.Now()
 	r.quiet = waitQuiet(ctx, adm, 3*time.Minute)
@@ -247,11 +248,7 @@ func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, p burstPlan)
 	// Answers that are not calls: dues deferred for waiting past the
 	// admission wait, each sent again later (an outcome, an event and a
 	// due more). A burst that is only queued defers nothing.
-	for _, l := range c.scrape(ctx)["chime_dispatcher_outcomes_total"] {
-		if l.labels == `{class="deferred"}` {
-			r.deferred = int64(l.value)
-		}
-	}
+	r.deferred = int64(c.scrape(ctx).class("chime_dispatcher_outcomes_total", "deferred"))
 	r.arrivals, r.at = rcv.results(n), at
 	r.stats = summarize(r.arrivals, at)
 	// The steady RSS after the burst: what the process keeps.
