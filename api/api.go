@@ -70,11 +70,10 @@ type BreakerView interface {
 // effect of the job commands after locates (this process's commands of
 // the namespace: read-your-writes).
 type JobView interface {
-	// Get returns the job's row, nil if there is none.
-	Get(ns, id string) (*chimev1.JobState, error)
-	// Rows returns the rows of the namespace's jobs ids, nil where there
-	// is none, in one call per owner.
-	Rows(ns string, ids []string) ([]*chimev1.JobState, error)
+	// Get returns the job's row, nil if there is none, and how far its
+	// partition had applied the job commands before it was read
+	// (read-your-writes without waiting: recentJobs).
+	Get(ns, id string) (*chimev1.JobState, jobquery.Offsets, error)
 	// LiveJobs counts the namespace's jobs that have not ended
 	// (scheduled, paused or firing), for the pending-jobs quota; chime's
 	// own jobs in it are not the namespace's and do not count.
@@ -392,20 +391,12 @@ func (r namespaceReader) Get(ns string) (*chimev1.NamespaceConfig, error) {
 
 type jobReader struct{ JobView }
 
-func (r jobReader) Get(ns, id string) (*chimev1.JobState, error) {
-	st, err := r.JobView.Get(ns, id)
+func (r jobReader) Get(ns, id string) (*chimev1.JobState, jobquery.Offsets, error) {
+	st, reached, err := r.JobView.Get(ns, id)
 	if err != nil {
-		return nil, viewUnavailable("job", err)
+		return nil, nil, viewUnavailable("job", err)
 	}
-	return st, nil
-}
-
-func (r jobReader) Rows(ns string, ids []string) ([]*chimev1.JobState, error) {
-	rows, err := r.JobView.Rows(ns, ids)
-	if err != nil {
-		return nil, viewUnavailable("job", err)
-	}
-	return rows, nil
+	return st, reached, nil
 }
 
 func (r jobReader) LiveJobs(ns string, after jobquery.Offsets) (int64, error) {

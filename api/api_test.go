@@ -46,11 +46,12 @@ type testBundle struct {
 
 func setup(t testing.TB, mutate ...func(*api.Config)) *testBundle {
 	t.Helper()
+	jobs := &fakeJobs{}
 	b := &testBundle{
-		jobs:       &fakeJobs{},
+		jobs:       jobs,
 		namespaces: &fakeNamespaces{rows: map[string]*chimev1.NamespaceConfig{}},
 		breakers:   fakeBreakers{},
-		states:     &fakeJobStates{rows: map[string]*chimev1.JobState{}},
+		states:     &fakeJobStates{jobs: jobs, rows: map[string]*chimev1.JobState{}},
 	}
 	b.control = &fakeControl{ns: b.namespaces}
 	cfg := api.Config{
@@ -238,9 +239,8 @@ func TestReadyzNotReady(t *testing.T) {
 // brokenJobs is a jobs table none of whose owners answers.
 type brokenJobs struct{}
 
-func (brokenJobs) Get(string, string) (*chimev1.JobState, error) { return nil, jobquery.ErrUnavailable }
-func (brokenJobs) Rows(string, []string) ([]*chimev1.JobState, error) {
-	return nil, jobquery.ErrUnavailable
+func (brokenJobs) Get(string, string) (*chimev1.JobState, jobquery.Offsets, error) {
+	return nil, nil, jobquery.ErrUnavailable
 }
 func (brokenJobs) LiveJobs(string, jobquery.Offsets) (int64, error) {
 	return 0, jobquery.ErrUnavailable

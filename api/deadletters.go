@@ -367,11 +367,11 @@ func (s *server) replayOne(ctx context.Context, js jobScope, d *analytics.DeadLe
 	if refusal := quota.take(1); refusal != nil {
 		return replayResult{}, refusal
 	}
-	if _, err := s.cfg.Jobs.Publish(ctx, cmd); err != nil {
+	at, err := s.cfg.Jobs.Publish(ctx, cmd)
+	if err != nil {
 		return replayResult{}, unavailable("the replay", err)
 	}
-	next := fmtTime(timestamppb.New(now))
-	s.accepted([]*converted{{cmd: cmd, next: next}}, now)
+	s.remember(&converted{cmd: cmd, next: fmtTime(timestamppb.New(now))}, at, now)
 	s.metrics.jobsAccepted.Inc()
 	st := &chimev1.JobState{
 		Spec: spec, Status: chimev1.JobStatus_JOB_STATUS_SCHEDULED,
@@ -391,11 +391,11 @@ func newReplay(jobID string, at time.Time) *analytics.Replay {
 // knownJob is job id as this process knows it: what it accepted and the
 // table does not show yet (pending), else the table's row; nil if neither.
 func (s *server) knownJob(ns, id string, now time.Time) (row *chimev1.JobState, pending bool, err error) {
-	row, err = s.cfg.JobStates.Get(ns, id)
+	row, reached, err := s.cfg.JobStates.Get(ns, id)
 	if err != nil {
 		return nil, false, err
 	}
-	if p := s.recent.get(schema.JobKey(ns, id), row, now); p != nil {
+	if p := s.recent.get(schema.JobKey(ns, id), row, reached, now); p != nil {
 		return p, true, nil
 	}
 	return row, false, nil

@@ -30,16 +30,31 @@ type fakeJobs struct {
 	// at is each command's offset, by command id.
 	at  map[string]int64
 	err error
-	// apply, if set, is given each command before it is acknowledged:
-	// the jobs table showing it by the time a read carrying its offset
-	// is answered, as the schedulers do.
-	apply func(*chimev1.JobCommand)
+	// apply, if set, is given each command and where it went before it
+	// is acknowledged: the jobs table showing it by the time a read
+	// carrying its offset is answered, as the schedulers do.
+	apply func(cmd *chimev1.JobCommand, p int32, off int64)
 }
 
 func (f *fakeJobs) offsetOf(commandID string) int64 {
+	off, _ := f.lookup(commandID)
+	return off
+}
+
+// lookup says where command commandID went, if it was published here.
+func (f *fakeJobs) lookup(commandID string) (int64, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.at[commandID]
+	off, ok := f.at[commandID]
+	return off, ok
+}
+
+// newest is the offset of the last command published to partition p (-1:
+// none).
+func (f *fakeJobs) newest(p int32) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.offsets[p] - 1
 }
 
 const fakePartitions = 4
@@ -59,7 +74,7 @@ func (f *fakeJobs) Publish(_ context.Context, cmd *chimev1.JobCommand) (producer
 	f.offsets[p]++
 	f.at[cmd.GetCommandId()] = off
 	if f.apply != nil {
-		f.apply(cmd)
+		f.apply(cmd, p, off)
 	}
 	return producer.Receipt{CommandID: cmd.GetCommandId(), Partition: p, Offset: off}, nil
 }
@@ -140,9 +155,15 @@ func (f fakeBreakers) Get(ns string) *chimev1.BreakerStatus {
 	return &chimev1.BreakerStatus{Namespace: ns, State: chimev1.BreakerState_BREAKER_STATE_CLOSED}
 }
 
+// fakeJobStates is the jobs table. Each partition has applied the job
+// commands up to reached: a row put that names a command published
+// through jobs has applied up to it, one that names a command published
+// elsewhere has applied everything published so far.
 type fakeJobStates struct {
-	mu   sync.Mutex
-	rows map[string]*chimev1.JobState
+	jobs    *fakeJobs
+	mu      sync.Mutex
+	rows    map[string]*chimev1.JobState
+	reached jobquery.Offsets
 	// after is the Offsets the last listing or count of each namespace
 	// carried.
 	after map[string]jobquery.Offsets
@@ -164,18 +185,16 @@ func (f *fakeJobStates) lastAfter(ns string) jobquery.Offsets {
 	return f.after[ns]
 }
 
-func (f *fakeJobStates) Get(ns, id string) (*chimev1.JobState, error) {
+func (f *fakeJobStates) Get(ns, id string) (*chimev1.JobState, jobquery.Offsets, error) {
+	key := schema.JobKey(ns, id)
+	p := processors.PartitionOf(key, fakePartitions)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.rows[schema.JobKey(ns, id)], nil
-}
-
-func (f *fakeJobStates) Rows(ns string, ids []string) ([]*chimev1.JobState, error) {
-	rows := make([]*chimev1.JobState, len(ids))
-	for i, id := range ids {
-		rows[i], _ = f.Get(ns, id)
+	reached := jobquery.Offsets{}
+	if off, ok := f.reached[p]; ok {
+		reached[p] = off
 	}
-	return rows, nil
+	return f.rows[key], reached, nil
 }
 
 // LiveJobs and ListJobs answer from a listing index of the rows, as the
@@ -191,7 +210,7 @@ func (f *fakeJobStates) ListJobs(ns string, q jobindex.Query, after jobquery.Off
 	jobs := make([]jobquery.Job, len(entries))
 	for i, e := range entries {
 		jobs[i].Entry = e
-		jobs[i].Row, _ = f.Get(ns, e.ID)
+		jobs[i].Row, _, _ = f.Get(ns, e.ID)
 	}
 	return jobs, more, nil
 }
@@ -212,21 +231,46 @@ func (f *fakeJobStates) index(ns string) *jobindex.Memory {
 	return x
 }
 
-// apply makes the table show an upsert (a scheduled row) or a cancel.
-func (f *fakeJobStates) apply(cmd *chimev1.JobCommand) {
+// apply makes the table show an upsert (a scheduled row) or a cancel,
+// published at offset off of partition p.
+func (f *fakeJobStates) apply(cmd *chimev1.JobCommand, p int32, off int64) {
 	ns, id := cmd.GetNamespace(), cmd.GetJobId()
 	switch {
 	case cmd.GetUpsert() != nil:
-		f.put(ns, id, &chimev1.JobState{Spec: cmd.GetUpsert().GetSpec(), Status: chimev1.JobStatus_JOB_STATUS_SCHEDULED, LastCommandId: cmd.GetCommandId()})
+		f.set(ns, id, &chimev1.JobState{Spec: cmd.GetUpsert().GetSpec(), Status: chimev1.JobStatus_JOB_STATUS_SCHEDULED, LastCommandId: cmd.GetCommandId()}, p, off)
 	case cmd.GetCancel() != nil:
-		f.put(ns, id, &chimev1.JobState{Status: chimev1.JobStatus_JOB_STATUS_CANCELLED, LastCommandId: cmd.GetCommandId()})
+		f.set(ns, id, &chimev1.JobState{Status: chimev1.JobStatus_JOB_STATUS_CANCELLED, LastCommandId: cmd.GetCommandId()}, p, off)
+	default:
+		f.set(ns, id, nil, p, off)
 	}
 }
 
+// put makes the table show st: applied up to the command it names.
 func (f *fakeJobStates) put(ns, id string, st *chimev1.JobState) {
+	p, off := processors.PartitionOf(schema.JobKey(ns, id), fakePartitions), int64(-1)
+	if c := st.GetLastCommandId(); c != "" && f.jobs != nil {
+		var ok bool
+		if off, ok = f.jobs.lookup(c); !ok {
+			off = f.jobs.newest(p)
+		}
+	}
+	f.set(ns, id, st, p, off)
+}
+
+// set puts st (unless nil), and partition p has applied up to off (-1:
+// nothing more).
+func (f *fakeJobStates) set(ns, id string, st *chimev1.JobState, p int32, off int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.rows[schema.JobKey(ns, id)] = st
+	if st != nil {
+		f.rows[schema.JobKey(ns, id)] = st
+	}
+	if off >= 0 {
+		if f.reached == nil {
+			f.reached = jobquery.Offsets{}
+		}
+		f.reached.Add(p, off)
+	}
 }
 
 // fakeAnalytics is the ClickHouse store: it records the queries it is

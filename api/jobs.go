@@ -47,7 +47,7 @@ func (s *server) createJob(c *fiber.Ctx) error {
 			// Another API instance may have answered this key: the
 			// derived id names the job it created. Unread, a retry
 			// would publish the job again (an "in" schedule would move).
-			row, err := s.cfg.JobStates.Get(ns, id)
+			row, _, err := s.cfg.JobStates.Get(ns, id)
 			if err != nil {
 				return 0, nil, err
 			}
@@ -62,10 +62,11 @@ func (s *server) createJob(c *fiber.Ctx) error {
 		}
 		ctx, cancel := s.publishCtx(c)
 		defer cancel()
-		if _, err := s.cfg.Jobs.Publish(ctx, conv.cmd); err != nil {
+		at, err := s.cfg.Jobs.Publish(ctx, conv.cmd)
+		if err != nil {
 			return 0, nil, unavailable("the job", err)
 		}
-		s.accepted([]*converted{conv}, now)
+		s.remember(conv, at, now)
 		s.metrics.jobsAccepted.Inc()
 		c.Location("/v1/namespaces/" + ns + "/jobs/" + id)
 		return fiber.StatusCreated, jobCreated{ID: id, Namespace: ns, State: "scheduled", NextFireAt: conv.next}, nil
@@ -124,19 +125,17 @@ func (s *server) createJobs(c *fiber.Ctx) error {
 		if err := all.problem(); err != nil {
 			return 0, nil, err
 		}
-		errs := s.publishAll(c, convs)
+		ats, errs := s.publishAll(c, convs)
 		out := make([]jobCreated, len(convs))
 		var failed []FieldError
-		ok := make([]*converted, 0, len(convs))
 		for i, conv := range convs {
 			if errs[i] != nil {
 				failed = append(failed, FieldError{Field: fmt.Sprintf("jobs[%d]", i), Reason: errs[i].Error()})
 				continue
 			}
-			ok = append(ok, conv)
+			s.remember(conv, ats[i], now)
 			out[i] = jobCreated{ID: conv.cmd.GetJobId(), Namespace: ns, State: "scheduled", NextFireAt: conv.next}
 		}
-		s.accepted(ok, now)
 		s.metrics.jobsAccepted.Add(float64(len(convs) - len(failed)))
 		if len(failed) > 0 {
 			p := unavailable(fmt.Sprintf("%d of %d jobs", len(failed), len(convs)), errors.New("publish failed"))
@@ -153,11 +152,11 @@ func (s *server) job(ns, id string) (*chimev1.JobState, bool, error) {
 	if err := schema.ValidateJobID(id); err != nil {
 		return nil, false, invalidFields(FieldError{Field: "id", Reason: validationReason(err)})
 	}
-	row, err := s.cfg.JobStates.Get(ns, id)
+	row, reached, err := s.cfg.JobStates.Get(ns, id)
 	if err != nil {
 		return nil, false, err
 	}
-	if pending := s.recent.get(schema.JobKey(ns, id), row, s.now()); pending != nil {
+	if pending := s.recent.get(schema.JobKey(ns, id), row, reached, s.now()); pending != nil {
 		return pending, true, nil
 	}
 	if row == nil {
@@ -215,7 +214,8 @@ func (s *server) control(c *fiber.Ctx, to chimev1.JobStatus, build func(ns, id s
 	command.Stamp(cmd, now)
 	ctx, cancel := s.publishCtx(c)
 	defer cancel()
-	if _, err := s.cfg.Jobs.Publish(ctx, cmd); err != nil {
+	at, err := s.cfg.Jobs.Publish(ctx, cmd)
+	if err != nil {
 		return unavailable("the command", err)
 	}
 	next := proto.Clone(row).(*chimev1.JobState)
@@ -223,8 +223,7 @@ func (s *server) control(c *fiber.Ctx, to chimev1.JobStatus, build func(ns, id s
 	if to == chimev1.JobStatus_JOB_STATUS_CANCELLED {
 		next.NextScheduledAt, next.TimerAt = nil, nil
 	}
-	viewRow, _ := s.cfg.JobStates.Get(ns, id)
-	s.recent.put(schema.JobKey(ns, id), cmd.GetCommandId(), viewRow.GetLastCommandId(), next, now)
+	s.recent.put(cmd, at, next, now)
 	return c.JSON(renderJob(ns, id, next, true))
 }
 
@@ -319,8 +318,8 @@ func (s *server) backfillJob(c *fiber.Ctx) error {
 
 // publishAll publishes the jobs of a batch create, a record per partition
 // they fall on (command.Batches) when the partition count is known, and
-// says each one's outcome.
-func (s *server) publishAll(c *fiber.Ctx, convs []*converted) []error {
+// says each one's outcome: where Kafka acknowledged it, or why not.
+func (s *server) publishAll(c *fiber.Ctx, convs []*converted) ([]producer.Receipt, []error) {
 	ctx, cancel := s.publishCtx(c)
 	defer cancel()
 	cmds := make([]*chimev1.JobCommand, len(convs))
@@ -340,16 +339,17 @@ func (s *server) publishAll(c *fiber.Ctx, convs []*converted) []error {
 		}
 	}
 	var wg sync.WaitGroup
+	ats := make([]producer.Receipt, len(convs))
 	errs := make([]error, len(convs))
 	for r, rec := range records {
 		wg.Add(1)
-		s.cfg.Jobs.PublishAsync(ctx, rec, func(_ producer.Receipt, err error) {
+		s.cfg.Jobs.PublishAsync(ctx, rec, func(at producer.Receipt, err error) {
 			for _, i := range index[r] {
-				errs[i] = err
+				ats[i], errs[i] = at, err
 			}
 			wg.Done()
 		})
 	}
 	wg.Wait()
-	return errs
+	return ats, errs
 }

@@ -3,15 +3,16 @@ package api
 import (
 	"encoding/binary"
 	"hash/maphash"
-	"slices"
 	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
+	"github.com/chime-sched/chime/views/jobquery"
 )
 
 // recentJobs gives read-your-writes: the job commands this process
@@ -19,17 +20,24 @@ import (
 // the jobs table does not yet show the command, for at most ttl; after
 // that the table is the truth (the scheduler may have rejected the command).
 //
-// The table shows the command once the row's last_command_id is the
-// command's, or is none of the ids the row could show before it (the row's
-// when the command was accepted, and this process's earlier commands still
-// in flight for the job): then a later command, from another client or
-// instance, has been applied after it, and the table is newer than this
-// memory.
+// The table shows the command once the command's partition has applied
+// job-commands up to its offset: each read of a row says how far its
+// partition had applied them before the read (jobquery's Rows), and a
+// partition applies its commands in offset order. The row then shows the
+// command, or what the scheduler made of it (ignored, rejected), or a
+// later command from another client or instance: the table is newer than
+// this memory. The command's own id in the row says the same, where the
+// reach is not known. A create held in its row until its namespace
+// exists (held_command) does not show yet. An upsert that repeats the
+// spec of the live job the row is never shows: the scheduler ignores it.
+// Nothing is read when a command is accepted: a read there cost the
+// schedulers a tenth of their CPU at 2,000 creates a second
+// (docs/capacity.md).
 //
 // A batch of 100,000 creates keeps 100,000 entries for the TTL, while the
 // same jobs fire. So the memory holds no pointers the collector must
 // follow: entries are fixed-size slots in the order they were put, their
-// bytes (key, command ids, the encoded row) are appended to large chunks,
+// bytes (key, command id, offset, the encoded row) are appended to large chunks,
 // and the index maps a hash of the key to the slot. Kept as a map of
 // strings to structs, the entries were 40 % of the objects live during a
 // burst, and marking them on every cycle was CPU the fires paid for.
@@ -77,44 +85,40 @@ func newRecentJobs(ttl time.Duration, max int) *recentJobs {
 	return &recentJobs{ttl: ttl, max: max, seed: maphash.MakeSeed(), index: make(map[uint64]uint64)}
 }
 
-// maxBefore bounds the commands of one job remembered as in flight.
-const maxBefore = 16
-
-// recentEntry is a slot's bytes, decoded: before are the last_command_ids
-// the row may show while the command is still on its way; state is the
-// row as the scheduler is expected to write it, encoded.
+// recentEntry is a slot's bytes, decoded: the command's id, whether it
+// is an upsert, and where Kafka acknowledged it; state is the row as the
+// scheduler is expected to write it, encoded.
 type recentEntry struct {
 	key, commandID string
-	before         []string
+	upsert         bool
+	partition      int32
+	offset         int64
 	state          []byte
 }
 
-// put remembers a command; viewID is the table's last_command_id for the
-// job now ("" if it has no row).
-func (r *recentJobs) put(key, commandID, viewID string, state *chimev1.JobState, now time.Time) {
+// put remembers cmd, which Kafka acknowledged as at says, and the row it
+// is expected to make. A later command of the same job replaces it:
+// commands of a job share a partition, and the later one's offset is the
+// higher.
+func (r *recentJobs) put(cmd *chimev1.JobCommand, at producer.Receipt, state *chimev1.JobState, now time.Time) {
+	key := schema.JobKey(cmd.GetNamespace(), cmd.GetJobId())
 	h := maphash.String(r.seed, key)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	before := []string{viewID}
-	if s, old, ok := r.lookup(h, key); ok && !r.expired(s, now) {
-		before = append(old.before, old.commandID)
-		if !slices.Contains(before, viewID) {
-			before = append(before, viewID)
-		}
-		if len(before) > maxBefore {
-			before = before[len(before)-maxBefore:]
-		}
+	if s, _, ok := r.lookup(h, key); ok {
 		s.gone = true
 	}
 	head := binary.AppendUvarint(nil, uint64(len(key)))
 	head = append(head, key...)
-	head = binary.AppendUvarint(head, uint64(len(commandID)))
-	head = append(head, commandID...)
-	head = binary.AppendUvarint(head, uint64(len(before)))
-	for _, b := range before {
-		head = binary.AppendUvarint(head, uint64(len(b)))
-		head = append(head, b...)
+	head = binary.AppendUvarint(head, uint64(len(cmd.GetCommandId())))
+	head = append(head, cmd.GetCommandId()...)
+	upsert := byte(0)
+	if cmd.GetUpsert() != nil {
+		upsert = 1
 	}
+	head = append(head, upsert)
+	head = binary.AppendVarint(head, int64(at.Partition))
+	head = binary.AppendVarint(head, at.Offset)
 	n := len(head) + schema.Size(state)
 	last := len(r.chunks) - 1
 	if last < 0 || cap(r.chunks[last])-len(r.chunks[last]) < n {
@@ -122,7 +126,7 @@ func (r *recentJobs) put(key, commandID, viewID string, state *chimev1.JobState,
 		last++
 	}
 	c := r.chunks[last]
-	off := len(c)
+	start := len(c)
 	c = append(c, head...)
 	c, err := schema.MarshalAppend(c, state)
 	if err != nil {
@@ -130,7 +134,7 @@ func (r *recentJobs) put(key, commandID, viewID string, state *chimev1.JobState,
 	}
 	r.chunks[last] = c
 	r.index[h] = r.first + uint64(len(r.slots))
-	r.slots = append(r.slots, recentSlot{hash: h, at: now.UnixNano(), chunk: r.firstChunk + uint64(last), off: uint32(off), n: uint32(len(c) - off)})
+	r.slots = append(r.slots, recentSlot{hash: h, at: now.UnixNano(), chunk: r.firstChunk + uint64(last), off: uint32(start), n: uint32(len(c) - start)})
 	r.trim(now)
 	if r.sweep == nil {
 		r.sweep = time.AfterFunc(r.ttl, r.sweepNow)
@@ -149,28 +153,44 @@ func (r *recentJobs) sweepNow() {
 	r.sweep.Reset(r.ttl / 2)
 }
 
-// get returns the expected row if the table's row (nil if none) does not
+// get returns the expected row if the table's row (nil if none), read
+// when its partition had applied the job commands up to reached, does not
 // show the recent command yet. A row that shows it retires the entry.
-func (r *recentJobs) get(key string, row *chimev1.JobState, now time.Time) *chimev1.JobState {
+func (r *recentJobs) get(key string, row *chimev1.JobState, reached jobquery.Offsets, now time.Time) *chimev1.JobState {
 	h := maphash.String(r.seed, key)
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	s, e, ok := r.lookup(h, key)
-	if ok && (r.expired(s, now) || (row != nil && (row.GetLastCommandId() == e.commandID || !slices.Contains(e.before, row.GetLastCommandId())))) {
-		s.gone = true
-		delete(r.index, h)
-		ok = false
-	}
-	r.mu.Unlock()
 	if !ok {
 		return nil
 	}
-	// A slot's bytes never change once written, so they are read
-	// outside the lock.
 	st := new(chimev1.JobState)
-	if schema.UnmarshalInternal(e.state, st) != nil {
+	if schema.UnmarshalInternal(e.state, st) != nil || r.expired(s, now) || e.shownBy(row, reached) || e.repeats(row, st) {
+		s.gone = true
+		delete(r.index, h)
 		return nil
 	}
 	return st
+}
+
+// repeats says the entry is an upsert that repeats the spec of the live
+// job the table's row is: the scheduler ignores it, so the table will
+// never show it and already is the truth.
+func (e recentEntry) repeats(row, st *chimev1.JobState) bool {
+	return e.upsert && row != nil && row.GetHeldCommand() == nil && !schema.JobEnded(row.GetStatus()) && proto.Equal(row.GetSpec(), st.GetSpec())
+}
+
+// shownBy says the table's row, read when its partition had applied the
+// job commands up to reached, shows the entry's command (see recentJobs).
+func (e recentEntry) shownBy(row *chimev1.JobState, reached jobquery.Offsets) bool {
+	if row.GetHeldCommand() != nil {
+		return false
+	}
+	if row != nil && row.GetLastCommandId() == e.commandID {
+		return true
+	}
+	off, ok := reached[e.partition]
+	return ok && e.partition >= 0 && e.offset >= 0 && off >= e.offset
 }
 
 // expired says s is past the TTL at now (the server's clock).
@@ -213,19 +233,20 @@ func (r *recentJobs) decode(s *recentSlot) (recentEntry, bool) {
 	if e.commandID, ok = field(); !ok {
 		return e, false
 	}
-	count, k := binary.Uvarint(b)
-	if k <= 0 || count > maxBefore+1 {
+	if len(b) == 0 {
+		return e, false
+	}
+	e.upsert, b = b[0] == 1, b[1:]
+	p, k := binary.Varint(b)
+	if k <= 0 {
 		return e, false
 	}
 	b = b[k:]
-	for range count {
-		f, ok := field()
-		if !ok {
-			return e, false
-		}
-		e.before = append(e.before, f)
+	e.partition = int32(p)
+	if e.offset, k = binary.Varint(b); k <= 0 {
+		return e, false
 	}
-	e.state = b
+	e.state = b[k:]
 	return e, true
 }
 
@@ -271,35 +292,11 @@ func (r *recentJobs) len() int {
 	return len(r.index)
 }
 
-// accepted remembers upserts of one namespace for read-your-writes,
-// reading their rows in one call.
-func (s *server) accepted(convs []*converted, now time.Time) {
-	if len(convs) == 0 {
-		return
-	}
-	ids := make([]string, len(convs))
-	for i, conv := range convs {
-		ids[i] = conv.cmd.GetJobId()
-	}
-	// Unread rows only cost memory: each upsert is then remembered.
-	rows, err := s.cfg.JobStates.Rows(convs[0].cmd.GetNamespace(), ids)
-	if err != nil {
-		rows = make([]*chimev1.JobState, len(convs))
-	}
-	for i, conv := range convs {
-		s.remember(conv, rows[i], now)
-	}
-}
-
-// remember keeps an upsert for read-your-writes, given the job's row as
-// the table has it. An upsert that repeats the spec of a live job is not
-// remembered: the scheduler ignores it, so the table will never show its
-// command and already is the truth.
-func (s *server) remember(conv *converted, row *chimev1.JobState, now time.Time) {
+// remember keeps an upsert Kafka acknowledged as at for read-your-writes.
+// Nothing is read: the reads that follow say whether the table shows it
+// (recentJobs).
+func (s *server) remember(conv *converted, at producer.Receipt, now time.Time) {
 	cmd := conv.cmd
-	if row != nil && !schema.JobEnded(row.GetStatus()) && proto.Equal(row.GetSpec(), cmd.GetUpsert().GetSpec()) {
-		return
-	}
 	st := &chimev1.JobState{
 		Spec:          cmd.GetUpsert().GetSpec(),
 		Status:        chimev1.JobStatus_JOB_STATUS_SCHEDULED,
@@ -311,5 +308,5 @@ func (s *server) remember(conv *converted, row *chimev1.JobState, now time.Time)
 		t, _ := time.Parse(time.RFC3339Nano, *conv.next)
 		st.NextScheduledAt = timestamppb.New(t)
 	}
-	s.recent.put(schema.JobKey(cmd.GetNamespace(), cmd.GetJobId()), cmd.GetCommandId(), row.GetLastCommandId(), st, now)
+	s.recent.put(cmd, at, st, now)
 }

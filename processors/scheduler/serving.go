@@ -118,6 +118,17 @@ func (sv *serving) reach(p int32, offset int64) {
 	}
 }
 
+// reachedOf is partition p's reach, if p is served and its reach known.
+func (sv *serving) reachedOf(p int32) (int64, bool) {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	if !sv.parts[p] {
+		return 0, false
+	}
+	r, ok := sv.reached[p]
+	return r, ok
+}
+
 // wakeLocked releases the waiters whose wants are met.
 func (sv *serving) wakeLocked() {
 	for w := range sv.waiters {
@@ -172,6 +183,11 @@ func (s *Scheduler) Serving() ([]int32, uint64) { return s.serving.list() }
 func (s *Scheduler) WaitReached(ctx context.Context, want map[int32]int64) error {
 	return s.serving.wait(ctx, want)
 }
+
+// Reached returns the offset of partition p's last job-commands record
+// whose effect shows in Get; false if p is not served here or that is not
+// known yet.
+func (s *Scheduler) Reached(p int32) (int64, bool) { return s.serving.reachedOf(p) }
 
 // committedTimeout bounds the read of the group's committed offsets.
 const committedTimeout = 10 * time.Second

@@ -76,6 +76,10 @@ type Source interface {
 	// bounds the wait (ctx.Err() when it ends first). Partitions it does
 	// not serve are ignored.
 	WaitReached(ctx context.Context, want map[int32]int64) error
+	// Reached returns the offset of partition p's last job-commands
+	// record whose effect shows in Get; false if p is not served or that
+	// is not known yet.
+	Reached(p int32) (int64, bool)
 }
 
 // ReadWait bounds how long an owner waits to have applied the commands a
@@ -226,15 +230,26 @@ func (l local) consistent(ctx context.Context, after Offsets, read func(served [
 	return nil, errRecovering
 }
 
-// rows reads the rows of keys, all of which must be in served partitions.
-func (l local) rows(keys []string) ([]*chimev1.JobState, []int32, error) {
+// rows reads the rows of keys, all of which must be in served partitions,
+// and says how far each of their partitions had applied the job commands
+// before they were read (a partition not in reached: not known): every
+// command at or below that offset shows in the rows.
+func (l local) rows(keys []string) (rows []*chimev1.JobState, reached Offsets, served []int32, err error) {
 	out := make([]*chimev1.JobState, len(keys))
-	served, err := l.consistent(context.Background(), nil, func(served []int32) error {
-		for i, k := range keys {
+	served, err = l.consistent(context.Background(), nil, func(served []int32) error {
+		reached = Offsets{}
+		for _, k := range keys {
 			p := partitionOf(k, l.partitions)
 			if _, ok := slices.BinarySearch(served, p); !ok {
 				return &notOwnerError{partition: p, served: served}
 			}
+			if _, ok := reached[p]; !ok {
+				if off, ok := l.src.Reached(p); ok {
+					reached[p] = off
+				}
+			}
+		}
+		for i, k := range keys {
 			row, err := l.src.Get(k)
 			if err != nil {
 				return fmt.Errorf("%w: reading %s: %v", errRecovering, k, err)
@@ -243,7 +258,7 @@ func (l local) rows(keys []string) ([]*chimev1.JobState, []int32, error) {
 		}
 		return nil
 	})
-	return out, served, err
+	return out, reached, served, err
 }
 
 // list reads a listing page over the served partitions, with the rows.

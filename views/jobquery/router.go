@@ -162,19 +162,24 @@ func NewRouter(cfg RouterConfig) (*Router, error) {
 	return r, nil
 }
 
-// Get returns a job's row, nil if there is none.
-func (r *Router) Get(ns, id string) (*chimev1.JobState, error) {
-	rows, err := r.Rows(ns, []string{id})
+// Get returns a job's row, nil if there is none, and how far its
+// partition had applied the job commands when it was read (Rows).
+func (r *Router) Get(ns, id string) (*chimev1.JobState, Offsets, error) {
+	rows, reached, err := r.Rows(ns, []string{id})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return rows[0], nil
+	return rows[0], reached, nil
 }
 
 // Rows returns the rows of the namespace's jobs ids (nil where there is
-// none), asking each owner once for all of its jobs.
-func (r *Router) Rows(ns string, ids []string) ([]*chimev1.JobState, error) {
+// none), asking each owner once for all of its jobs, and how far their
+// partitions had applied the job commands before they were read (a
+// partition missing: not known): a command at or below its partition's
+// offset there shows in the rows (read-your-writes without waiting).
+func (r *Router) Rows(ns string, ids []string) ([]*chimev1.JobState, Offsets, error) {
 	out := make([]*chimev1.JobState, len(ids))
+	reached := Offsets{}
 	done := make([]bool, len(ids))
 	todo := make(map[int32][]int, len(ids)) // partition → indexes of ids
 	keys := make([]string, len(ids))
@@ -183,9 +188,12 @@ func (r *Router) Rows(ns string, ids []string) ([]*chimev1.JobState, error) {
 		p := partitionOf(keys[i], r.cfg.Partitions)
 		todo[p] = append(todo[p], i)
 	}
-	take := func(idx []int, rows []*chimev1.JobState) {
+	take := func(idx []int, rows []*chimev1.JobState, at Offsets) {
 		for j, i := range idx {
 			out[i], done[i] = rows[j], true
+		}
+		for p, off := range at {
+			reached.Add(p, off)
 		}
 	}
 	settle := func() {
@@ -207,19 +215,19 @@ func (r *Router) Rows(ns string, ids []string) ([]*chimev1.JobState, error) {
 				idx = append(idx, todo[p]...)
 			}
 			if len(idx) > 0 {
-				rows, _, err := r.local.rows(pick(keys, idx))
+				rows, at, _, err := r.local.rows(pick(keys, idx))
 				switch {
 				case err == nil:
-					take(idx, rows)
+					take(idx, rows, at)
 					settle()
 				case errors.Is(err, errRecovering):
-					return nil, unavailable(err)
+					return nil, nil, unavailable(err)
 				}
 				// Not the owner any more: the group says who is.
 			}
 		}
 		if len(todo) == 0 {
-			return out, nil
+			return out, reached, nil
 		}
 		o := r.ownership()
 		seen = o
@@ -232,6 +240,7 @@ func (r *Router) Rows(ns string, ids []string) ([]*chimev1.JobState, error) {
 			addr string
 			idx  []int
 			rows []*chimev1.JobState
+			at   Offsets
 			err  error
 		}
 		var calls []*call
@@ -252,47 +261,47 @@ func (r *Router) Rows(ns string, ids []string) ([]*chimev1.JobState, error) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				c.rows, c.err = r.callRows(c.addr, pick(keys, c.idx))
+				c.rows, c.at, c.err = r.callRows(c.addr, pick(keys, c.idx))
 			}()
 		}
 		wg.Wait()
 		for _, c := range calls {
 			switch {
 			case c.err == nil:
-				take(c.idx, c.rows)
+				take(c.idx, c.rows, c.at)
 			case !retryable(c.err):
-				return nil, unavailable(c.err)
+				return nil, nil, unavailable(c.err)
 			default:
 				why = c.err
 			}
 		}
 		settle()
 		if len(todo) == 0 {
-			return out, nil
+			return out, reached, nil
 		}
 	}
-	return nil, unavailable(why)
+	return nil, nil, unavailable(why)
 }
 
 // callRows asks the owner at addr for the rows of keys.
-func (r *Router) callRows(addr string, keys []string) ([]*chimev1.JobState, error) {
+func (r *Router) callRows(addr string, keys []string) ([]*chimev1.JobState, Offsets, error) {
 	body, _ := json.Marshal(rowsRequest{Keys: keys}) // strings always encode
 	var ans rowsAnswer
 	if err := r.call(addr, http.MethodPost, pathRows, body, &ans); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(ans.Rows) != len(keys) {
-		return nil, &ownerError{addr: addr, kind: ownerBroken, detail: fmt.Sprintf("answered %d rows for %d keys", len(ans.Rows), len(keys))}
+		return nil, nil, &ownerError{addr: addr, kind: ownerBroken, detail: fmt.Sprintf("answered %d rows for %d keys", len(ans.Rows), len(keys))}
 	}
 	rows := make([]*chimev1.JobState, len(keys))
 	for i, raw := range ans.Rows {
 		row, err := decodeRow(raw)
 		if err != nil {
-			return nil, &ownerError{addr: addr, kind: ownerBroken, detail: err.Error()}
+			return nil, nil, &ownerError{addr: addr, kind: ownerBroken, detail: err.Error()}
 		}
 		rows[i] = row
 	}
-	return rows, nil
+	return rows, ans.Reached, nil
 }
 
 // ListJobs returns a page of the namespace's jobs, newest first, and

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"slices"
@@ -291,7 +292,7 @@ func TestRouterReadsAcrossOwners(t *testing.T) {
 		for id := range want {
 			names = append(names, id)
 		}
-		rows, err := b.router.Rows(ns, append(names, "no-such-job"))
+		rows, _, err := b.router.Rows(ns, append(names, "no-such-job"))
 		require.NoError(t, err)
 		for i, id := range names {
 			require.Equal(t, id, rows[i].GetSpec().GetId())
@@ -302,15 +303,59 @@ func TestRouterReadsAcrossOwners(t *testing.T) {
 	n, err := b.router.LiveJobs("nobody", nil)
 	require.NoError(t, err)
 	require.Zero(t, n)
-	row, err := b.router.Get("a", "a-001")
+	row, _, err := b.router.Get("a", "a-001")
 	require.NoError(t, err)
 	require.Equal(t, "a-001", row.GetSpec().GetId())
-	row, err = b.router.Get("a", "missing")
+	row, _, err = b.router.Get("a", "missing")
 	require.NoError(t, err)
 	require.Nil(t, row)
 	for _, e := range truth {
 		require.Equal(t, b.want["a"][e.ID], e.Status, "the index and the commands agree on %s", e.ID)
 	}
+}
+
+// TestRowsSayHowFarTheyApplied: a row read says how far its partition had
+// applied the job commands, and a command at or below that shows in the
+// row (the API's read-your-writes retires its memory on it). Read while
+// the commands are on their way, every answer holds to that, and each
+// command's partition gets there.
+func TestRowsSayHowFarTheyApplied(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a := b.startInstance()
+	c := b.startInstance()
+	settled(t, "two instances sharing the partitions", a, c)
+	kafkatest.WaitFor(t, time.Minute, "the router to answer", func() bool {
+		_, err := b.router.LiveJobs("r", nil)
+		return err == nil
+	})
+
+	ctx := context.Background()
+	at := timestamppb.New(time.Now().Add(24 * time.Hour))
+	receipts := map[string]producer.Receipt{}
+	for i := range 20 {
+		id := fmt.Sprintf("r-%02d", i)
+		r, err := b.prod.Schedule(ctx, &chimev1.JobSpec{Namespace: "r", Id: id, Schedule: &chimev1.Schedule{Kind: &chimev1.Schedule_At{At: at}},
+			Target: &chimev1.Target{Kind: &chimev1.Target_Http{Http: &chimev1.HttpCallback{Url: "http://127.0.0.1:9/hook"}}}})
+		require.NoError(t, err)
+		receipts[id] = r
+	}
+	ids := slices.Sorted(maps.Keys(receipts))
+	kafkatest.WaitFor(t, time.Minute, "every partition to reach its commands", func() bool {
+		rows, reached, err := b.router.Rows("r", ids)
+		require.NoError(t, err)
+		all := true
+		for i, id := range ids {
+			r := receipts[id]
+			off, ok := reached[r.Partition]
+			if !ok || off < r.Offset {
+				all = false
+				continue
+			}
+			require.Equal(t, r.CommandID, rows[i].GetLastCommandId(), "%s: partition %d reached %d, at or past its command's %d", id, r.Partition, off, r.Offset)
+		}
+		return all
+	})
 }
 
 // TestRouterReadsItsWrites: a listing or a count carrying the offsets of

@@ -64,10 +64,14 @@ type rowsRequest struct {
 	Keys []string `json:"keys"`
 }
 
-// rowsAnswer: Rows[i] is the protobuf JobState of Keys[i], null if none.
+// rowsAnswer: Rows[i] is the protobuf JobState of Keys[i], null if none;
+// Reached is how far each partition read had applied the job commands
+// before the read (local.rows). An owner that does not send it (an older
+// version) leaves read-your-writes to its TTL.
 type rowsAnswer struct {
 	Partitions []int32  `json:"partitions"`
 	Rows       [][]byte `json:"rows"`
+	Reached    Offsets  `json:"reached,omitempty"`
 }
 
 type jobsAnswer struct {
@@ -217,12 +221,12 @@ func (s *Server) rows(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	rows, served, err := s.local.rows(req.Keys)
+	rows, reached, served, err := s.local.rows(req.Keys)
 	if err != nil {
 		s.failed(w, err)
 		return
 	}
-	out := rowsAnswer{Partitions: served, Rows: make([][]byte, len(rows))}
+	out := rowsAnswer{Partitions: served, Rows: make([][]byte, len(rows)), Reached: reached}
 	for i, row := range rows {
 		if out.Rows[i], err = encodeRow(row); err != nil {
 			s.failed(w, err)

@@ -117,6 +117,16 @@ func (f *fakeSource) Serving() ([]int32, uint64) {
 	return slices.Clone(f.served), f.epoch
 }
 
+func (f *fakeSource) Reached(p int32) (int64, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !slices.Contains(f.served, p) {
+		return 0, false
+	}
+	off, ok := f.applied[p]
+	return off, ok
+}
+
 func (f *fakeSource) WaitReached(ctx context.Context, want map[int32]int64) error {
 	for {
 		f.mu.Lock()
