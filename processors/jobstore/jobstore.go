@@ -164,9 +164,14 @@ type DB struct {
 
 	mu    sync.Mutex
 	parts map[int32]*Partition
-	kick  chan struct{}
-	stop  chan struct{}
-	done  chan struct{}
+	// filters are the partitions' row-key filters (keyfilter.go); scans
+	// are their scans running.
+	filters   map[int32]*keyFilter
+	filterMin uint
+	scans     sync.WaitGroup
+	kick      chan struct{}
+	stop      chan struct{}
+	done      chan struct{}
 }
 
 // Open opens (or creates) the database. One that is corrupt, or not a
@@ -178,7 +183,7 @@ func Open(opts Options) (*DB, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	db := &DB{opts: opts, parts: map[int32]*Partition{}, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	db := &DB{opts: opts, parts: map[int32]*Partition{}, filters: map[int32]*keyFilter{}, filterMin: keyFilterMin, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	pdb, err := db.open()
 	if err != nil && opts.Dir != "" && unreadable(err) {
 		opts.Logger.Warn("scheduler table store is unreadable; wiping it and rebuilding from Kafka", "dir", opts.Dir, "err", err)
@@ -275,8 +280,11 @@ func (db *DB) Close() error {
 		return nil
 	default:
 	}
-	close(db.stop)
+	db.mu.Lock()
+	close(db.stop) // under db.mu: no scan starts after it
+	db.mu.Unlock()
 	<-db.done
+	db.scans.Wait()
 	return db.closeFiles()
 }
 

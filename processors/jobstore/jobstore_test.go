@@ -165,8 +165,11 @@ func appliedTimers(t *testing.T, part *Partition) int64 {
 // lock go with it.
 func crash(t *testing.T, db *DB) {
 	t.Helper()
+	db.mu.Lock()
 	close(db.stop)
+	db.mu.Unlock()
 	<-db.done
+	db.scans.Wait()
 	require.NoError(t, db.pdb.Close())
 	db.cache.Unref()
 	require.NoError(t, db.lock.Close())

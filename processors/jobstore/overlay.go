@@ -463,6 +463,14 @@ func (part *Partition) flush() error {
 		return err
 	}
 	part.ov.applyErr = nil
+	// The filter has the rows' keys before the cache lets them go.
+	keys := make([]string, 0, len(ws))
+	for _, w := range ws {
+		if w.value != nil {
+			keys = append(keys, w.key)
+		}
+	}
+	part.db.addKeys(part.p, part.keys, keys...)
 	for ns, d := range delta {
 		if part.ov.delta[ns] -= d; part.ov.delta[ns] == 0 {
 			delete(part.ov.delta, ns)

@@ -50,10 +50,12 @@ type Partition struct {
 	lastKey string
 	lastRaw []byte
 	lastOK  bool
+	// keys says which rows the database may hold (keyfilter.go).
+	keys *keyFilter
 }
 
 func newPartition(db *DB, p int32) *Partition {
-	return &Partition{db: db, p: p, ov: newOverlay(), applied: map[string]int64{}, next: -1, input: -1}
+	return &Partition{db: db, p: p, ov: newOverlay(), applied: map[string]int64{}, next: -1, input: -1, keys: db.keyFilter(p)}
 }
 
 // Open implements storage.Storage: it loads the live counts.
@@ -147,7 +149,7 @@ func (part *Partition) Get(key string) ([]byte, error) {
 		// completeness).
 		return get(rb, rowKey(part.p, key))
 	}
-	v, err := get(part.db.pdb, rowKey(part.p, key))
+	v, err := part.stored(key)
 	if err == nil {
 		// Its index entries are read when the row is written: most reads
 		// (a tick that finds nothing to do) are not followed by a write.
@@ -167,6 +169,16 @@ func (part *Partition) Read(key string) ([]byte, error) {
 		return v, nil
 	}
 	part.mu.Unlock()
+	return part.stored(key)
+}
+
+// stored reads key's row from the database, unless its filter says there
+// is none. A row leaves the write cache only once the filter has its key,
+// so a key missing from both has no row.
+func (part *Partition) stored(key string) ([]byte, error) {
+	if !part.keys.mayHold(key) {
+		return nil, nil
+	}
 	return get(part.db.pdb, rowKey(part.p, key))
 }
 
@@ -179,7 +191,7 @@ func (part *Partition) oldIndex(key string) (*RowIndex, error) {
 	if part.lastOK && part.lastKey == key {
 		return IndexOf(part.lastRaw), nil
 	}
-	v, err := get(part.db.pdb, rowKey(part.p, key))
+	v, err := part.stored(key)
 	return IndexOf(v), err
 }
 

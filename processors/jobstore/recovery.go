@@ -13,6 +13,9 @@ import (
 type recovery struct {
 	batch *pebble.Batch
 	n     int
+	// keys are the rows the batch writes (not deletes), for the key
+	// filter once it is committed.
+	keys []string
 }
 
 // recoveryBatch bounds the records one recovery batch holds.
@@ -34,6 +37,9 @@ func (part *Partition) recoverWrite(key string, value []byte) error {
 	}
 	for ns, d := range delta {
 		part.applied[ns] += d
+	}
+	if value != nil {
+		part.rec.keys = append(part.rec.keys, key)
 	}
 	part.rec.n++
 	part.db.replayed.Add(1)
@@ -69,6 +75,9 @@ func (part *Partition) commitRecovery() error {
 	}
 	err := b.Commit(pebble.NoSync)
 	_ = b.Close()
+	if err == nil {
+		part.db.addKeys(part.p, part.keys, part.rec.keys...)
+	}
 	part.rec = recovery{}
 	return err
 }
