@@ -314,6 +314,27 @@ func TestRouterReadsAcrossOwners(t *testing.T) {
 	}
 }
 
+// sharedByTwo is a bundle whose partitions two scheduler instances share,
+// once the router answers.
+func sharedByTwo(t *testing.T) *bundle {
+	t.Helper()
+	b := setup(t)
+	a := b.startInstance()
+	c := b.startInstance()
+	settled(t, "two instances sharing the partitions", a, c)
+	kafkatest.WaitFor(t, time.Minute, "the router to answer", func() bool {
+		_, err := b.router.LiveJobs("any", nil)
+		return err == nil
+	})
+	return b
+}
+
+// tomorrow is a one-shot job due in a day.
+func tomorrow(ns, id string) *chimev1.JobSpec {
+	return &chimev1.JobSpec{Namespace: ns, Id: id, Schedule: &chimev1.Schedule{Kind: &chimev1.Schedule_At{At: timestamppb.New(time.Now().Add(24 * time.Hour))}},
+		Target: &chimev1.Target{Kind: &chimev1.Target_Http{Http: &chimev1.HttpCallback{Url: "http://127.0.0.1:9/hook"}}}}
+}
+
 // TestRowsSayHowFarTheyApplied: a row read says how far its partition had
 // applied the job commands, and a command at or below that shows in the
 // row (the API's read-your-writes retires its memory on it). Read while
@@ -321,22 +342,12 @@ func TestRouterReadsAcrossOwners(t *testing.T) {
 // command's partition gets there.
 func TestRowsSayHowFarTheyApplied(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	a := b.startInstance()
-	c := b.startInstance()
-	settled(t, "two instances sharing the partitions", a, c)
-	kafkatest.WaitFor(t, time.Minute, "the router to answer", func() bool {
-		_, err := b.router.LiveJobs("r", nil)
-		return err == nil
-	})
-
+	b := sharedByTwo(t)
 	ctx := context.Background()
-	at := timestamppb.New(time.Now().Add(24 * time.Hour))
 	receipts := map[string]producer.Receipt{}
 	for i := range 20 {
 		id := fmt.Sprintf("r-%02d", i)
-		r, err := b.prod.Schedule(ctx, &chimev1.JobSpec{Namespace: "r", Id: id, Schedule: &chimev1.Schedule{Kind: &chimev1.Schedule_At{At: at}},
-			Target: &chimev1.Target{Kind: &chimev1.Target_Http{Http: &chimev1.HttpCallback{Url: "http://127.0.0.1:9/hook"}}}})
+		r, err := b.prod.Schedule(ctx, tomorrow("r", id))
 		require.NoError(t, err)
 		receipts[id] = r
 	}
@@ -365,17 +376,8 @@ func TestRowsSayHowFarTheyApplied(t *testing.T) {
 // owners answer from wherever they are.
 func TestRouterReadsItsWrites(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	a := b.startInstance()
-	c := b.startInstance()
-	settled(t, "two instances sharing the partitions", a, c)
-	kafkatest.WaitFor(t, time.Minute, "the router to answer", func() bool {
-		_, err := b.router.LiveJobs("w", nil)
-		return err == nil
-	})
-
+	b := sharedByTwo(t)
 	ctx := context.Background()
-	at := timestamppb.New(time.Now().Add(24 * time.Hour))
 	after := jobquery.Offsets{}
 	published := func(r producer.Receipt, err error) {
 		t.Helper()
@@ -397,8 +399,7 @@ func TestRouterReadsItsWrites(t *testing.T) {
 	var want []string
 	for i := range 20 {
 		id := fmt.Sprintf("w-%02d", i)
-		published(b.prod.Schedule(ctx, &chimev1.JobSpec{Namespace: "w", Id: id, Schedule: &chimev1.Schedule{Kind: &chimev1.Schedule_At{At: at}},
-			Target: &chimev1.Target{Kind: &chimev1.Target_Http{Http: &chimev1.HttpCallback{Url: "http://127.0.0.1:9/hook"}}}}))
+		published(b.prod.Schedule(ctx, tomorrow("w", id)))
 		want = append(want, id)
 		require.Equal(t, want, listed(jobindex.Query{}), "the listing right after create %d", i+1)
 	}
