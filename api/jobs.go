@@ -152,12 +152,9 @@ func (s *server) job(ns, id string) (*chimev1.JobState, bool, error) {
 	if err := schema.ValidateJobID(id); err != nil {
 		return nil, false, invalidFields(FieldError{Field: "id", Reason: validationReason(err)})
 	}
-	row, reached, err := s.cfg.JobStates.Get(ns, id)
-	if err != nil {
-		return nil, false, err
-	}
-	if pending := s.recent.get(schema.JobKey(ns, id), row, reached, s.now()); pending != nil {
-		return pending, true, nil
+	row, pending, err := s.knownJob(ns, id, s.now())
+	if err != nil || pending {
+		return row, pending, err
 	}
 	if row == nil {
 		return nil, false, problem(fiber.StatusNotFound, "job-not-found", "namespace %q has no job %q (jobs are removed some time after they end)", ns, id)

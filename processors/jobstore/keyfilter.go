@@ -158,7 +158,7 @@ func (db *DB) scanKeysLocked(p int32, k *keyFilter, capacity uint) {
 				// Tried again when the keys pass twice as many.
 				k.next, k.capacity = nil, 2*k.n
 			}
-			db.opts.Logger.Warn("scheduler table store: the scan of a partition's row keys failed; its reads look every key up", "partition", p, "err", err)
+			db.opts.Logger.Warn("scheduler table store: the scan of a partition's row keys failed; reads of rows it does not hold look them up (slower, not wrong)", "partition", p, "err", err)
 			return
 		}
 		if first {
