@@ -493,7 +493,7 @@ func (s *server) replayDeadLetters(c *fiber.Ctx) error {
 		fe.add("job_id_prefix", "is longer than a job id (%d bytes)", schema.MaxJobIDLen)
 	}
 	for name, in := range map[string]*string{"from": req.From, "to": req.To} {
-		t := fe.timestamp(name, in)
+		t := fe.timestamp("", name, in)
 		if t == nil {
 			continue
 		}

@@ -109,27 +109,30 @@ func (f fieldErrs) problem() error {
 	return invalidFields(f...)
 }
 
-// duration parses an optional Go duration string ("30s", "1h30m").
-func (f *fieldErrs) duration(field string, s *string) *durationpb.Duration {
+// duration parses an optional Go duration string ("30s", "1h30m"). Its
+// field is prefix+name, joined only for an error: a batch converts a
+// thousand jobs, each with its prefix ("jobs[3].").
+func (f *fieldErrs) duration(prefix, name string, s *string) *durationpb.Duration {
 	if s == nil {
 		return nil
 	}
 	d, err := time.ParseDuration(*s)
 	if err != nil {
-		f.add(field, "%q is not a duration; write a Go duration such as \"30s\", \"1m30s\" or \"2h\"", *s)
+		f.add(prefix+name, "%q is not a duration; write a Go duration such as \"30s\", \"1m30s\" or \"2h\"", *s)
 		return nil
 	}
 	return durationpb.New(d)
 }
 
-// timestamp parses an optional RFC 3339 time.
-func (f *fieldErrs) timestamp(field string, s *string) *timestamppb.Timestamp {
+// timestamp parses an optional RFC 3339 time; its field is prefix+name,
+// as duration's.
+func (f *fieldErrs) timestamp(prefix, name string, s *string) *timestamppb.Timestamp {
 	if s == nil {
 		return nil
 	}
 	t, err := time.Parse(time.RFC3339Nano, *s)
 	if err != nil {
-		f.add(field, "%q is not an RFC 3339 time; write e.g. \"2026-11-23T10:00:00Z\" (with a zone offset)", *s)
+		f.add(prefix+name, "%q is not an RFC 3339 time; write e.g. \"2026-11-23T10:00:00Z\" (with a zone offset)", *s)
 		return nil
 	}
 	return timestamppb.New(t)

@@ -60,14 +60,14 @@ func (js jobScope) toCommand(id string, req *jobRequest, prefix string) (*conver
 			Headers:  cb.Headers,
 			Body:     callbackBody(cb.Body),
 			JsonBody: sendsAsJSON(cb.Headers, cb.Body),
-			Timeout:  fe.duration(prefix+"callback.timeout", cb.Timeout),
+			Timeout:  fe.duration(prefix, "callback.timeout", cb.Timeout),
 		}
 		spec.Target = &chimev1.Target{Kind: &chimev1.Target_Http{Http: h}}
 	}
 	if r := req.Retry; r != nil {
 		spec.Retry = r.toProto(&fe, prefix+"retry")
 	}
-	spec.RelevancyWindow = fe.duration(prefix+"relevancy_window", req.RelevancyWindow)
+	spec.RelevancyWindow = fe.duration(prefix, "relevancy_window", req.RelevancyWindow)
 	// policy reads an enum field by its lower-case name (absent: 0).
 	policy := func(field string, values map[string]int32, enumPrefix string, given *string, what string) int32 {
 		if given == nil {
@@ -81,7 +81,7 @@ func (js jobScope) toCommand(id string, req *jobRequest, prefix string) (*conver
 	}
 	spec.Catchup = chimev1.CatchupPolicy(policy("catchup", chimev1.CatchupPolicy_value, "CATCHUP_POLICY_", req.Catchup,
 		"a catch-up policy; use latest, none or all"))
-	spec.CatchupWindow = fe.duration(prefix+"catchup_window", req.CatchupWindow)
+	spec.CatchupWindow = fe.duration(prefix, "catchup_window", req.CatchupWindow)
 	spec.Overlap = chimev1.OverlapPolicy(policy("overlap", chimev1.OverlapPolicy_value, "OVERLAP_POLICY_", req.Overlap,
 		"an overlap policy; use allow_all, skip, buffer_one or cancel_other"))
 	if len(fe) > 0 {
@@ -123,23 +123,23 @@ func (js jobScope) toCommand(id string, req *jobRequest, prefix string) (*conver
 }
 
 func scheduleToProto(fe *fieldErrs, prefix string, sc *scheduleJSON, now time.Time) (*chimev1.Schedule, bool) {
-	out := &chimev1.Schedule{Jitter: fe.duration(prefix+"schedule.jitter", sc.Jitter)}
+	out := &chimev1.Schedule{Jitter: fe.duration(prefix, "schedule.jitter", sc.Jitter)}
 	for i, x := range sc.Exclude {
 		out.Exclude = append(out.Exclude, &chimev1.Exclusion{Date: x.Date, Cron: x.Cron, Timezone: x.Timezone,
-			Duration: fe.duration(fmt.Sprintf("%sschedule.exclude[%d].duration", prefix, i), x.Duration)})
+			Duration: fe.duration(prefix, fmt.Sprintf("schedule.exclude[%d].duration", i), x.Duration)})
 	}
-	var kinds []string
-	for name, set := range map[string]bool{"at": sc.At != nil, "in": sc.In != nil, "every": sc.Every != nil, "cron": sc.Cron != nil} {
+	kinds := 0
+	for _, set := range [...]bool{sc.At != nil, sc.In != nil, sc.Every != nil, sc.Cron != nil} {
 		if set {
-			kinds = append(kinds, name)
+			kinds++
 		}
 	}
-	if len(kinds) != 1 {
-		fe.add(prefix+"schedule", "sets %d of at, in, every, cron; set exactly one", len(kinds))
+	if kinds != 1 {
+		fe.add(prefix+"schedule", "sets %d of at, in, every, cron; set exactly one", kinds)
 		return nil, false
 	}
-	start := fe.timestamp(prefix+"schedule.start_at", sc.StartAt)
-	end := fe.timestamp(prefix+"schedule.end_at", sc.EndAt)
+	start := fe.timestamp(prefix, "schedule.start_at", sc.StartAt)
+	end := fe.timestamp(prefix, "schedule.end_at", sc.EndAt)
 	if sc.Timezone != nil && sc.Cron == nil {
 		fe.add(prefix+"schedule.timezone", "applies only to cron schedules; remove it")
 	}
@@ -148,11 +148,11 @@ func scheduleToProto(fe *fieldErrs, prefix string, sc *scheduleJSON, now time.Ti
 	}
 	switch {
 	case sc.At != nil:
-		if at := fe.timestamp(prefix+"schedule.at", sc.At); at != nil {
+		if at := fe.timestamp(prefix, "schedule.at", sc.At); at != nil {
 			out.Kind = &chimev1.Schedule_At{At: at}
 		}
 	case sc.In != nil:
-		if d := fe.duration(prefix+"schedule.in", sc.In); d != nil {
+		if d := fe.duration(prefix, "schedule.in", sc.In); d != nil {
 			if d.AsDuration() < 0 {
 				fe.add(prefix+"schedule.in", "is %s; it must not be negative", d.AsDuration())
 			}
@@ -160,7 +160,7 @@ func scheduleToProto(fe *fieldErrs, prefix string, sc *scheduleJSON, now time.Ti
 		}
 		return out, true
 	case sc.Every != nil:
-		if d := fe.duration(prefix+"schedule.every", sc.Every); d != nil {
+		if d := fe.duration(prefix, "schedule.every", sc.Every); d != nil {
 			out.Kind = &chimev1.Schedule_Every{Every: &chimev1.Every{Interval: d, StartAt: start, EndAt: end}}
 		}
 	case sc.Cron != nil:

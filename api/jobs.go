@@ -273,7 +273,7 @@ func (s *server) backfillJob(c *fiber.Ctx) error {
 	if req.To == nil {
 		fe.add("to", "is missing; a backfill covers [from, to)")
 	}
-	from, to := fe.timestamp("from", req.From), fe.timestamp("to", req.To)
+	from, to := fe.timestamp("", "from", req.From), fe.timestamp("", "to", req.To)
 	if err := fe.problem(); err != nil {
 		return err
 	}

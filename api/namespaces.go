@@ -87,7 +87,7 @@ func (b *namespaceBody) toProto(ns string) (*chimev1.NamespaceConfig, error) {
 	}
 	cfg.MaxConcurrency = deref(b.MaxConcurrency)
 	cfg.Spread = deref(b.Spread)
-	cfg.RelevancyWindow = fe.duration("relevancy_window", b.RelevancyWindow)
+	cfg.RelevancyWindow = fe.duration("", "relevancy_window", b.RelevancyWindow)
 	if s := deref(b.SigningSecret); s == redacted {
 		fe.add("signing_secret", "is the redacted placeholder GET returns; send the real secret (\"whsec_\" + base64 of 24-64 random bytes), or leave the field out to have none")
 	} else {
@@ -95,14 +95,14 @@ func (b *namespaceBody) toProto(ns string) (*chimev1.NamespaceConfig, error) {
 	}
 	if br := b.Breaker; br != nil {
 		cfg.Breaker = &chimev1.BreakerConfig{
-			Window:                fe.duration("breaker.window", br.Window),
+			Window:                fe.duration("", "breaker.window", br.Window),
 			MinRequests:           deref(br.MinRequests),
 			FailureRateThreshold:  deref(br.FailureRateThreshold),
-			SlowCallDuration:      fe.duration("breaker.slow_call_duration", br.SlowCallDuration),
+			SlowCallDuration:      fe.duration("", "breaker.slow_call_duration", br.SlowCallDuration),
 			SlowCallRateThreshold: deref(br.SlowCallRateThreshold),
-			LatencyThreshold:      fe.duration("breaker.latency_threshold", br.LatencyThreshold),
-			CoolOff:               fe.duration("breaker.cool_off", br.CoolOff),
-			MaxCoolOff:            fe.duration("breaker.max_cool_off", br.MaxCoolOff),
+			LatencyThreshold:      fe.duration("", "breaker.latency_threshold", br.LatencyThreshold),
+			CoolOff:               fe.duration("", "breaker.cool_off", br.CoolOff),
+			MaxCoolOff:            fe.duration("", "breaker.max_cool_off", br.MaxCoolOff),
 			HalfOpenProbes:        deref(br.HalfOpenProbes),
 			TripsToDisable:        deref(br.TripsToDisable),
 		}
@@ -123,11 +123,11 @@ func (b *namespaceBody) toProto(ns string) (*chimev1.NamespaceConfig, error) {
 func (r *retryJSON) toProto(fe *fieldErrs, field string) *chimev1.RetryPolicy {
 	return &chimev1.RetryPolicy{
 		MaxAttempts:     deref(r.MaxAttempts),
-		InitialInterval: fe.duration(field+".initial_interval", r.InitialInterval),
-		MaxInterval:     fe.duration(field+".max_interval", r.MaxInterval),
+		InitialInterval: fe.duration(field, ".initial_interval", r.InitialInterval),
+		MaxInterval:     fe.duration(field, ".max_interval", r.MaxInterval),
 		Multiplier:      deref(r.Multiplier),
 		Jitter:          deref(r.Jitter),
-		MaxElapsed:      fe.duration(field+".max_elapsed", r.MaxElapsed),
+		MaxElapsed:      fe.duration(field, ".max_elapsed", r.MaxElapsed),
 	}
 }
 
@@ -373,7 +373,7 @@ func (s *server) rotateSigningSecret(c *fiber.Ctx) error {
 	var fe fieldErrs
 	overlap := durationpb.New(DefaultSecretOverlap)
 	if req.Overlap != nil {
-		overlap = fe.duration("overlap", req.Overlap)
+		overlap = fe.duration("", "overlap", req.Overlap)
 	}
 	if err := fe.problem(); err != nil {
 		return err

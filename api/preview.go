@@ -56,7 +56,7 @@ func (s *server) previewSchedule(c *fiber.Ctx) error {
 	}
 	var fe fieldErrs
 	from := s.now()
-	if t := fe.timestamp("from", req.From); t != nil {
+	if t := fe.timestamp("", "from", req.From); t != nil {
 		from = t.AsTime()
 	}
 	count := DefaultPreviewCount
