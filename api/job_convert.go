@@ -193,13 +193,20 @@ func contentType(headers map[string]string) (string, bool) {
 	return "", false
 }
 
+// callbackBody is the bytes a job's callback sends: a JSON string's
+// contents as they are, any other JSON value compacted.
 func callbackBody(raw json.RawMessage) []byte {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
-		return []byte(s)
+	// Only a string is decoded as one: trying it on an object first cost
+	// a failed decode, and its error, for every job with a JSON body.
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err == nil {
+			return []byte(s)
+		}
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
