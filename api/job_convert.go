@@ -208,6 +208,11 @@ func callbackBody(raw json.RawMessage) []byte {
 			return []byte(s)
 		}
 	}
+	// Without a whitespace byte it is compact already (the decoder
+	// checked it is JSON, and the RawMessage is the request's own copy).
+	if !bytes.ContainsAny(raw, " \t\r\n") {
+		return raw
+	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
 		return raw

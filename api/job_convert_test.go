@@ -21,6 +21,7 @@ func TestCallbackBody(t *testing.T) {
 		{"string with escapes", `"a\"b\u00e9\n"`, []byte("a\"bé\n")},
 		{"string, JSON inside", `"{\"x\": 1}"`, []byte(`{"x": 1}`)},
 		{"object, compacted", `{ "order" : 1, "items": [ 1, 2 ] }`, []byte(`{"order":1,"items":[1,2]}`)},
+		{"object, compact already", `{"order":1,"note":"a b"}`, []byte(`{"order":1,"note":"a b"}`)},
 		{"array", `[1, 2]`, []byte(`[1,2]`)},
 		{"number", `42`, []byte(`42`)},
 		{"leading space before a string", " \n\t\"x\"", []byte("x")},
