@@ -480,7 +480,7 @@ const validURLsKept = 1024
 // checkURL checks a callback URL; the error's Field is left for the
 // caller to set.
 func checkURL(raw string) *ValidationError {
-	if validURLs.Contains(raw) {
+	if _, ok := validURLs.Get(raw); ok { // Get, not Contains: a URL in use stays
 		return nil
 	}
 	const field = ""
