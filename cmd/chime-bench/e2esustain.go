@@ -105,6 +105,8 @@ type sustainRun struct {
 	// compactions of the table topics by the embedded broker: each stops
 	// its produce and fetch requests meanwhile.
 	compactions float64
+	// stalled is the seconds those compactions held the broker.
+	stalled float64
 }
 
 func (r sustainRun) keepsUp(o *sustainOptions) bool {
@@ -168,6 +170,7 @@ func runSustain(ctx context.Context, e e2eOptions, o *sustainOptions, rcv *recei
 		r.deferred = m1.class("chime_dispatcher_outcomes_total", "deferred") - m0.class("chime_dispatcher_outcomes_total", "deferred")
 		r.duplicates = m1.sum("chime_dispatcher_duplicates_total") - m0.sum("chime_dispatcher_duplicates_total")
 		r.compactions = m1.sum("chime_broker_compactions_total") - m0.sum("chime_broker_compactions_total")
+		r.stalled = m1.sum("chime_broker_compaction_stall_seconds_total") - m0.sum("chime_broker_compaction_stall_seconds_total")
 	}
 	r.burstRun = runBurst(ctx, e, rcv, plan)
 	from := int(float64(n) * (o.over - o.tail).Seconds() / o.over.Seconds())
@@ -228,7 +231,7 @@ func sustainRows(name string, o *sustainOptions, r sustainRun, ceil deliveryStat
 		{fmt.Sprintf("%s: lag p50 / p99 of the last %s (all: p50 / p99 / max)", name, o.tail), fmt.Sprintf("%.2f / %.2f s (%s)", r.tail.p50.Seconds(), r.tail.p99.Seconds(), s.lagString()), "", ""},
 		{name + ": lost / repeated", fmt.Sprintf("%d / %d", s.lost, s.repeated), "0 / 0", verdict(s.lost == 0 && s.repeated == 0)},
 		{name + ": chime CPU per job (ClickHouse / receiver s)", fmt.Sprintf("%.0f µs (%.1f / %.1f s)", us, r.clickhouseCPU, r.receiverCPU), "", ""},
-		{name + ": due events per job / deferred / replays skipped / broker compactions", fmt.Sprintf("%.3f / %.0f / %.0f / %.0f", r.duesPerJob, r.deferred, r.duplicates, r.compactions), "", ""},
+		{name + ": due events per job / deferred / replays skipped / broker compactions (stalled)", fmt.Sprintf("%.3f / %.0f / %.0f / %.0f (%.1f s)", r.duesPerJob, r.deferred, r.duplicates, r.compactions, r.stalled), "", ""},
 		{name + ": API single creates during the window: accepted / sent, p99", r.probe.String(), "all", verdict(r.probe.sent > 0 && r.probe.ok == r.probe.sent)},
 		{name + ": machine busy / chime peak RSS", fmt.Sprintf("%.0f%% / %s", r.machineBusy*100, mb(r.peakRSS)), "", ""},
 		{name + ": Kafka records per job / due emitted − due time p50, p99 (≤ bucket)", fmt.Sprintf("%.2f / %.2g, %.2g s", r.recordsPerJob, r.fireLag50, r.fireLag99), "", ""},

@@ -124,8 +124,9 @@ type Broker struct {
 	trim    *trimmer
 	moved   int
 
-	// trimmed and compactions count what the cleaner did, for metrics.
-	trimmed, compactions atomic.Int64
+	// trimmed and compactions count what the cleaner did, for metrics;
+	// stalled is the nanoseconds its compactions held kfake's request loop.
+	trimmed, compactions, stalled atomic.Int64
 }
 
 var _ lifecycle.Part = (*Broker)(nil)
@@ -305,8 +306,7 @@ func (b *Broker) compactLoop(ctx context.Context) {
 			continue
 		}
 		if len(tables) == 0 {
-			b.cluster.Compact()
-			b.compactions.Add(1)
+			b.compact()
 			continue
 		}
 		size := b.tableBytes(tables)
@@ -343,14 +343,22 @@ func (b *Broker) compactProtected(tables []string) (time.Duration, error) {
 	// kfake compacts in its request loop: every produce and fetch waits
 	// meanwhile, so a long one shows as a stall of the whole pipeline
 	// (compactionSpacing keeps such stalls rare).
-	start := time.Now()
-	b.cluster.Compact()
-	took := time.Since(start)
-	b.compactions.Add(1)
+	took := b.compact()
 	if took >= slowCompaction {
 		b.logf("broker: compacting the tables took %s; produce and fetch requests waited meanwhile", took.Round(time.Millisecond))
 	}
 	return took, b.unprotect()
+}
+
+// compact runs kfake's compaction pass, counts it and the time it held
+// the request loop, and says how long that was.
+func (b *Broker) compact() time.Duration {
+	start := time.Now()
+	b.cluster.Compact()
+	took := time.Since(start)
+	b.compactions.Add(1)
+	b.stalled.Add(int64(took))
+	return took
 }
 
 // slowCompaction is how long a compaction may take before it is logged.

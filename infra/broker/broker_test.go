@@ -556,8 +556,12 @@ func TestCompactionWaitsForTablesToGrow(t *testing.T) {
 		if counter(t, busyReg, "chime_broker_compactions_total") == 0 {
 			return fmt.Errorf("chime_broker_compactions_total is 0 after a compaction")
 		}
+		if counter(t, busyReg, "chime_broker_compaction_stall_seconds_total") <= 0 {
+			return fmt.Errorf("chime_broker_compaction_stall_seconds_total is 0 after a compaction")
+		}
 		return nil
 	})
+	require.Zero(t, counter(t, idleReg, "chime_broker_compaction_stall_seconds_total"))
 }
 
 func TestKill9LosesNothingAndFreesTheLock(t *testing.T) {
