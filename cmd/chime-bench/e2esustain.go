@@ -107,6 +107,10 @@ type sustainRun struct {
 	compactions float64
 	// stalled is the seconds those compactions held the broker.
 	stalled float64
+	// the scheduler's table store over the run (creates included), per
+	// job: bytes its flushes wrote and its compactions rewrote, blocks it
+	// read from its files.
+	storeFlushed, storeCompacted, storeMisses float64
 }
 
 func (r sustainRun) keepsUp(o *sustainOptions) bool {
@@ -171,6 +175,10 @@ func runSustain(ctx context.Context, e e2eOptions, o *sustainOptions, rcv *recei
 		r.duplicates = m1.sum("chime_dispatcher_duplicates_total") - m0.sum("chime_dispatcher_duplicates_total")
 		r.compactions = m1.sum("chime_broker_compactions_total") - m0.sum("chime_broker_compactions_total")
 		r.stalled = m1.sum("chime_broker_compaction_stall_seconds_total") - m0.sum("chime_broker_compaction_stall_seconds_total")
+		perJob := func(name string) float64 { return (m1.sum(name) - m0.sum(name)) / float64(n) }
+		r.storeFlushed = perJob("chime_scheduler_store_flushed_bytes_total")
+		r.storeCompacted = perJob("chime_scheduler_store_compacted_bytes_total")
+		r.storeMisses = perJob("chime_scheduler_store_cache_misses_total")
 	}
 	r.burstRun = runBurst(ctx, e, rcv, plan)
 	from := int(float64(n) * (o.over - o.tail).Seconds() / o.over.Seconds())
@@ -232,6 +240,7 @@ func sustainRows(name string, o *sustainOptions, r sustainRun, ceil deliveryStat
 		{name + ": lost / repeated", fmt.Sprintf("%d / %d", s.lost, s.repeated), "0 / 0", verdict(s.lost == 0 && s.repeated == 0)},
 		{name + ": chime CPU per job (ClickHouse / receiver s)", fmt.Sprintf("%.0f µs (%.1f / %.1f s)", us, r.clickhouseCPU, r.receiverCPU), "", ""},
 		{name + ": due events per job / deferred / replays skipped / broker compactions (stalled)", fmt.Sprintf("%.3f / %.0f / %.0f / %.0f (%.1f s)", r.duesPerJob, r.deferred, r.duplicates, r.compactions, r.stalled), "", ""},
+		{name + ": scheduler's table store per job, creates included: bytes flushed / compacted / blocks read from disk", fmt.Sprintf("%.0f B / %.0f B / %.2f", r.storeFlushed, r.storeCompacted, r.storeMisses), "", ""},
 		{name + ": API single creates during the window: accepted / sent, p99", r.probe.String(), "all", verdict(r.probe.sent > 0 && r.probe.ok == r.probe.sent)},
 		{name + ": machine busy / chime peak RSS", fmt.Sprintf("%.0f%% / %s", r.machineBusy*100, mb(r.peakRSS)), "", ""},
 		{name + ": Kafka records per job / due emitted − due time p50, p99 (≤ bucket)", fmt.Sprintf("%.2f / %.2g, %.2g s", r.recordsPerJob, r.fireLag50, r.fireLag99), "", ""},

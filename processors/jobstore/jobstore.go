@@ -164,6 +164,8 @@ type DB struct {
 
 	mu    sync.Mutex
 	parts map[int32]*Partition
+	// closed: the files are closed (or closing); Stats reads nothing.
+	closed bool
 	// filters are the partitions' row-key filters (keyfilter.go); scans
 	// are their scans running.
 	filters   map[int32]*keyFilter
@@ -272,6 +274,41 @@ func (db *DB) open() (*pebble.DB, error) {
 	return pdb, nil
 }
 
+// Stats is what the store's Pebble database did since it was opened.
+type Stats struct {
+	// FlushedBytes is what its flushes wrote: the rows and index entries
+	// that reached disk. CompactedBytes is what its compactions rewrote
+	// of them: over FlushedBytes, the store's write amplification, work
+	// that grows with the rows kept on disk (docs/operations.md, "what
+	// saturates first").
+	FlushedBytes, CompactedBytes uint64
+	// Compactions counts its compactions.
+	Compactions int64
+	// CacheHits and CacheMisses count the block cache's lookups: a miss
+	// reads and checks a block of the files, the row reads' main cost
+	// once the rows outgrow CacheSize.
+	CacheHits, CacheMisses int64
+}
+
+// Stats says what the database did since it was opened (zero once it is
+// closed).
+func (db *DB) Stats() Stats {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return Stats{}
+	}
+	m := db.pdb.Metrics()
+	t := m.Total()
+	return Stats{
+		FlushedBytes:   t.TableBytesFlushed,
+		CompactedBytes: t.TableBytesCompacted,
+		Compactions:    m.Compact.Count,
+		CacheHits:      m.BlockCache.Hits,
+		CacheMisses:    m.BlockCache.Misses,
+	}
+}
+
 // Close stops applying writes and closes the database. What is still held
 // unconfirmed is dropped: Kafka has it, or it never happened.
 func (db *DB) Close() error {
@@ -289,6 +326,9 @@ func (db *DB) Close() error {
 }
 
 func (db *DB) closeFiles() error {
+	db.mu.Lock() // Stats reads the database under it
+	db.closed = true
+	db.mu.Unlock()
 	err := db.pdb.Close()
 	db.cache.Unref()
 	if db.lock != nil {

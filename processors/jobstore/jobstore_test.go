@@ -429,3 +429,32 @@ func checkLabelListings(t *testing.T, part *Partition, rows map[string]*chimev1.
 		}
 	}
 }
+
+// TestStatsSayWhatTheDatabaseDid: the rows written to disk show in the
+// bytes flushed, a row read from the files in the cache's lookups, and a
+// closed store says nothing (a scrape during shutdown).
+func TestStatsSayWhatTheDatabaseDid(t *testing.T) {
+	t.Parallel()
+	db := open(t, filepath.Join(t.TempDir(), "db"))
+	part := recovered(t, db, 1)
+	require.Zero(t, db.Stats().FlushedBytes, "nothing written yet")
+	v := row(t, chimev1.JobStatus_JOB_STATUS_SCHEDULED, t0, t0.Add(time.Hour))
+	for i := range 100 {
+		set(t, part, fmt.Sprintf("ns/j%d", i), v).Stored(int64(i))
+	}
+	require.NoError(t, part.flush())
+	require.NoError(t, db.pdb.Flush()) // the memtable into a file
+	st := db.Stats()
+	require.Greater(t, st.FlushedBytes, uint64(100*len(v)), "the flush wrote the rows")
+
+	// Out of the write cache now: a read goes to the files through the
+	// block cache.
+	got, err := part.Get("ns/j7")
+	require.NoError(t, err)
+	require.Equal(t, v, got)
+	after := db.Stats()
+	require.Greater(t, after.CacheHits+after.CacheMisses, st.CacheHits+st.CacheMisses, "the read looked up blocks")
+
+	require.NoError(t, db.Close())
+	require.Equal(t, Stats{}, db.Stats())
+}
