@@ -238,7 +238,7 @@ func sustainRows(name string, o *sustainOptions, r sustainRun, ceil deliveryStat
 		{name + ": dispatched / ceiling", fmt.Sprintf("%.2f (ceiling %.0f/s)", s.rate/ceil.rate, ceil.rate), "", ""},
 		{fmt.Sprintf("%s: lag p50 / p99 of the last %s (all: p50 / p99 / max)", name, o.tail), fmt.Sprintf("%.2f / %.2f s (%s)", r.tail.p50.Seconds(), r.tail.p99.Seconds(), s.lagString()), "", ""},
 		{name + ": lost / repeated", fmt.Sprintf("%d / %d", s.lost, s.repeated), "0 / 0", verdict(s.lost == 0 && s.repeated == 0)},
-		{name + ": chime CPU per job (ClickHouse / receiver s)", fmt.Sprintf("%.0f µs (%.1f / %.1f s)", us, r.clickhouseCPU, r.receiverCPU), "", ""},
+		{name + ": chime CPU per job (ClickHouse / receiver s); chime's / the receiver's", fmt.Sprintf("%.0f µs (%.1f / %.1f s); %s", us, r.clickhouseCPU, r.receiverCPU, cpuRatio(r.burstRun)), "", ""},
 		{name + ": due events per job / deferred / replays skipped / broker compactions (stalled)", fmt.Sprintf("%.3f / %.0f / %.0f / %.0f (%.1f s)", r.duesPerJob, r.deferred, r.duplicates, r.compactions, r.stalled), "", ""},
 		{name + ": scheduler's table store per job, creates included: bytes flushed / compacted / blocks read from disk", fmt.Sprintf("%.0f B / %.0f B / %.2f", r.storeFlushed, r.storeCompacted, r.storeMisses), "", ""},
 		{name + ": API single creates during the window: accepted / sent, p99", r.probe.String(), "all", verdict(r.probe.sent > 0 && r.probe.ok == r.probe.sent)},
