@@ -268,7 +268,7 @@ func ceilingRows(n int, ceil deliveryStats, ceilCPU float64) []result {
 
 // cpuRatio is chime's CPU over the receiver's in the same phase: both
 // run beside each other on one machine, so the ratio holds still while
-// the machine's speed does not (the same build measured 64–98 µs a job
+// the machine's speed does not (the same build measured 64–82 µs a job
 // within ten minutes, and 2.5–2.7 times the receiver's): compare builds
 // by it.
 func cpuRatio(r burstRun) string {
