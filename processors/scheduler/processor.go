@@ -211,26 +211,7 @@ func (s *Scheduler) registerMetrics(reg prometheus.Registerer) error {
 		Name: "chime_scheduler_dispatch_backlog_seconds",
 		Help: "How long ago the oldest due event the dispatchers have not completed was emitted (their committed offsets against the due topic's end offsets, read every 2 s); redelivery waits for it on top of the ack timeout.",
 	}, func() float64 { return time.Duration(s.decider.backlog.Load()).Seconds() })
-	store := func(name, help string, v func(jobstore.Stats) float64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return v(s.db.Stats()) })
-	}
-	cs := []prometheus.Collector{s.fireLag, s.fires, s.recalls, s.oversized, pending, window, recovered, dirty, backlog,
-		store("chime_scheduler_store_flushed_bytes_total",
-			"Bytes the table store's Pebble memtable flushes wrote to disk since the process started: the rows and index entries that outlived the write cache.",
-			func(st jobstore.Stats) float64 { return float64(st.FlushedBytes) }),
-		store("chime_scheduler_store_compacted_bytes_total",
-			"Bytes the table store's Pebble compactions rewrote since the process started: over the flushed bytes, its write amplification, CPU that grows with the rows kept on disk.",
-			func(st jobstore.Stats) float64 { return float64(st.CompactedBytes) }),
-		store("chime_scheduler_store_compactions_total",
-			"Compactions of the table store's Pebble database since the process started.",
-			func(st jobstore.Stats) float64 { return float64(st.Compactions) }),
-		store("chime_scheduler_store_cache_misses_total",
-			"Block cache lookups of the table store that read a block from its files (a row read from disk), since the process started.",
-			func(st jobstore.Stats) float64 { return float64(st.CacheMisses) }),
-		store("chime_scheduler_store_cache_hits_total",
-			"Block cache lookups of the table store answered from memory, since the process started.",
-			func(st jobstore.Stats) float64 { return float64(st.CacheHits) }),
-	}
+	cs := []prometheus.Collector{s.fireLag, s.fires, s.recalls, s.oversized, pending, window, recovered, dirty, backlog, storeCollector{s}}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("scheduler metrics: %w", err)
