@@ -10,13 +10,17 @@ import (
 // growing its stack through the HTTP client on every call.
 const workerIdle = 5 * time.Second
 
-// workerMaxIdle bounds the idle workers: one beyond it exits when its call
-// ends. The dues buffered before a burst's instant (MaxBuffered) all start
-// at once, and most then wait for their host's gate; without the bound
-// the pool kept ~2,800 idle workers through the 100k burst, 45 MB of
-// stacks the collector counts against the memory limit (make bench).
-// 256 is as many calls as one host takes at a time (maxConnsPerHost).
-const workerMaxIdle = 256
+// The idle workers are bounded by the dispatcher's MaxBuffered, which
+// bounds the dues started at once and so the workers anyway: through a
+// burst every worker is reused, and the janitor ends them workerIdle
+// after it. A bound of 256 (the calls one host takes at a time) was
+// tried to keep the stacks of the workers a 100k burst starts (45 MB
+// when it was measured) from counting against the memory limit; but
+// then most dues ran on a new goroutine that grew its stack through the
+// HTTP client again, and in alternated runs of make bench's burst chime
+// spent 2.42-2.52 times the receiver's CPU with every worker kept
+// against 2.56-2.64 with 256, at the same peak RSS (495-510 MB: the
+// memory limit holds it).
 
 // workers runs calls on reused goroutines. Idle workers wait in a stack
 // and the most recently idle one is handed the next call (as fasthttp's
