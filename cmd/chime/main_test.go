@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -100,6 +102,11 @@ func startChildOf(t *testing.T, program string, env []string, stdout io.Writer, 
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
+	// Registered before the kill, so it runs after it (cleanups run last
+	// first), and before the test's TempDir is removed.
+	if dir := stateDirOf(args, env); dir != "" {
+		t.Cleanup(func() { waitUntilNoProcessNames(t, dir) })
+	}
 	p := &devProc{cmd: cmd, exited: make(chan error, 1)}
 	var mu sync.Mutex
 	var lines []string
@@ -128,6 +135,60 @@ func startChildOf(t *testing.T, program string, env []string, stdout io.Writer, 
 		}
 	})
 	return p
+}
+
+// stateDirOf is the state dir a child's arguments or environment give
+// it ("" if none).
+func stateDirOf(args, env []string) string {
+	for i, a := range args {
+		if a == "--state-dir" && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "CHIME_STATE_DIR="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// waitUntilNoProcessNames waits until no process's command line names
+// dir. Killing chime dev does not stop its local ClickHouse at once: the
+// kernel kills it once chime dev is dead (Pdeathsig, infra/clickhouse),
+// and until then it may still write its parts under the state dir, so
+// the test's TempDir removal failed now and then ("unlinkat ...
+// directory not empty").
+func waitUntilNoProcessNames(t *testing.T, dir string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for processNames(dir) {
+		if time.Now().After(deadline) {
+			t.Errorf("a process still names %s 30s after the test's chime was killed", dir)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// processNames reports whether the command line of a process other than
+// this one holds dir. A zombie's is empty: it holds no files.
+func processNames(dir string) bool {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return false
+	}
+	self := strconv.Itoa(os.Getpid())
+	for _, e := range ents {
+		if e.Name() == self || e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && bytes.Contains(b, []byte(dir)) {
+			return true
+		}
+	}
+	return false
 }
 
 // buildChime builds the chime binary, without the test binary's
