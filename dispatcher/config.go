@@ -158,16 +158,9 @@ const (
 	DefaultDedupSize      = 100_000
 	DefaultBodySnippet    = 1024
 	// BufferedPerInFlight is MaxBuffered's default per MaxInFlight: the
-	// buffer holds two rounds of calls, so fetching is not paused while
-	// every slot is busy. Not more: every due taken beyond what can be
-	// called waits for admission on a goroutine of its own, with a timer,
-	// and a burst to one host (256 connections) kept about 1,100 of them
-	// parked with 4 rounds. In alternated runs of make bench's burst
-	// chime's CPU over the receiver's was 2.42-2.65 with 2 rounds against
-	// 2.46-2.76 with 4 (every pair lower, by 4.5 % on average), with no
-	// due deferred and the same rate; 1 round measured about the same as
-	// 2, but it halves MaxQueued too, the burst a namespace may queue.
-	BufferedPerInFlight = 2
+	// buffer holds a few rounds of calls, so fetching is not paused
+	// while every slot is busy.
+	BufferedPerInFlight = 4
 )
 
 // Off, as Config.DedupSize, remembers no emissions (0 takes the default).

@@ -39,8 +39,8 @@ func TestConfigValidate(t *testing.T) {
 			require.NotNil(t, c.Logger)
 		}},
 		{Name: "buffers follow MaxInFlight", Cfg: Config{Brokers: brokers, MaxInFlight: 10}, Check: func(t *testing.T, c Config) {
-			require.Equal(t, 10*BufferedPerInFlight, c.MaxBuffered)
-			require.Equal(t, 10*BufferedPerInFlight/2, c.MaxQueued)
+			require.Equal(t, 40, c.MaxBuffered)
+			require.Equal(t, 20, c.MaxQueued)
 		}},
 		{Name: "a set MaxBuffered sets MaxQueued's default", Cfg: Config{Brokers: brokers, MaxBuffered: 1}, Check: func(t *testing.T, c Config) {
 			require.Equal(t, 1, c.MaxBuffered)
@@ -57,8 +57,8 @@ func TestConfigValidate(t *testing.T) {
 		{Name: "MaxInFlight", Cfg: Config{Brokers: brokers, MaxInFlight: -1}, Err: "dispatcher: MaxInFlight is -1: must be positive, or 0 for the default 1024"},
 		{Name: "AdmissionWait", Cfg: Config{Brokers: brokers, AdmissionWait: -time.Second}, Err: "dispatcher: AdmissionWait is -1s: must be positive, or 0 for the default 2s"},
 		{Name: "DeferDelay", Cfg: Config{Brokers: brokers, DeferDelay: -time.Second}, Err: "dispatcher: DeferDelay is -1s: must be positive, or 0 for the default 1s"},
-		{Name: "MaxBuffered", Cfg: Config{Brokers: brokers, MaxBuffered: -1}, Err: "dispatcher: MaxBuffered is -1: must be positive, or 0 for the default 2048"},
-		{Name: "MaxQueued", Cfg: Config{Brokers: brokers, MaxQueued: -1}, Err: "dispatcher: MaxQueued is -1: must be positive, or 0 for the default 1024"},
+		{Name: "MaxBuffered", Cfg: Config{Brokers: brokers, MaxBuffered: -1}, Err: "dispatcher: MaxBuffered is -1: must be positive, or 0 for the default 4096"},
+		{Name: "MaxQueued", Cfg: Config{Brokers: brokers, MaxQueued: -1}, Err: "dispatcher: MaxQueued is -1: must be positive, or 0 for the default 2048"},
 		{Name: "CommitInterval", Cfg: Config{Brokers: brokers, CommitInterval: -time.Second}, Err: "dispatcher: CommitInterval is -1s: must be positive, or 0 for the default 500ms"},
 		{Name: "RevokeWait", Cfg: Config{Brokers: brokers, RevokeWait: -time.Second}, Err: "dispatcher: RevokeWait is -1s: must be positive, or 0 for the default 5s"},
 		{Name: "DedupSize", Cfg: Config{Brokers: brokers, DedupSize: -5}, Err: "dispatcher: DedupSize is -5: must be positive, 0 for the default 100000, or dispatcher.Off to remember none"},
