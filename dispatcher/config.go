@@ -159,7 +159,13 @@ const (
 	DefaultBodySnippet    = 1024
 	// BufferedPerInFlight is MaxBuffered's default per MaxInFlight: the
 	// buffer holds a few rounds of calls, so fetching is not paused
-	// while every slot is busy.
+	// while every slot is busy. The buffer also holds the dues whose
+	// results wait for Kafka, which under load is a round of its own:
+	// two rounds were measured (30 November 2026) and kept the calls to
+	// a host short of its connections under a sustained overload
+	// (15,000 dues a second offered: 12.0-12.7k dispatched against
+	// 14.0-14.1k with four), though a burst spent 4.5 % less CPU a job
+	// (fewer dues parked waiting for admission).
 	BufferedPerInFlight = 4
 )
 
