@@ -164,8 +164,10 @@ const (
 	// two rounds were measured (30 November 2026) and kept the calls to
 	// a host short of its connections under a sustained overload
 	// (15,000 dues a second offered: 12.0-12.7k dispatched against
-	// 14.0-14.1k with four), though a burst spent 4.5 % less CPU a job
-	// (fewer dues parked waiting for admission).
+	// 14.0-14.1k with four), though a burst spent 4.5 % less CPU a job.
+	// Not because fewer dues were parked waiting for admission: the dues
+	// waiting for their host's connections were then queued at the
+	// host's gate without a goroutine, and the burst's CPU did not move.
 	BufferedPerInFlight = 4
 )
 
