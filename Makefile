@@ -320,6 +320,30 @@ lint: $(STATICCHECK_STAMP) vet ## staticcheck ./... and go vet ./...
 bench: build clickhouse $(KAFKA_STAMP) ## run the benchmark harness (chime dev end to end, failover on Apache Kafka, then each role alone): go run ./cmd/chime-bench $(BENCH_FLAGS)
 	$(GO) run ./cmd/chime-bench -chime $(BIN_DIR)/chime $(BENCH_FLAGS)
 
+# The figures beside River and asynq: ../shared/peers runs them and this
+# checkout's chime dev on the same workload and prints one line per peer
+# (its README). It writes bin/ and results/ inside its folder, so it runs
+# from a copy in .tools/peers (the results stay there); it serves Redis and
+# PostgreSQL from Debian's packages (apt, when missing). PEERS_FLAGS are
+# run.sh's own settings, e.g. "SPREAD=60s DELAY=30s" for the steady
+# workload (then PEERS_N is the jobs over the window).
+PEERS_SRC   ?= $(CURDIR)/../shared/peers
+PEERS_DIR   := $(TOOLS_DIR)/peers
+PEERS       ?= river asynq chime
+PEERS_N     ?= 100000
+PEERS_FLAGS ?=
+.PHONY: bench-peers
+bench-peers: build clickhouse ## chime dev beside River and asynq (../shared/peers): PEERS_N (100000) jobs due at once, one line per peer; PEERS, PEERS_FLAGS
+	@test -x $(PEERS_SRC)/run.sh || { echo "bench-peers: no $(PEERS_SRC)/run.sh (the peers' harness, beside the checkout)"; exit 1; }
+	@if ! command -v redis-server >/dev/null || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+		echo "installing Debian's redis-server and postgresql (apt-get)"; \
+		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		$$SUDO apt-get install -y --no-install-recommends redis-server postgresql || \
+			{ $$SUDO apt-get update && $$SUDO apt-get install -y --no-install-recommends redis-server postgresql; }; \
+	fi
+	mkdir -p $(PEERS_DIR) && cp -rf $(PEERS_SRC)/. $(PEERS_DIR)/
+	cd $(PEERS_DIR) && env CHIME_REPO=$(CURDIR) PEERS="$(PEERS)" MODES=tuned TUNED_CONC= CHIME_ENQUEUE=api $(PEERS_FLAGS) ./run.sh $(PEERS_N)
+
 SOAK ?= 30m
 .PHONY: soak
 soak: build clickhouse ## soak: chime dev at 1,000 fires/s (5% failing, a breaker trip a minute) for SOAK (30m), sampled every minute
