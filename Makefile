@@ -101,14 +101,17 @@ clickhouse: $(CHDB_STAMP) $(CHDB_HOST) ## install the local ClickHouse (npm @chd
 # ---------------------------------------------------------------------------
 CHROMIUM := /usr/bin/chromium
 
+# apt_install is the shell command that installs the Debian packages $(1):
+# as root, or through sudo; the package lists are updated only when the
+# first try fails (a fresh image may have none).
+apt_install = echo "installing Debian's $(1) (apt-get)"; \
+	SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	$$SUDO apt-get install -y --no-install-recommends $(1) || \
+		{ $$SUDO apt-get update && $$SUDO apt-get install -y --no-install-recommends $(1); }
+
 .PHONY: chromium
 chromium: ## install Debian's chromium for the console test (apt, when missing)
-	@if [ ! -x $(CHROMIUM) ]; then \
-		echo "installing Debian's chromium (apt-get)"; \
-		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-		$$SUDO apt-get install -y --no-install-recommends chromium || \
-			{ $$SUDO apt-get update && $$SUDO apt-get install -y --no-install-recommends chromium; }; \
-	fi
+	@if [ ! -x $(CHROMIUM) ]; then $(call apt_install,chromium); fi
 
 # ---------------------------------------------------------------------------
 # schemathesis (PyPI), pinned, in a virtualenv under .tools/; .ci/schemathesis
@@ -336,10 +339,7 @@ PEERS_FLAGS ?=
 bench-peers: build clickhouse ## chime dev beside River and asynq (../shared/peers): PEERS_N (100000) jobs due at once, one line per peer; PEERS, PEERS_FLAGS
 	@test -x $(PEERS_SRC)/run.sh || { echo "bench-peers: no $(PEERS_SRC)/run.sh (the peers' harness, beside the checkout)"; exit 1; }
 	@if ! command -v redis-server >/dev/null || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
-		echo "installing Debian's redis-server and postgresql (apt-get)"; \
-		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-		$$SUDO apt-get install -y --no-install-recommends redis-server postgresql || \
-			{ $$SUDO apt-get update && $$SUDO apt-get install -y --no-install-recommends redis-server postgresql; }; \
+		$(call apt_install,redis-server postgresql); \
 	fi
 	mkdir -p $(PEERS_DIR) && cp -rf $(PEERS_SRC)/. $(PEERS_DIR)/
 	cd $(PEERS_DIR) && env CHIME_REPO=$(CURDIR) PEERS="$(PEERS)" MODES=tuned TUNED_CONC= CHIME_ENQUEUE=api $(PEERS_FLAGS) ./run.sh $(PEERS_N)
