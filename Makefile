@@ -335,6 +335,15 @@ PEERS_DIR   := $(TOOLS_DIR)/peers
 PEERS       ?= river asynq chime
 PEERS_N     ?= 100000
 PEERS_FLAGS ?=
+# The issue's two burst figures from a run's result lines: chime's
+# dispatch rate over the better peer's, and its lag p99 over the lowest
+# of theirs (each run's own peers; a steady run's lines are left alone).
+PEERS_RATIO_AWK := /^peer=/ { delete v; for (i = 1; i <= NF; i++) { j = index($$i, "="); if (j) v[substr($$i, 1, j - 1)] = substr($$i, j + 1) } \
+	if (v["spread_s"] != "0" || v["dispatch_per_s"] == "") next; \
+	if (v["peer"] == "chime") { cr = v["dispatch_per_s"]; cl = v["lag_p99_ms"]; next } \
+	if (v["dispatch_per_s"] + 0 > br) { br = v["dispatch_per_s"] + 0; bp = v["peer"] } \
+	if (bl == "" || v["lag_p99_ms"] + 0 < bl) { bl = v["lag_p99_ms"] + 0; lp = v["peer"] } } \
+	END { if (cr != "" && br > 0) printf "chime over the better peer: dispatch %.2fx (%d/s, %s %d/s), lag p99 %.2fx (%.0f ms, %s %.0f ms)\n", cr / br, cr, bp, br, cl / bl, cl, lp, bl }
 .PHONY: bench-peers
 bench-peers: build clickhouse ## chime dev beside River and asynq (../shared/peers): PEERS_N (100000) jobs due at once, one line per peer; PEERS, PEERS_FLAGS
 	@test -x $(PEERS_SRC)/run.sh || { echo "bench-peers: no $(PEERS_SRC)/run.sh (the peers' harness, beside the checkout)"; exit 1; }
@@ -343,6 +352,7 @@ bench-peers: build clickhouse ## chime dev beside River and asynq (../shared/pee
 	fi
 	mkdir -p $(PEERS_DIR) && cp -rf $(PEERS_SRC)/. $(PEERS_DIR)/
 	cd $(PEERS_DIR) && env CHIME_REPO=$(CURDIR) PEERS="$(PEERS)" MODES=tuned TUNED_CONC= CHIME_ENQUEUE=api $(PEERS_FLAGS) ./run.sh $(PEERS_N)
+	@awk '$(PEERS_RATIO_AWK)' "$$(ls -t $(PEERS_DIR)/results/*.txt | head -1)"
 
 SOAK ?= 30m
 .PHONY: soak
