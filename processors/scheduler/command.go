@@ -126,7 +126,11 @@ func (d *decider) upsert(in *input, cmd *chimev1.JobCommand, spec *chimev1.JobSp
 	st := copyRow(cur)
 	typ := chimev1.JobEventType_JOB_EVENT_TYPE_UPDATED
 	if st == nil {
-		st = &chimev1.JobState{CreatedAt: timestamppb.New(now)}
+		// Created when the client's command was issued, as the anchor: a
+		// job accepted after another is newer in the listing even when
+		// its partition applied it first (and the API's read-your-writes
+		// row, stamped on acceptance, keeps its place when the row lands).
+		st = &chimev1.JobState{CreatedAt: timestamppb.New(anchor)}
 		typ = chimev1.JobEventType_JOB_EVENT_TYPE_CREATED
 	}
 	oneShotInFlight := cur != nil && !schema.JobEnded(cur.GetStatus()) && cur.GetFires() > 0 &&
