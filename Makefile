@@ -337,7 +337,7 @@ PEERS_N     ?= 100000
 PEERS_FLAGS ?=
 # PEERS_RUNS runs the harness that many times in a row (each run alternates
 # the peers itself) and ends with the ratios' medians: the peers' own speed
-# moves by a quarter from one hour to the next on a 2-core machine, so one
+# moves by half and more from one hour to the next on a 2-core machine, so one
 # run says little about a change.
 PEERS_RUNS  ?= 1
 # The issue's two burst figures from a run's result lines: chime's
@@ -356,7 +356,7 @@ PEERS_MEDIAN_AWK := function median(a, n,   i, j, t) { for (i = 2; i <= n; i++) 
 	{ n++; d[n] = $$7 + 0; l[n] = $$13 + 0; if (d[n] >= 2) dm++; if (l[n] <= 0.5) lm++; if (d[n] >= 2 && l[n] <= 0.5) both++ } \
 	END { if (n) printf "over %d runs: dispatch median %.2fx (>= 2x in %d), lag p99 median %.2fx (<= 0.5x in %d), both in %d of %d\n", n, median(d, n), dm, median(l, n), lm, both, n }
 .PHONY: bench-peers
-bench-peers: build clickhouse ## chime dev beside River and asynq (../shared/peers): PEERS_N (100000) jobs due at once, one line per peer; PEERS, PEERS_FLAGS
+bench-peers: build clickhouse ## chime dev beside River and asynq (../shared/peers): PEERS_N (100000) jobs due at once, one line per peer; PEERS, PEERS_FLAGS, PEERS_RUNS (medians of several runs)
 	@test -x $(PEERS_SRC)/run.sh || { echo "bench-peers: no $(PEERS_SRC)/run.sh (the peers' harness, beside the checkout)"; exit 1; }
 	@if ! command -v redis-server >/dev/null || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
 		$(call apt_install,redis-server postgresql); \
