@@ -287,6 +287,27 @@ func TestBreakerOpensHoldsBackProbesAndReleasesEverything(t *testing.T) {
 		return 500, failTime
 	})
 	b.steady(ns, ep.URL, jobs, time.Second, 50*time.Millisecond)
+	// A wait that times out says only what it waited for: a failure also
+	// says what the breaker did, what the dispatcher saw of it and what
+	// reached the endpoint.
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, tr := range b.trs(ns) {
+			v := versionOf(tr)
+			seen := "not yet"
+			if at := w.seen(ns, v); !at.IsZero() {
+				seen = at.Format("15:04:05.000")
+			}
+			t.Logf("transition %s -> %s, version %d, at %s, first seen by the dispatcher: %s; %s", tr.GetFrom(), tr.GetTo(), v,
+				tr.GetAt().AsTime().Format("15:04:05.000"), seen, tr.GetReason())
+		}
+		calls := ep.arrivals()
+		if len(calls) > 0 {
+			t.Logf("the endpoint got %d calls, the last at %s; the dispatcher's stats: %+v", len(calls), calls[len(calls)-1].at.Format("15:04:05.000"), d.Stats())
+		}
+	})
 
 	// Trip 1 once the minimum is reached.
 	waitFor(t, 60*time.Second, "the breaker to open", func() bool { return b.nth(ns, open, 0) != nil })
