@@ -17,6 +17,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -25,6 +26,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/chime-sched/chime/infra/broker"
 )
 
 type sustainOptions struct {
@@ -105,8 +108,10 @@ type sustainRun struct {
 	// compactions of the table topics by the embedded broker: each stops
 	// its produce and fetch requests meanwhile.
 	compactions float64
-	// stalled is the seconds those compactions held the broker.
-	stalled float64
+	// stalled is the seconds those compactions held the broker in all;
+	// longestStall bounds the longest single hold (the bucket it fell in;
+	// -1 when none).
+	stalled, longestStall float64
 	// the scheduler's table store over the run (creates included), per
 	// job: bytes its flushes wrote and its compactions rewrote, blocks it
 	// read from its files.
@@ -174,7 +179,8 @@ func runSustain(ctx context.Context, e e2eOptions, o *sustainOptions, rcv *recei
 		r.deferred = m1.class("chime_dispatcher_outcomes_total", "deferred") - m0.class("chime_dispatcher_outcomes_total", "deferred")
 		r.duplicates = m1.sum("chime_dispatcher_duplicates_total") - m0.sum("chime_dispatcher_duplicates_total")
 		r.compactions = m1.sum("chime_broker_compactions_total") - m0.sum("chime_broker_compactions_total")
-		r.stalled = m1.sum("chime_broker_compaction_stall_seconds_total") - m0.sum("chime_broker_compaction_stall_seconds_total")
+		r.stalled = m1.sum("chime_broker_compaction_stall_seconds_sum") - m0.sum("chime_broker_compaction_stall_seconds_sum")
+		r.longestStall = m1.quantileSince(m0, "chime_broker_compaction_stall_seconds", 1)
 		perJob := func(name string) float64 { return (m1.sum(name) - m0.sum(name)) / float64(n) }
 		r.storeFlushed = perJob("chime_scheduler_store_flushed_bytes_total")
 		r.storeCompacted = perJob("chime_scheduler_store_compacted_bytes_total")
@@ -239,7 +245,7 @@ func sustainRows(name string, o *sustainOptions, r sustainRun, ceil deliveryStat
 		{fmt.Sprintf("%s: lag p50 / p99 of the last %s (all: p50 / p99 / max)", name, o.tail), fmt.Sprintf("%.2f / %.2f s (%s)", r.tail.p50.Seconds(), r.tail.p99.Seconds(), s.lagString()), "", ""},
 		{name + ": lost / repeated", fmt.Sprintf("%d / %d", s.lost, s.repeated), "0 / 0", verdict(s.lost == 0 && s.repeated == 0)},
 		{name + ": chime CPU per job (ClickHouse / receiver s); chime's / the receiver's", fmt.Sprintf("%.0f µs (%.1f / %.1f s); %s", us, r.clickhouseCPU, r.receiverCPU, cpuRatio(r.burstRun)), "", ""},
-		{name + ": due events per job / deferred / replays skipped / broker compactions (stalled)", fmt.Sprintf("%.3f / %.0f / %.0f / %.0f (%.1f s)", r.duesPerJob, r.deferred, r.duplicates, r.compactions, r.stalled), "", ""},
+		{name + ": due events per job / deferred / replays skipped / broker compactions (stalled in all, longest at once)", fmt.Sprintf("%.3f / %.0f / %.0f / %.0f (%.1f s, %s)", r.duesPerJob, r.deferred, r.duplicates, r.compactions, r.stalled, longestHold(r.longestStall)), "", ""},
 		{name + ": scheduler's table store per job, creates included: bytes flushed / compacted / blocks read from disk", fmt.Sprintf("%.0f B / %.0f B / %.2f", r.storeFlushed, r.storeCompacted, r.storeMisses), "", ""},
 		{name + ": API single creates during the window: accepted / sent, p99", r.probe.String(), "all", verdict(r.probe.sent > 0 && r.probe.ok == r.probe.sent)},
 		{name + ": machine busy / chime peak RSS", fmt.Sprintf("%.0f%% / %s", r.machineBusy*100, mb(r.peakRSS)), "", ""},
@@ -315,4 +321,17 @@ func (c *chimeProc) probeAPI(ctx context.Context, rate int, until time.Time, p *
 		}
 	}()
 	return func() { <-done }
+}
+
+// longestHold says the longest single hold of the broker's request loop by
+// a compaction, as the bucket of chime_broker_compaction_stall_seconds it
+// fell in.
+func longestHold(le float64) string {
+	switch {
+	case le < 0:
+		return "none"
+	case math.IsInf(le, 1):
+		return fmt.Sprintf("> %g s", broker.StallBuckets[len(broker.StallBuckets)-1])
+	}
+	return fmt.Sprintf("≤ %g s", le)
 }

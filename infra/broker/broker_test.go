@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -187,6 +189,11 @@ func checkFor(t *testing.T, wait, interval time.Duration, fn func() error) {
 // watermark. Unlike readAll it does not need to know how many records the
 // log holds, which compaction changes.
 func readToEnd(ctx context.Context, addrs []string, topic string) ([]*kgo.Record, error) {
+	return readPartitionToEnd(ctx, addrs, topic, 0)
+}
+
+// readPartitionToEnd is readToEnd for one partition of a topic.
+func readPartitionToEnd(ctx context.Context, addrs []string, topic string, partition int32) ([]*kgo.Record, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
 	if err != nil {
 		return nil, err
@@ -196,11 +203,11 @@ func readToEnd(ctx context.Context, addrs []string, topic string) ([]*kgo.Record
 	if err != nil {
 		return nil, err
 	}
-	end, ok := ends.Lookup(topic, 0)
+	end, ok := ends.Lookup(topic, partition)
 	if !ok || end.Err != nil {
-		return nil, fmt.Errorf("end offset of %s: %v", topic, end.Err)
+		return nil, fmt.Errorf("end offset of %s-%d: %v", topic, partition, end.Err)
 	}
-	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}})
+	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().AtStart()}})
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var got []*kgo.Record
@@ -556,12 +563,78 @@ func TestCompactionWaitsForTablesToGrow(t *testing.T) {
 		if counter(t, busyReg, "chime_broker_compactions_total") == 0 {
 			return fmt.Errorf("chime_broker_compactions_total is 0 after a compaction")
 		}
-		if counter(t, busyReg, "chime_broker_compaction_stall_seconds_total") <= 0 {
-			return fmt.Errorf("chime_broker_compaction_stall_seconds_total is 0 after a compaction")
+		if _, held := stalls(t, busyReg); held <= 0 {
+			return fmt.Errorf("chime_broker_compaction_stall_seconds adds up to 0 after a compaction")
 		}
 		return nil
 	})
-	require.Zero(t, counter(t, idleReg, "chime_broker_compaction_stall_seconds_total"))
+	holds, _ := stalls(t, idleReg)
+	require.Zero(t, holds)
+}
+
+// The tables are compacted a partition at a time (kfake holds its request
+// loop for each): every partition of every table is compacted, and each
+// keeps the newest value of every key.
+func TestEveryPartitionOfEveryTableIsCompacted(t *testing.T) {
+	t.Parallel()
+	tables := []string{"table-a", "table-b"}
+	const partitions, keys = 3, 5
+	compact := "compact"
+	reg := prometheus.NewRegistry()
+	tb := setup(t, broker.Options{CleanerBackoff: 20 * time.Millisecond, Tables: tables, MinDirtyBytes: 500, Registerer: reg})
+	cl := newClient(t, tb.b.Addrs(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for _, topic := range tables {
+		createTopic(t, tb.b.Addrs(), topic, partitions, map[string]*string{"cleanup.policy": &compact})
+	}
+	// Rounds of every key to every partition until each partition holds
+	// fewer records than were written to it: a pass may start while rounds
+	// are written, so how many it takes is not known in advance.
+	rounds := 0
+	checkFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		var recs []*kgo.Record
+		for _, topic := range tables {
+			for p := range int32(partitions) {
+				for k := range keys {
+					recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Key: []byte(strconv.Itoa(k)),
+						Value: []byte(fmt.Sprintf("%d %s", rounds, bytes.Repeat([]byte{'x'}, 200)))})
+				}
+			}
+		}
+		if err := cl.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
+			return err
+		}
+		rounds++
+		for _, topic := range tables {
+			for p := range int32(partitions) {
+				got, err := readPartitionToEnd(t.Context(), tb.b.Addrs(), topic, p)
+				if err != nil {
+					return err
+				}
+				if len(got) >= keys*rounds {
+					return fmt.Errorf("%s-%d holds the %d records written to it, want fewer after a compaction", topic, p, len(got))
+				}
+				newest := map[string]string{}
+				for _, r := range got {
+					newest[string(r.Key)] = strings.Fields(string(r.Value))[0]
+				}
+				for k := range keys {
+					if v := newest[strconv.Itoa(k)]; v != strconv.Itoa(rounds-1) {
+						return fmt.Errorf("%s-%d: key %d reads round %q, want the last, %d", topic, p, k, v, rounds-1)
+					}
+				}
+			}
+		}
+		return nil
+	})
+	require.Positive(t, counter(t, reg, "chime_broker_compactions_total"))
+	holds, _ := stalls(t, reg)
+	require.GreaterOrEqual(t, holds, uint64(len(tables)*partitions), "the request loop is held once per partition")
+	checkFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if _, err := os.Stat(filepath.Join(tb.dir, "compaction")); !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("a partition's files are still linked aside: %v", err)
+		}
+		return nil
+	})
 }
 
 func TestKill9LosesNothingAndFreesTheLock(t *testing.T) {
@@ -748,6 +821,21 @@ func TestConsumedStreamsAreTrimmed(t *testing.T) {
 }
 
 // counter is the value of the counter name in reg (0 if absent).
+// stalls reads chime_broker_compaction_stall_seconds: how many times a
+// compaction held the request loop, and for how long in all.
+func stalls(t *testing.T, reg *prometheus.Registry) (uint64, float64) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == "chime_broker_compaction_stall_seconds" {
+			h := mf.GetMetric()[0].GetHistogram()
+			return h.GetSampleCount(), h.GetSampleSum()
+		}
+	}
+	return 0, 0
+}
+
 func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()

@@ -17,8 +17,8 @@ import (
 // million jobs was being compacted lost 8% of the scheduler's rows. So the
 // broker makes each compaction recoverable:
 //
-//  1. before it, every segment and index file of the tables' partitions is
-//     hard-linked into compactionDir (no copy: the links keep the old
+//  1. before it, every segment and index file of the partition (the tables
+//     are compacted a partition at a time) is hard-linked into compactionDir (no copy: the links keep the old
 //     files' contents when kfake removes their names), then the
 //     pendingMarker is written and synced;
 //  2. kfake compacts (produce requests wait meanwhile: both run in kfake's
@@ -46,35 +46,31 @@ func segmentFile(name string) bool {
 	return strings.HasSuffix(name, ".dat") || strings.HasSuffix(name, ".idx")
 }
 
-// protect links the tables' segment files into compactionDir and writes the
-// marker. partitions lists each table's partition count.
-func (b *Broker) protect(tables []string) error {
+// protect links the segment files of a table's partition into
+// compactionDir and writes the marker.
+func (b *Broker) protect(topic string, partition int32) error {
 	root := filepath.Join(b.opts.DataDir, compactionDir)
 	if err := os.RemoveAll(root); err != nil {
 		return err
 	}
-	for _, t := range tables {
-		for _, p := range b.cluster.PartitionInfos(t) {
-			src := partitionDir(b.opts.DataDir, t, p.Partition)
-			ents, err := os.ReadDir(src)
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			dst := filepath.Join(root, filepath.Base(src))
-			if err := os.MkdirAll(dst, 0o700); err != nil {
-				return err
-			}
-			for _, e := range ents {
-				if !segmentFile(e.Name()) {
-					continue
-				}
-				if err := os.Link(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())); err != nil {
-					return err
-				}
-			}
+	src := partitionDir(b.opts.DataDir, topic, partition)
+	ents, err := os.ReadDir(src)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // nothing written yet: nothing to lose
+	}
+	if err != nil {
+		return err
+	}
+	dst := filepath.Join(root, filepath.Base(src))
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !segmentFile(e.Name()) {
+			continue
+		}
+		if err := os.Link(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())); err != nil {
+			return err
 		}
 	}
 	return writeSynced(filepath.Join(root, pendingMarker))

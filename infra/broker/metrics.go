@@ -2,7 +2,6 @@ package broker
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -23,10 +22,7 @@ func (b *Broker) registerMetrics(reg prometheus.Registerer) error {
 			Name: "chime_broker_compactions_total",
 			Help: "Compactions of the table topics by the embedded broker.",
 		}, func() float64 { return float64(b.compactions.Load()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "chime_broker_compaction_stall_seconds_total",
-			Help: "Time the embedded broker's compactions held its request loop: every produce and fetch waited meanwhile.",
-		}, func() float64 { return time.Duration(b.stalled.Load()).Seconds() }),
+		b.holds,
 	} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("broker metrics: %w", err)
