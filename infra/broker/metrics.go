@@ -20,7 +20,7 @@ func (b *Broker) registerMetrics(reg prometheus.Registerer) error {
 		}, func() float64 { return float64(b.trimmed.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "chime_broker_compactions_total",
-			Help: "Compactions of the table topics by the embedded broker.",
+			Help: "Compaction passes over the table topics by the embedded broker (each a partition at a time).",
 		}, func() float64 { return float64(b.compactions.Load()) }),
 		b.holds,
 	} {
