@@ -371,6 +371,18 @@ bench-peers: build clickhouse ## chime dev beside River and asynq (../shared/pee
 	done; \
 	if [ $(PEERS_RUNS) -gt 1 ]; then awk '$(PEERS_MEDIAN_AWK)' "$$ratios"; fi
 
+# go build optimises cmd/chime with cmd/chime/default.pgo (profile-guided
+# optimisation, -pgo=auto): a CPU profile of make bench's burst, from 1 s
+# before the instant, 10 s. Refresh it after the hot path changes.
+PGO_PROFILE_FLAGS := -e2e-only -capacity=false -e2e-producer=false -e2e-steady 0 -e2e-pending 0 -e2e-idle 0 \
+	-failover=false -api-standalone 0 -e2e-sustain '' -e2e-overload ''
+.PHONY: pgo
+pgo: build clickhouse ## refresh cmd/chime/default.pgo, the profile go build optimises chime with: make bench's burst, profiled
+	@dir=$$(mktemp -d) && \
+	$(GO) run ./cmd/chime-bench -chime $(BIN_DIR)/chime $(PGO_PROFILE_FLAGS) -e2e-profile-dir "$$dir" && \
+	cp "$$dir/chime-burst-jobsbatch.pprof" cmd/chime/default.pgo && rm -rf "$$dir" && \
+	echo "pgo: cmd/chime/default.pgo refreshed; make build to use it"
+
 SOAK ?= 30m
 .PHONY: soak
 soak: build clickhouse ## soak: chime dev at 1,000 fires/s (5% failing, a breaker trip a minute) for SOAK (30m), sampled every minute
