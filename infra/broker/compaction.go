@@ -18,9 +18,10 @@ import (
 // broker makes each compaction recoverable:
 //
 //  1. before it, every segment and index file of the partition (the tables
-//     are compacted a partition at a time) is hard-linked into compactionDir (no copy: the links keep the old
-//     files' contents when kfake removes their names), then the
-//     pendingMarker is written and synced;
+//     are compacted a partition at a time) is hard-linked into
+//     compactionDir (no copy: the links keep the old files' contents when
+//     kfake removes their names), then the pendingMarker is written and
+//     synced;
 //  2. kfake compacts (produce requests wait meanwhile: both run in kfake's
 //     one loop);
 //  3. the marker is removed, then the links.
