@@ -388,21 +388,26 @@ func (b *Broker) compactPartition(topic string, partition int32) (time.Duration,
 		_ = b.unprotect()
 		return 0, err
 	}
+	took := b.hold(func() { b.cluster.CompactPartition(topic, partition) })
+	return took, b.unprotect()
+}
+
+// hold runs fn, a compaction in kfake's request loop, and records and
+// returns how long it held the loop.
+func (b *Broker) hold(fn func()) time.Duration {
 	start := time.Now()
-	b.cluster.CompactPartition(topic, partition)
+	fn()
 	took := time.Since(start)
 	b.holds.Observe(took.Seconds())
-	return took, b.unprotect()
+	return took
 }
 
 // compact runs kfake's compaction pass over every compacted topic at once
 // (without Options.Tables: tests), counts it and the time it held the
 // request loop.
 func (b *Broker) compact() {
-	start := time.Now()
-	b.cluster.Compact()
+	b.hold(b.cluster.Compact)
 	b.compactions.Add(1)
-	b.holds.Observe(time.Since(start).Seconds())
 }
 
 // StallBuckets are the bounds, in seconds, of
@@ -417,7 +422,7 @@ const slowCompaction = time.Second
 // compactionStallShare bounds the share of the time the tables'
 // compactions may stall the broker: kfake compacts in its request loop,
 // and with millions of rows a pass over the tables holds it for seconds
-// in all (13-15 s for 3M jobs' rows on 2 cores, a second or so of it at
+// in all (13-15 s for 3M jobs' rows on 2 cores; at most 2-5 s of it at
 // once since the pass goes a partition at a time: compactTables), every
 // produce and fetch slower meanwhile. After a pass that held the loop d,
 // the next waits d/compactionStallShare; small tables (milliseconds) are
