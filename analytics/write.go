@@ -307,6 +307,32 @@ func col[T any](n int, f func(i int) T) []T {
 	return out
 }
 
+// lowCard is a LowCardinality(String) column's values, each distinct one
+// boxed once. clickhouse-go appends such a column value by value through
+// reflect, boxing every string of a []string into an interface (an
+// allocation a row, four a callback attempt); the boxes of a []any it
+// takes as they are. The values repeat (a namespace, a class), so the
+// last one is checked before the map.
+func lowCard(n int, f func(i int) string) []any {
+	out := make([]any, n)
+	boxes := map[string]any{}
+	var last string
+	var lastBox any
+	for i := range out {
+		v := f(i)
+		if lastBox == nil || v != last {
+			b, ok := boxes[v]
+			if !ok {
+				b = v
+				boxes[v] = b
+			}
+			last, lastBox = v, b
+		}
+		out[i] = lastBox
+	}
+	return out
+}
+
 func ts(t interface{ AsTime() time.Time }, valid bool) time.Time {
 	if !valid {
 		return time.Unix(0, 0).UTC()
@@ -318,14 +344,14 @@ func appendOutcomes(bt driver.Batch, r *rows[*chimev1.CallbackOutcome]) error {
 	o, p, n := r.msgs, r.pos, r.len()
 	c := &cols{bt: bt}
 	c.add(col(n, func(i int) string { return o[i].GetEventId() }))
-	c.add(col(n, func(i int) string { return o[i].GetNamespace() }))
+	c.add(lowCard(n, func(i int) string { return o[i].GetNamespace() }))
 	c.add(col(n, func(i int) string { return o[i].GetJobId() }))
 	c.add(col(n, func(i int) uint64 { return o[i].GetFireSeq() }))
 	c.add(col(n, func(i int) uint32 { return o[i].GetAttempt() }))
-	c.add(col(n, func(i int) string { return schema.OutcomeClassName(o[i].GetClass()) }))
+	c.add(lowCard(n, func(i int) string { return schema.OutcomeClassName(o[i].GetClass()) }))
 	c.add(col(n, func(i int) int32 { return o[i].GetStatusCode() }))
 	c.add(col(n, func(i int) float64 { return float64(o[i].GetLatency().AsDuration()) / float64(time.Millisecond) }))
-	c.add(col(n, func(i int) string { return o[i].GetErrorKind() }))
+	c.add(lowCard(n, func(i int) string { return o[i].GetErrorKind() }))
 	c.add(col(n, func(i int) string { return o[i].GetError() }))
 	c.add(col(n, func(i int) bool { return o[i].GetProbe() }))
 	c.add(r.at)
@@ -334,9 +360,9 @@ func appendOutcomes(bt driver.Batch, r *rows[*chimev1.CallbackOutcome]) error {
 	c.add(col(n, func(i int) time.Time { return ts(o[i].GetFinishedAt(), o[i].GetFinishedAt() != nil) }))
 	c.add(col(n, func(i int) bool { return o[i].GetWillRetry() }))
 	c.add(col(n, func(i int) time.Time { return ts(o[i].GetNextAttemptAt(), o[i].GetNextAttemptAt() != nil) }))
-	c.add(col(n, func(i int) string { return o[i].GetDispatcherId() }))
+	c.add(lowCard(n, func(i int) string { return o[i].GetDispatcherId() }))
 	c.add(col(n, func(i int) string { return o[i].GetUrl() }))
-	c.add(col(n, func(i int) string { return o[i].GetMethod() }))
+	c.add(lowCard(n, func(i int) string { return o[i].GetMethod() }))
 	c.add(col(n, func(i int) int32 { return p[i].Partition }))
 	c.add(col(n, func(i int) int64 { return p[i].Offset }))
 	return c.err
@@ -346,10 +372,10 @@ func appendTransitions(bt driver.Batch, r *rows[*chimev1.BreakerTransition]) err
 	t, p, n := r.msgs, r.pos, r.len()
 	c := &cols{bt: bt}
 	c.add(col(n, func(i int) string { return t[i].GetEventId() }))
-	c.add(col(n, func(i int) string { return t[i].GetNamespace() }))
+	c.add(lowCard(n, func(i int) string { return t[i].GetNamespace() }))
 	c.add(r.at)
-	c.add(col(n, func(i int) string { return schema.BreakerStateName(t[i].GetFrom()) }))
-	c.add(col(n, func(i int) string { return schema.BreakerStateName(t[i].GetTo()) }))
+	c.add(lowCard(n, func(i int) string { return schema.BreakerStateName(t[i].GetFrom()) }))
+	c.add(lowCard(n, func(i int) string { return schema.BreakerStateName(t[i].GetTo()) }))
 	c.add(col(n, func(i int) string { return t[i].GetReason() }))
 	c.add(col(n, func(i int) uint64 { return t[i].GetWindow().GetRequests() }))
 	c.add(col(n, func(i int) uint64 { return t[i].GetWindow().GetFailures() }))
@@ -370,9 +396,9 @@ func appendJobEvents(bt driver.Batch, r *rows[*chimev1.JobEvent]) error {
 	e, p, n := r.msgs, r.pos, r.len()
 	c := &cols{bt: bt}
 	c.add(col(n, func(i int) string { return e[i].GetEventId() }))
-	c.add(col(n, func(i int) string { return e[i].GetNamespace() }))
+	c.add(lowCard(n, func(i int) string { return e[i].GetNamespace() }))
 	c.add(col(n, func(i int) string { return e[i].GetJobId() }))
-	c.add(col(n, func(i int) string { return schema.JobEventTypeName(e[i].GetType()) }))
+	c.add(lowCard(n, func(i int) string { return schema.JobEventTypeName(e[i].GetType()) }))
 	c.add(r.at)
 	c.add(col(n, func(i int) uint64 { return e[i].GetFireSeq() }))
 	c.add(col(n, func(i int) uint32 { return e[i].GetAttempt() }))
@@ -418,14 +444,14 @@ func appendDeadLetters(bt driver.Batch, r *rows[*chimev1.DeadLetter]) error {
 	}
 	c := &cols{bt: bt}
 	c.add(col(n, func(i int) string { return d[i].GetEventId() }))
-	c.add(col(n, func(i int) string { return d[i].GetDue().GetNamespace() }))
+	c.add(lowCard(n, func(i int) string { return d[i].GetDue().GetNamespace() }))
 	c.add(col(n, func(i int) string { return d[i].GetDue().GetJobId() }))
 	c.add(col(n, func(i int) uint64 { return d[i].GetDue().GetFireSeq() }))
 	c.add(col(n, func(i int) uint32 { return max(d[i].GetDue().GetAttempt(), last(i).GetAttempt()) }))
 	c.add(col(n, func(i int) string { return d[i].GetReason() }))
 	c.add(r.at)
 	c.add(col(n, func(i int) string { return d[i].GetDue().GetCallback().GetUrl() }))
-	c.add(col(n, func(i int) string { return callbackMethod(d[i].GetDue().GetCallback()) }))
+	c.add(lowCard(n, func(i int) string { return callbackMethod(d[i].GetDue().GetCallback()) }))
 	c.add(col(n, func(i int) int32 { return last(i).GetStatusCode() }))
 	c.add(col(n, func(i int) string { return last(i).GetError() }))
 	c.add(dues)

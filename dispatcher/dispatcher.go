@@ -56,6 +56,9 @@ type Dispatcher struct {
 	gate    *gate
 	out     *kgo.Client // outcomes and dead letters
 	cmds    *producer.Producer
+	// The topics publish writes to, named once: a name is built by
+	// concatenation (schema.Topics), an allocation per call.
+	outcomesTopic, deadLettersTopic string
 
 	// callCtx is cancelled only when a shutdown gives up waiting for calls.
 	callCtx    context.Context
@@ -108,6 +111,9 @@ func New(cfg Config) (*Dispatcher, error) {
 		recalls: newRecalls(),
 
 		gate: newGate(cfg.Breakers, cfg.BreakerRamp),
+
+		outcomesTopic:    cfg.Topics.Outcomes(),
+		deadLettersTopic: cfg.Topics.DeadLetters(),
 	}
 	// One Kafka client for commands and outcomes (the producer's): each
 	// produce request carries both, half the requests of two clients.
@@ -241,8 +247,8 @@ func (d *Dispatcher) process(owned context.Context, due *chimev1.Due, em emissio
 	}
 	name := due.GetNamespace()
 	ns := d.cfg.Namespaces.Namespace(name)
-	if res, expired := d.expired(due, ns); expired {
-		return &res, true
+	if res := d.expired(due, ns); res != nil {
+		return res, true
 	}
 	// An open breaker defers at once, without queueing in the lane.
 	if v := d.gate.peek(due, d.cfg.Now()); !v.allow {
@@ -265,9 +271,9 @@ func (d *Dispatcher) process(owned context.Context, due *chimev1.Due, em emissio
 		adm.release()
 		return nil, false
 	}
-	if res, expired := d.expired(due, ns); expired {
+	if res := d.expired(due, ns); res != nil {
 		adm.release()
-		return &res, true
+		return res, true
 	}
 	if d.recalls.recalled(em) {
 		// Recalled while it waited for admission.
@@ -311,8 +317,10 @@ func (d *Dispatcher) process(owned context.Context, due *chimev1.Due, em emissio
 // is the due's own (the scheduler sets it from the job's window, else the
 // namespace's); a due without one takes the namespace's relevancy_window
 // as the dispatcher reads it now (set after the due was emitted, or a due
-// from a scheduler before the namespace lookup).
-func (d *Dispatcher) expired(due *chimev1.Due, ns *chimev1.NamespaceConfig) (result, bool) {
+// from a scheduler before the namespace lookup). nil: not expired (a
+// pointer, so that the common answer allocates nothing: a result held in a
+// variable whose address escapes is on the heap whether or not it is used).
+func (d *Dispatcher) expired(due *chimev1.Due, ns *chimev1.NamespaceConfig) *result {
 	now := d.cfg.Now()
 	var deadline time.Time
 	switch {
@@ -321,10 +329,10 @@ func (d *Dispatcher) expired(due *chimev1.Due, ns *chimev1.NamespaceConfig) (res
 	case ns.GetRelevancyWindow().AsDuration() > 0 && due.GetScheduledAt() != nil:
 		deadline = due.GetScheduledAt().AsTime().Add(ns.GetRelevancyWindow().AsDuration())
 	default:
-		return result{}, false
+		return nil
 	}
 	if !now.After(deadline) {
-		return result{}, false
+		return nil
 	}
 	o := d.outcome(due, chimev1.OutcomeClass_OUTCOME_CLASS_EXPIRED)
 	o.ErrorKind = kindExpired
@@ -332,7 +340,8 @@ func (d *Dispatcher) expired(due *chimev1.Due, ns *chimev1.NamespaceConfig) (res
 	o.StartedAt, o.FinishedAt = timestamppb.New(now), timestamppb.New(now)
 	// A dead letter too: a fire that was never sent is what an operator
 	// replays after an outage (docs/api.md, Dead letters).
-	return d.dead(due, result{outcome: o}, chimev1.AckResult_ACK_RESULT_EXPIRED, o.Error), true
+	res := d.dead(due, result{outcome: o}, chimev1.AckResult_ACK_RESULT_EXPIRED, o.Error)
+	return &res
 }
 
 // deferred hands a due held back by its namespace's limits back to the
@@ -499,9 +508,9 @@ func (d *Dispatcher) publish(ctx context.Context, res result, then func(ok bool)
 	if res.outcome.GetMethod() == "" {
 		res.outcome.Method = http.MethodPost
 	}
-	p.produce(ctx, d.cfg.Topics.Outcomes(), ns, res.outcome)
+	p.produce(ctx, d.outcomesTopic, ns, res.outcome)
 	if res.dead != nil {
-		p.produce(ctx, d.cfg.Topics.DeadLetters(), ns, res.dead)
+		p.produce(ctx, d.deadLettersTopic, ns, res.dead)
 	}
 	for _, c := range res.cmds {
 		// The due carried something the scheduler would reject (fire_seq

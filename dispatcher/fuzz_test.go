@@ -45,8 +45,8 @@ func FuzzDueDecisions(f *testing.F) {
 		if !v.allow {
 			mustMarshal(t, d.held(due, v))
 		}
-		if res, expired := d.expired(due, ns); expired {
-			mustMarshal(t, res)
+		if res := d.expired(due, ns); res != nil {
+			mustMarshal(t, *res)
 		}
 		_ = d.timeoutOf(due.GetCallback())
 		cr := callResult{class: chimev1.OutcomeClass(int32(class) % int32(len(chimev1.OutcomeClass_name))), status: status,

@@ -43,8 +43,9 @@ func (s *Scheduler) onCommand(gctx goka.Context, msg any) {
 	}
 	// Its due events go out batched, through goka, which commits the
 	// record once they are stored (duebatch.go).
+	topic := goka.Stream(s.cfg.Topics.Due())
 	st.dues.flush(s.dueKeys.partitions.Load(), func(key string, due *chimev1.Due) {
-		gctx.Emit(goka.Stream(s.cfg.Topics.Due()), key, due)
+		gctx.Emit(topic, key, due)
 	})
 	// Its effect is in the storage now: reads waiting for it may go.
 	s.serving.reach(gctx.Partition(), gctx.Offset())

@@ -5,8 +5,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
@@ -143,7 +141,7 @@ func (d *decider) event(in *input, st *chimev1.JobState, typ chimev1.JobEventTyp
 		Namespace: st.GetSpec().GetNamespace(),
 		JobId:     st.GetSpec().GetId(),
 		Type:      typ,
-		At:        timestamppb.New(now),
+		At:        sameInstant(st.GetUpdatedAt(), now), // most decisions stamp the row at now first
 		FireSeq:   st.GetFireSeq(),
 		CommandId: in.commandID,
 	}

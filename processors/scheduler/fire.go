@@ -102,9 +102,12 @@ func (d *decider) fire(in *input, dec *decision, o occurrence, now time.Time) {
 		}
 	} else {
 		st.EmitSeq++
-		em := &chimev1.Emission{FireSeq: o.fireSeq, EmitSeq: st.GetEmitSeq(), Attempt: o.attempt, ScheduledAt: timestamppb.New(o.scheduledAt),
-			Deferrals: o.deferrals, EmittedAt: timestamppb.New(now), Deadline: deadline, History: o.history, Incarnation: d.currentIncarnation(),
-			FireAt: timestamppb.New(o.fireAt)}
+		// The emission's instants are mostly two (the occurrence's, and
+		// now), shared rather than allocated again (sameInstant).
+		scheduled := timestamppb.New(o.scheduledAt)
+		em := &chimev1.Emission{FireSeq: o.fireSeq, EmitSeq: st.GetEmitSeq(), Attempt: o.attempt, ScheduledAt: scheduled,
+			Deferrals: o.deferrals, EmittedAt: sameInstant(st.LastFiredAt, now), Deadline: deadline, History: o.history, Incarnation: d.currentIncarnation(),
+			FireAt: sameInstant(scheduled, o.fireAt)}
 		dec.dues = append(dec.dues, d.due(in, st, em, o.fireAt, now))
 		if i := slices.IndexFunc(st.GetOpen(), func(e *chimev1.Emission) bool { return e.GetFireSeq() == o.fireSeq }); i >= 0 {
 			st.Open[i] = em

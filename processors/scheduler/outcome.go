@@ -174,7 +174,7 @@ func (d *decider) maybeComplete(in *input, dec *decision, plan *schedule.Compile
 		st.Status = chimev1.JobStatus_JOB_STATUS_DEAD
 		typ = chimev1.JobEventType_JOB_EVENT_TYPE_DEAD
 	}
-	st.UpdatedAt = timestamppb.New(now)
+	st.UpdatedAt = sameInstant(st.GetUpdatedAt(), now)
 	ev := d.event(in, st, typ, now)
 	ev.Detail = st.GetLastDetail()
 	dec.events = append(dec.events, ev)

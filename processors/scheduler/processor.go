@@ -38,7 +38,10 @@ import (
 // they share the partitions through the goka group.
 type Scheduler struct {
 	lifecycle.Base
-	cfg        Config
+	cfg Config
+	// tickTopic is what a tick's events name as their input's topic
+	// (their ids derive from it), built once: onTick runs per row.
+	tickTopic  string
 	decider    *decider
 	namespaces schema.NamespaceSource
 	timers     *timers
@@ -94,7 +97,7 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.Namespaces == nil {
 		return nil, errors.New("scheduler: Config.Namespaces is required: start a views.Namespaces before the scheduler, or pass schema.StaticNamespaces")
 	}
-	s := &Scheduler{cfg: cfg, namespaces: cfg.Namespaces, serving: newServing()}
+	s := &Scheduler{cfg: cfg, namespaces: cfg.Namespaces, serving: newServing(), tickTopic: cfg.Topics.SchedulerTable() + "-tick"}
 	allowed := map[string]bool{cfg.Topics.BreakerTimers(): true}
 	for _, t := range cfg.KafkaTargetTopics {
 		if t != "" {

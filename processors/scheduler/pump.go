@@ -98,11 +98,16 @@ func (s *Scheduler) holdBack() time.Duration {
 // due events the round decided go out at its end, batched.
 func (s *Scheduler) tickAll(st *timerStorage, out *tickOut) bool {
 	defer s.sendTickDues(st, out)
+	// One context for the round, pointed at each row in turn: a tick's
+	// decision is applied before onTick returns, and nothing keeps the
+	// context past it.
+	c := newTickCtx(s, st, out, "")
 	for _, it := range st.takenKeys() {
 		st.writer.Lock()
 		ok := !st.isClosed() && out.ready()
 		if ok {
-			s.onTick(newTickCtx(s, st, out, it))
+			c.key = it
+			s.onTick(c)
 		}
 		st.writer.Unlock()
 		if !ok {
@@ -121,8 +126,9 @@ func (s *Scheduler) sendTickDues(st *timerStorage, out *tickOut) {
 		return // no processor runs: its successor sends the rows' fires again
 	}
 	c := newTickCtx(s, st, out, "")
+	topic := goka.Stream(s.cfg.Topics.Due())
 	st.dues.flush(s.dueKeys.partitions.Load(), func(key string, due *chimev1.Due) {
-		c.encode(goka.Stream(s.cfg.Topics.Due()), key, due)
+		c.encode(topic, key, due)
 	})
 }
 
@@ -132,7 +138,7 @@ func (s *Scheduler) onTick(ctx rowCtx) {
 	// A tick's events are named after the row's timer: the same decision
 	// made again (by the next owner of a row whose decision was lost) has
 	// the same ids, which analytics deduplicates on.
-	in := &input{key: ctx.Key(), topic: s.cfg.Topics.SchedulerTable() + "-tick", partition: ctx.Partition()}
+	in := &input{key: ctx.Key(), topic: s.tickTopic, partition: ctx.Partition()}
 	if t := cur.GetTimerAt(); t != nil {
 		in.offset = t.AsTime().UnixNano()
 	}

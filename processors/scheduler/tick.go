@@ -71,7 +71,7 @@ func (d *decider) tick(in *input, cur *chimev1.JobState, now time.Time) decision
 	d.fireNext(in, &dec, plan, due, now)
 	d.releaseBuffered(in, &dec, now)
 	d.redeliver(in, &dec, due, now)
-	st.UpdatedAt = timestamppb.New(now)
+	st.UpdatedAt = sameInstant(st.GetLastFiredAt(), now)
 	d.maybeComplete(in, &dec, plan, now)
 	d.setTimer(in.key, st)
 	return dec
