@@ -98,7 +98,7 @@ type consumer struct {
 	// was only queued (make bench's burst with compressed due records:
 	// 111,468 deferrals for 100,000 jobs, 8,687 callbacks/s).
 	active int
-	queue  []queuedDue
+	queue  []*dueRun
 
 	handlers sync.WaitGroup
 	// workers run the calls (workers.go).
@@ -287,47 +287,78 @@ func (c *consumer) start(r *kgo.Record, consumed time.Time) {
 			c.active++
 			now = append(now, due)
 		} else {
-			c.queue = append(c.queue, queuedDue{due: due, ps: ps, consumed: consumed, done: done})
+			c.queue = append(c.queue, &dueRun{c: c, due: due, ps: ps, consumed: consumed, done: done})
 		}
 	}
 	c.mu.Unlock()
 	for _, due := range now {
-		c.startDue(due, ps, consumed, c.released(done))
+		c.startDue(&dueRun{c: c, due: due, ps: ps, consumed: consumed, done: done})
 	}
 }
 
-// queuedDue is a due taken from Kafka and not yet handed to its goroutine.
-type queuedDue struct {
+// dueRun is one due event on its way through the consumer: queued, held
+// for its fire_at, handled on a worker, released. Its steps are its
+// methods: a due costs an allocation here where a closure for each step
+// cost eight (the burst's allocation profile).
+type dueRun struct {
+	c        *consumer
 	due      *chimev1.Due
 	ps       *partState
 	consumed time.Time
-	done     func(ok bool)
+	// done is its record's: whether the due's results are in Kafka.
+	done func(ok bool)
 }
 
-// released wraps an active due's done: once it is called, the oldest
-// queued due takes its place.
-func (c *consumer) released(done func(ok bool)) func(ok bool) {
-	return func(ok bool) {
-		done(ok)
-		c.mu.Lock()
-		c.active--
-		var next queuedDue
-		started := false
-		if len(c.queue) > 0 && c.active < c.d.cfg.MaxBuffered {
-			next, c.queue[0] = c.queue[0], queuedDue{}
-			c.queue = c.queue[1:]
-			if len(c.queue) == 0 {
-				c.queue = nil
-			}
-			c.active++
-			started = true
+// release ends an active due: its record learns ok, and the oldest queued
+// due takes its place.
+func (r *dueRun) release(ok bool) {
+	c := r.c
+	r.done(ok)
+	c.mu.Lock()
+	c.active--
+	var next *dueRun
+	if len(c.queue) > 0 && c.active < c.d.cfg.MaxBuffered {
+		next, c.queue[0] = c.queue[0], nil
+		c.queue = c.queue[1:]
+		if len(c.queue) == 0 {
+			c.queue = nil
 		}
-		c.mu.Unlock()
-		if started {
-			c.startDue(next.due, next.ps, next.consumed, c.released(next.done))
-		}
+		c.active++
+	}
+	c.mu.Unlock()
+	if next != nil {
+		c.startDue(next)
 	}
 }
+
+// finish ends a started due (one counted in handlers). It is released
+// first: a shutdown that waits for the handlers finds its record
+// complete.
+func (r *dueRun) finish(ok bool) {
+	defer r.c.handlers.Done()
+	r.release(ok)
+}
+
+// work handles the due, on a worker.
+func (r *dueRun) work() { r.c.d.handle(r.ps.owned, r.due, r.consumed, r.finish) }
+
+// start runs a held due at its time (heldRun).
+func (r *dueRun) start() {
+	if r.ps.owned.Err() != nil { // lost, or the calls were cut
+		r.drop()
+		return
+	}
+	r.c.workers.spawn(r.work)
+}
+
+// recalled: taken back before its time, nothing to call or report.
+func (r *dueRun) recalled() {
+	r.c.d.stats.dropped.Add(1)
+	r.finish(true)
+}
+
+// drop gives up a held due: the partition's next owner has it.
+func (r *dueRun) drop() { r.finish(false) }
 
 // dropQueued takes the queued dues of the partitions ps (all, if ps is
 // nil) out of the queue, uncompleted: their records are not committed,
@@ -340,7 +371,7 @@ func (c *consumer) dropQueued(ps []int32) {
 			drop[st] = true
 		}
 	}
-	var dropped []queuedDue
+	var dropped []*dueRun
 	keep := c.queue[:0]
 	for _, q := range c.queue {
 		if ps == nil || drop[q.ps] {
@@ -357,25 +388,18 @@ func (c *consumer) dropQueued(ps []int32) {
 	}
 }
 
-// startDue hands one due event to its goroutine; done gets whether its
-// results are in Kafka.
-func (c *consumer) startDue(due *chimev1.Due, ps *partState, consumed time.Time, done func(ok bool)) {
+// startDue hands one due event to its goroutine, or to the holder until
+// its time.
+func (c *consumer) startDue(r *dueRun) {
+	due := r.due
 	if due.GetRecall() {
 		c.d.recalls.recall(due)
 		c.holder.recall(emissionOf(due))
 		c.d.stats.recalls.Add(1)
-		done(true)
+		r.release(true)
 		return
 	}
 	c.handlers.Add(1)
-	run := func() {
-		c.workers.spawn(func() {
-			c.d.handle(ps.owned, due, consumed, func(ok bool) {
-				defer c.handlers.Done()
-				done(ok)
-			})
-		})
-	}
 	// The scheduler emits a due up to its FireLead before its time; the
 	// call waits for fire_at (at most maxEarly, against clocks far apart)
 	// in the holder (hold.go). It counts as in flight meanwhile: nothing
@@ -383,25 +407,10 @@ func (c *consumer) startDue(due *chimev1.Due, ps *partState, consumed time.Time,
 	// again.
 	if wait := time.Until(due.GetFireAt().AsTime()); due.GetFireAt() != nil && wait > 0 {
 		c.d.stats.early.Add(1)
-		end := func(ok bool) {
-			c.handlers.Done()
-			done(ok)
-		}
-		drop := func() { end(false) } // the next owner has it
-		c.holder.add(time.Now().Add(min(wait, maxEarly)), emissionOf(due), func() {
-			if ps.owned.Err() != nil { // lost, or the calls were cut
-				drop()
-				return
-			}
-			run()
-		}, func() {
-			// Taken back before its time: nothing to call or report.
-			c.d.stats.dropped.Add(1)
-			end(true)
-		}, drop)
+		c.holder.add(time.Now().Add(min(wait, maxEarly)), emissionOf(due), r)
 		return
 	}
-	run()
+	c.workers.spawn(r.work)
 }
 
 // maxEarly bounds how long a due is held for its fire_at: a clock that

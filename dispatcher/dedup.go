@@ -75,9 +75,11 @@ func emissionOf(due *chimev1.Due) emission {
 	return emission{key: due.GetIdempotencyKey(), seq: due.GetEmitSeq()}
 }
 
-// String is the emission as event IDs derive from it: key#seq.
-func (e emission) String() string {
-	return e.key + "#" + strconv.FormatUint(e.seq, 10)
+// eventID is the ID of an event about the emission: prefix, then key#seq.
+// One allocation, the string's (the number's bytes are on the stack).
+func (e emission) eventID(prefix string) string {
+	var buf [20]byte
+	return prefix + e.key + "#" + string(strconv.AppendUint(buf[:0], e.seq, 10))
 }
 
 // begin claims key. It returns (nil, true) when key already completed, a

@@ -463,7 +463,7 @@ func (d *Dispatcher) dead(due *chimev1.Due, res result, ack chimev1.AckResult, r
 	}
 	attempts = append(attempts, res.outcome)
 	res.dead = &chimev1.DeadLetter{
-		EventId:  "dl-" + emissionOf(due).String(),
+		EventId:  emissionOf(due).eventID("dl-"),
 		Due:      due,
 		Attempts: attempts,
 		Reason:   reason,
@@ -482,7 +482,7 @@ func (d *Dispatcher) ack(due *chimev1.Due, r chimev1.AckResult, detail string) *
 // deduplicate it.
 func (d *Dispatcher) outcome(due *chimev1.Due, class chimev1.OutcomeClass) *chimev1.CallbackOutcome {
 	return &chimev1.CallbackOutcome{
-		EventId:      "out-" + emissionOf(due).String(),
+		EventId:      emissionOf(due).eventID("out-"),
 		Namespace:    due.GetNamespace(),
 		JobId:        due.GetJobId(),
 		FireSeq:      due.GetFireSeq(),

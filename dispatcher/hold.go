@@ -35,11 +35,20 @@ type holder struct {
 // heldDue is one due waiting for its time: start runs it, recalled
 // completes it taken back, drop gives it up.
 type heldDue struct {
-	at                    time.Time
-	seq                   uint64 // in arrival order among dues of one instant
-	key                   emission
-	start, recalled, drop func()
-	index                 int // in the heap
+	at    time.Time
+	seq   uint64 // in arrival order among dues of one instant
+	key   emission
+	run   heldRun
+	index int // in the heap
+}
+
+// heldRun is what the holder does with a held due: start it at its time
+// (on the holder's goroutine: it must not block), or say that it was
+// recalled before, or dropped (the holder closed).
+type heldRun interface {
+	start()
+	recalled()
+	drop()
 }
 
 func newHolder(ctx context.Context) *holder {
@@ -48,17 +57,16 @@ func newHolder(ctx context.Context) *holder {
 	return h
 }
 
-// add holds the due of emission key until at; start runs on the holder's
-// goroutine and must not block.
-func (h *holder) add(at time.Time, key emission, start, recalled, drop func()) {
+// add holds the due of emission key until at, then starts r.
+func (h *holder) add(at time.Time, key emission, r heldRun) {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
-		drop()
+		r.drop()
 		return
 	}
 	h.seq++
-	d := &heldDue{at: at, seq: h.seq, key: key, start: start, recalled: recalled, drop: drop}
+	d := &heldDue{at: at, seq: h.seq, key: key, run: r}
 	heap.Push(&h.items, d)
 	h.byKey[key] = append(h.byKey[key], d)
 	first := h.items[0] == d
@@ -81,7 +89,7 @@ func (h *holder) recall(key emission) {
 	}
 	h.mu.Unlock()
 	for _, d := range ds {
-		d.recalled()
+		d.run.recalled()
 	}
 }
 
@@ -127,7 +135,7 @@ func (h *holder) loop(ctx context.Context) {
 		}
 		h.mu.Unlock()
 		for i, d := range ready {
-			d.start()
+			d.run.start()
 			ready[i] = nil
 		}
 		ready = ready[:0]
@@ -157,7 +165,7 @@ func (h *holder) dropAll() {
 	h.items, h.byKey = nil, map[emission][]*heldDue{}
 	h.mu.Unlock()
 	for _, d := range items {
-		d.drop()
+		d.run.drop()
 	}
 }
 

@@ -28,14 +28,21 @@ func (l *heldLog) get() []string {
 }
 
 func (l *heldLog) hold(h *holder, at time.Time, name string) {
-	h.add(at, emission{key: name}, func() {
+	h.add(at, emission{key: name}, heldFuncs{func() {
 		if time.Now().Before(at) {
 			l.add("early " + name)
 			return
 		}
 		l.add("start " + name)
-	}, func() { l.add("recalled " + name) }, func() { l.add("drop " + name) })
+	}, func() { l.add("recalled " + name) }, func() { l.add("drop " + name) }})
 }
+
+// heldFuncs is a heldRun of three functions.
+type heldFuncs struct{ onStart, onRecalled, onDrop func() }
+
+func (f heldFuncs) start()    { f.onStart() }
+func (f heldFuncs) recalled() { f.onRecalled() }
+func (f heldFuncs) drop()     { f.onDrop() }
 
 // The holder starts each due at its time, never before, in time order and
 // in arrival order within an instant; an earlier due added later goes

@@ -129,6 +129,13 @@ func (t Topics) All() []Spec {
 // JobKey is the key of a job's commands and table row.
 func JobKey(namespace, jobID string) string { return namespace + "/" + jobID }
 
+// IsJobKey says whether key is JobKey(namespace, jobID), without building
+// it (the scheduler checks every command's key).
+func IsJobKey(key, namespace, jobID string) bool {
+	n := len(namespace)
+	return len(key) == n+1+len(jobID) && key[n] == '/' && key[:n] == namespace && key[n+1:] == jobID
+}
+
 // SplitJobKey undoes JobKey. Namespaces never contain '/', job IDs may not
 // either, so the first slash separates them.
 func SplitJobKey(key string) (namespace, jobID string, ok bool) {

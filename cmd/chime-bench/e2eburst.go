@@ -69,9 +69,12 @@ type burstRun struct {
 	ingestRSS, burstRSS int64
 	clickhouseRSS       int64
 	recordsPerJob       float64
-	ingest, drain       time.Duration
-	quiet               bool
-	steadyRSSAfter      int64
+	// allocsPerJob is chime's heap allocations over the same span as
+	// chimeCPU, per job: the collector's work follows it.
+	allocsPerJob   float64
+	ingest, drain  time.Duration
+	quiet          bool
+	steadyRSSAfter int64
 	// fireLag50/99 are the scheduler's due emission lag (emitted − due),
 	// bucket upper bounds in seconds: which half of the pipeline lags.
 	fireLag50, fireLag99 float64
@@ -183,6 +186,7 @@ func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, p burstPlan)
 	ingestProfiled()
 	phase.Store(1)
 	cpu0, ch0, rc0 := c.cpu(), c.clickhouseCPU(), procCPU(rcv.pid())
+	mallocs0 := c.scrape(ctx).sum("go_memstats_mallocs_total")
 	// The machine's CPU is read from the instant itself, not the second
 	// before it (nothing fires then, and it read as idle time).
 	atInstant := make(chan [2]int64, 1)
@@ -239,6 +243,7 @@ func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, p burstPlan)
 		p.atEnd(c)
 	}
 	r.chimeCPU = c.cpu() - cpu0
+	r.allocsPerJob = (c.scrape(ctx).sum("go_memstats_mallocs_total") - mallocs0) / float64(n)
 	r.clickhouseCPU = c.clickhouseCPU() - ch0
 	r.receiverCPU = procCPU(rcv.pid()) - rc0
 	r.rss, r.peakRSS = procMem(c.pid())
@@ -295,6 +300,7 @@ func burstRows(name string, n int, r burstRun, ceil deliveryStats) []result {
 		{name + ": chime RSS peak while creating / while firing", mb(r.ingestRSS) + " / " + mb(r.burstRSS), "—", "—"},
 		{name + ": RSS after, chime / ClickHouse", mb(r.steadyRSSAfter) + " / " + mb(r.clickhouseRSS), "—", "—"},
 		{name + ": Kafka records written per job", fmt.Sprintf("%.1f", r.recordsPerJob), "—", "—"},
+		{name + ": chime heap allocations per job (fire→analytics)", fmt.Sprintf("%.0f", r.allocsPerJob), "—", "—"},
 		{name + ": dues deferred instead of called", fmt.Sprint(r.deferred), "0", verdict(r.deferred == 0)},
 		{name + ": due emitted − due time p50 / p99 (≤ bucket)", fmt.Sprintf("%.2g / %.2g s", r.fireLag50, r.fireLag99), "—", "—"},
 		{name + ": machine CPU busy while firing (all processes)", fmt.Sprintf("%.0f%%", r.machineBusy*100), "—", "—"},

@@ -235,8 +235,10 @@ func (p *Processor) OutcomesHandled() uint64 { return p.outcomes.Load() }
 func (p *Processor) onOutcome(ctx goka.Context, msg any) {
 	p.outcomes.Add(1)
 	raw, _ := msg.([]byte)
+	// Only the fields that decide a breaker: a whole decode would copy
+	// ids, the URL and the error text of every outcome for nothing.
 	o := new(chimev1.CallbackOutcome)
-	if err := schema.UnmarshalInternal(raw, o); err != nil {
+	if err := schema.UnmarshalOutcomeVerdict(raw, o); err != nil {
 		p.skip(ctx, "outcome does not decode as chime.v1.CallbackOutcome", err)
 		return
 	}

@@ -43,7 +43,25 @@ func indexOf(value []byte, labels bool) *RowIndex {
 	if value == nil {
 		return nil
 	}
-	x := &RowIndex{RecoverAt: schema.JobStateRecoverAt(value)}
+	x := new(RowIndex)
+	x.read(value, labels)
+	return x
+}
+
+// transientIndex is indexOf into x, for an index only looked at (hold,
+// on every write): x lives on the caller's stack, where indexOf's result
+// is an allocation.
+func transientIndex(x *RowIndex, value []byte) *RowIndex {
+	if value == nil {
+		return nil
+	}
+	x.read(value, false)
+	return x
+}
+
+// read fills x from a row's encoding.
+func (x *RowIndex) read(value []byte, labels bool) {
+	*x = RowIndex{RecoverAt: schema.JobStateRecoverAt(value)}
 	x.Timer, _ = schema.JobStateTimer(value)
 	if sum, ok := schema.JobStateSummary(value); ok && sum.Status != chimev1.JobStatus_JOB_STATUS_UNSPECIFIED {
 		x.Listed, x.Status, x.Created = true, sum.Status, sum.Created
@@ -51,7 +69,6 @@ func indexOf(value []byte, labels bool) *RowIndex {
 			x.Labels = schema.JobStateLabels(value)
 		}
 	}
-	return x
 }
 
 // rowEdit is one row's change as it is written: into batch b, for the

@@ -145,15 +145,13 @@ func (part *Partition) hold(key string, value []byte) error {
 	}
 	// The new version's counts and timer; its labels are read when it is
 	// applied, against the old version's (old, below).
-	var next *RowIndex
-	if value != nil {
-		next = indexOf(value, false)
-	}
+	var nextX, prevX RowIndex
+	next := transientIndex(&nextX, value)
 	now := part.db.opts.Now()
 	w := part.ov.latest[key]
 	if w != nil && w.state == dirty {
 		// Fold into the dirty row: one record for both.
-		countDelta(key, indexOf(w.value, false), next, part.ov.delta)
+		countDelta(key, transientIndex(&prevX, w.value), next, part.ov.delta)
 		part.ov.dirtyBytes += len(value) - len(w.value)
 		prev := w.value
 		w.value = value

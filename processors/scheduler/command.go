@@ -47,8 +47,8 @@ func (d *decider) command(in *input, cur *chimev1.JobState, now time.Time) decis
 			return d.reject(in, cmd, "job_id", fmt.Sprintf("job id %q is reserved for chime's own timers (prefix %q)", cmd.GetJobId(), schema.ReservedJobIDPrefix), now)
 		}
 	}
-	if want := schema.JobKey(cmd.GetNamespace(), cmd.GetJobId()); want != in.key {
-		return d.reject(in, cmd, "", fmt.Sprintf("record key %q does not match the command's job %q; publish with key namespace/job_id", in.key, want), now)
+	if !schema.IsJobKey(in.key, cmd.GetNamespace(), cmd.GetJobId()) {
+		return d.reject(in, cmd, "", fmt.Sprintf("record key %q does not match the command's job %q; publish with key namespace/job_id", in.key, schema.JobKey(cmd.GetNamespace(), cmd.GetJobId())), now)
 	}
 	// A job's row lives on its key's partition: a command written to
 	// another one would make a second row there, and fire the job twice.
