@@ -32,8 +32,7 @@ type holder struct {
 	done chan struct{}
 }
 
-// heldDue is one due waiting for its time: start runs it, recalled
-// completes it taken back, drop gives it up.
+// heldDue is one due waiting for its time, and what becomes of it (run).
 type heldDue struct {
 	at    time.Time
 	seq   uint64 // in arrival order among dues of one instant
