@@ -5,7 +5,10 @@
 // default.pgo beside this file is a CPU profile of `make bench`'s burst:
 // go build optimises the binary with it (profile-guided optimisation,
 // -pgo=auto), which made the burst 4-7 % faster in alternated runs
-// (README, 30 November). `make pgo` refreshes it.
+// (README, 30 November). `make pgo` refreshes it; do so after changing
+// the hot path, before measuring: a profile of the code before a change
+// misguides the inlining of what changed (it cost more than the change
+// saved, README).
 package main
 
 import (
