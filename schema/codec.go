@@ -173,15 +173,11 @@ func presetStamps(s *chimev1.JobState, body []byte) {
 	var present [len(jobStateStamps)]bool
 	n := 0
 	for len(body) > 0 {
-		num, typ, l := protowire.ConsumeTag(body)
-		if l < 0 {
+		num, typ, _, rest, err := nextField(body)
+		if err != nil {
 			return
 		}
-		body = body[l:]
-		if l = protowire.ConsumeFieldValue(num, typ, body); l < 0 {
-			return
-		}
-		body = body[l:]
+		body = rest
 		if typ != protowire.BytesType {
 			continue
 		}
@@ -258,31 +254,17 @@ func JobStateSummary(data []byte) (sum JobSummary, ok bool) {
 	}
 	b := data[n:]
 	for len(b) > 0 {
-		num, typ, l := protowire.ConsumeTag(b)
-		if l < 0 {
+		num, typ, v, rest, err := nextField(b)
+		if err != nil {
 			return sum, false
 		}
-		b = b[l:]
+		b = rest
 		switch {
 		case num == jobStateStatusField && typ == protowire.VarintType:
-			v, l := protowire.ConsumeVarint(b)
-			if l < 0 {
-				return sum, false
-			}
-			sum.Status, b = chimev1.JobStatus(v), b[l:]
-			continue
+			sum.Status = chimev1.JobStatus(varintValue(v))
 		case num == jobStateCreatedField && typ == protowire.BytesType:
-			v, l := protowire.ConsumeBytes(b)
-			if l < 0 {
-				return sum, false
-			}
-			sum.Created, b = timestampNanos(v), b[l:]
-			continue
+			sum.Created = timestampNanos(v)
 		}
-		if l = protowire.ConsumeFieldValue(num, typ, b); l < 0 {
-			return sum, false
-		}
-		b = b[l:]
 	}
 	return sum, true
 }
@@ -291,21 +273,16 @@ func JobStateSummary(data []byte) (sum JobSummary, ok bool) {
 func timestampNanos(b []byte) int64 {
 	var secs, nanos int64
 	for len(b) > 0 {
-		num, typ, l := protowire.ConsumeTag(b)
-		if l < 0 || typ != protowire.VarintType {
+		num, typ, v, rest, err := nextField(b)
+		if err != nil || typ != protowire.VarintType {
 			return 0
 		}
-		b = b[l:]
-		v, l := protowire.ConsumeVarint(b)
-		if l < 0 {
-			return 0
-		}
-		b = b[l:]
+		b = rest
 		switch num {
 		case 1:
-			secs = int64(v)
+			secs = int64(varintValue(v))
 		case 2:
-			nanos = int64(int32(v))
+			nanos = int64(int32(varintValue(v)))
 		}
 	}
 	return secs*1e9 + nanos
@@ -335,26 +312,16 @@ func JobStateLabels(data []byte) []Label {
 	}
 	var out []Label
 	for b := spec; len(b) > 0; {
-		num, typ, l := protowire.ConsumeTag(b)
-		if l < 0 {
+		num, typ, entry, rest, err := nextField(b)
+		if err != nil {
 			return nil
 		}
-		b = b[l:]
+		b = rest
 		if num == jobSpecLabelsField && typ == protowire.BytesType {
-			entry, l := protowire.ConsumeBytes(b)
-			if l < 0 {
-				return nil
-			}
-			b = b[l:]
 			k, _ := bytesField(entry, mapEntryKeyField)
 			v, _ := bytesField(entry, mapEntryValueField)
 			out = append(out, Label{Key: string(k), Value: string(v)})
-			continue
 		}
-		if l = protowire.ConsumeFieldValue(num, typ, b); l < 0 {
-			return nil
-		}
-		b = b[l:]
 	}
 	// A map's last entry of a key wins (protobuf's rule); an encoder
 	// writes each key once, so this only guards.
@@ -373,23 +340,14 @@ func JobStateLabels(data []byte) []Label {
 // message b (false: none, or b is malformed).
 func bytesField(b []byte, num protowire.Number) (v []byte, ok bool) {
 	for len(b) > 0 {
-		n, typ, l := protowire.ConsumeTag(b)
-		if l < 0 {
+		n, typ, f, rest, err := nextField(b)
+		if err != nil {
 			return nil, false
 		}
-		b = b[l:]
+		b = rest
 		if n == num && typ == protowire.BytesType {
-			f, l := protowire.ConsumeBytes(b)
-			if l < 0 {
-				return nil, false
-			}
-			v, ok, b = f, true, b[l:]
-			continue
+			v, ok = f, true
 		}
-		if l = protowire.ConsumeFieldValue(n, typ, b); l < 0 {
-			return nil, false
-		}
-		b = b[l:]
 	}
 	return v, ok
 }

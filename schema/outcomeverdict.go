@@ -38,11 +38,11 @@ const (
 // Like UnmarshalInternal, it is for what chime itself encoded.
 func UnmarshalOutcomeVerdict(data []byte, o *chimev1.CallbackOutcome) error {
 	for len(data) > 0 {
-		num, typ, n := protowire.ConsumeTag(data)
-		if n < 0 {
-			return protowire.ParseError(n)
+		num, typ, v, rest, err := nextField(data)
+		if err != nil {
+			return err
 		}
-		data = data[n:]
+		data = rest
 		want := protowire.Type(-1) // none: skipped
 		switch num {
 		case outcomeNamespace, outcomeErrorKind, outcomeLatency, outcomeStartedAt, outcomeFinishedAt:
@@ -53,34 +53,19 @@ func UnmarshalOutcomeVerdict(data []byte, o *chimev1.CallbackOutcome) error {
 		if typ != want {
 			// Not kept, or sent with another wire type, which
 			// proto.Unmarshal keeps as an unknown field.
-			if n = protowire.ConsumeFieldValue(num, typ, data); n < 0 {
-				return protowire.ParseError(n)
-			}
-			data = data[n:]
 			continue
 		}
 		if want == protowire.VarintType {
-			v, n := protowire.ConsumeVarint(data)
-			if n < 0 {
-				return protowire.ParseError(n)
-			}
-			data = data[n:]
-			switch num {
+			switch x := varintValue(v); num {
 			case outcomeClass:
-				o.Class = chimev1.OutcomeClass(int32(v))
+				o.Class = chimev1.OutcomeClass(int32(x))
 			case outcomeStatusCode:
-				o.StatusCode = int32(v)
+				o.StatusCode = int32(x)
 			case outcomeProbe:
-				o.Probe = v != 0
+				o.Probe = x != 0
 			}
 			continue
 		}
-		v, n := protowire.ConsumeBytes(data)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		data = data[n:]
-		var err error
 		switch num {
 		case outcomeNamespace:
 			o.Namespace = string(v)
@@ -114,27 +99,17 @@ func UnmarshalOutcomeVerdict(data []byte, o *chimev1.CallbackOutcome) error {
 // generated decoder merges a message field that occurs twice.
 func mergeSecondsNanos(b []byte, s *int64, ns *int32) error {
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return protowire.ParseError(n)
+		num, typ, v, rest, err := nextField(b)
+		if err != nil {
+			return err
 		}
-		b = b[n:]
-		if (num != 1 && num != 2) || typ != protowire.VarintType {
-			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				return protowire.ParseError(n)
-			}
-			b = b[n:]
-			continue
-		}
-		v, n := protowire.ConsumeVarint(b)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
-		if num == 1 {
-			*s = int64(v)
-		} else {
-			*ns = int32(v)
+		b = rest
+		switch {
+		case typ != protowire.VarintType:
+		case num == 1:
+			*s = int64(varintValue(v))
+		case num == 2:
+			*ns = int32(varintValue(v))
 		}
 	}
 	return nil

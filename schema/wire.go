@@ -108,6 +108,41 @@ func MarshalInput(m proto.Message) ([]byte, error) {
 	return b, nil
 }
 
+// nextField reads the field at the start of b, an encoded message: its
+// number, its wire type and its value (a length-delimited field's
+// contents, else its encoded value, a varint's bytes say), and what follows
+// it. The walkers of encodings without decoding them (the UTF-8 check, a
+// row's summary, labels and timestamps, an outcome's verdict) read fields
+// with it.
+func nextField(b []byte) (num protowire.Number, typ protowire.Type, v, rest []byte, err error) {
+	num, typ, n := protowire.ConsumeTag(b)
+	if n < 0 {
+		return 0, 0, nil, nil, protowire.ParseError(n)
+	}
+	if num > protowire.MaxValidNumber {
+		return 0, 0, nil, nil, errFieldNumber
+	}
+	b = b[n:]
+	if typ == protowire.BytesType {
+		v, n = protowire.ConsumeBytes(b)
+	} else if n = protowire.ConsumeFieldValue(num, typ, b); n >= 0 {
+		v = b[:n]
+	}
+	if n < 0 {
+		return 0, 0, nil, nil, protowire.ParseError(n)
+	}
+	return num, typ, v, b[n:], nil
+}
+
+var errFieldNumber = errors.New("proto: invalid field number")
+
+// varintValue is the value of a varint field nextField read (0 if v is
+// not one).
+func varintValue(v []byte) uint64 {
+	x, _ := protowire.ConsumeVarint(v)
+	return x
+}
+
 // maxInputDepth bounds the nesting checkUTF8 follows, as proto's decoder
 // bounds its recursion (protowire's default limit).
 const maxInputDepth = 10000
@@ -203,26 +238,14 @@ func (p *utf8Plan) check(b []byte, depth int) error {
 		return errInputDepth
 	}
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return protowire.ParseError(n)
+		num, typ, v, rest, err := nextField(b)
+		if err != nil {
+			return err
 		}
-		if num > protowire.MaxValidNumber {
-			return errors.New("proto: invalid field number")
-		}
-		b = b[n:]
+		b = rest
 		if typ != protowire.BytesType {
-			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				return protowire.ParseError(n)
-			}
-			b = b[n:]
 			continue
 		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
 		switch f := p.field(num); {
 		case f.str:
 			if !utf8.Valid(v) {
