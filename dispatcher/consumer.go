@@ -222,9 +222,7 @@ func (d *Dispatcher) closeProducers() {
 // scheduler's batch of them) to its goroutine. The record completes once
 // all of them did.
 func (c *consumer) start(r *kgo.Record, consumed time.Time) {
-	due := new(chimev1.Due)
-	err := schema.UnmarshalInternal(r.Value, due)
-	dues := schema.DuesOf(due)
+	dues, err := schema.DecodeDues(r.Value)
 	n := len(dues)
 	c.d.stats.consumed.Add(int64(n))
 	e := &entry{offset: r.Offset, epoch: r.LeaderEpoch, weight: n}

@@ -334,10 +334,9 @@ func (d *Dispatcher) expired(due *chimev1.Due, ns *chimev1.NamespaceConfig) *res
 	if !now.After(deadline) {
 		return nil
 	}
-	o := d.outcome(due, chimev1.OutcomeClass_OUTCOME_CLASS_EXPIRED)
+	o := d.outcome(due, chimev1.OutcomeClass_OUTCOME_CLASS_EXPIRED, now, now)
 	o.ErrorKind = kindExpired
 	o.Error = fmt.Sprintf("relevancy deadline %s passed; not sent", deadline.UTC().Format(time.RFC3339Nano))
-	o.StartedAt, o.FinishedAt = timestamppb.New(now), timestamppb.New(now)
 	// A dead letter too: a fire that was never sent is what an operator
 	// replays after an outage (docs/api.md, Dead letters).
 	res := d.dead(due, result{outcome: o}, chimev1.AckResult_ACK_RESULT_EXPIRED, o.Error)
@@ -361,9 +360,8 @@ func (d *Dispatcher) held(due *chimev1.Due, v verdict) result {
 
 func (d *Dispatcher) deferTo(due *chimev1.Due, kind, reason string, next time.Time) result {
 	now := d.cfg.Now()
-	o := d.outcome(due, chimev1.OutcomeClass_OUTCOME_CLASS_DEFERRED)
+	o := d.outcome(due, chimev1.OutcomeClass_OUTCOME_CLASS_DEFERRED, now, now)
 	o.ErrorKind, o.Error = kind, reason
-	o.StartedAt, o.FinishedAt = timestamppb.New(now), timestamppb.New(now)
 	o.WillRetry, o.NextAttemptAt = true, timestamppb.New(next)
 	return result{outcome: o, cmds: []*chimev1.JobCommand{command.Defer(command.EmissionOf(due), next, reason)}}
 }
@@ -371,12 +369,11 @@ func (d *Dispatcher) deferTo(due *chimev1.Due, kind, reason string, next time.Ti
 // decide turns a call's result into the outcome and what follows it.
 func (d *Dispatcher) decide(due *chimev1.Due, ns *chimev1.NamespaceConfig, cr callResult) result {
 	now := d.cfg.Now()
-	o := d.outcome(due, cr.class)
+	o := d.outcome(due, cr.class, cr.started, now)
 	o.StatusCode = int32(cr.status)
 	o.Latency = durationpb.New(cr.latency)
 	o.ErrorKind, o.Error = cr.errKind, cr.err
 	o.BodySnippet = cr.body
-	o.StartedAt, o.FinishedAt = timestamppb.New(cr.started), timestamppb.New(now)
 	o.Url, o.Method = cr.url, cr.method
 	attempt := max(due.GetAttempt(), 1)
 	res := result{outcome: o}
@@ -480,8 +477,18 @@ func (d *Dispatcher) ack(due *chimev1.Due, r chimev1.AckResult, detail string) *
 // outcome starts the outcome of due. Its event_id derives from the
 // emission, so a replayed due produces the same ID and consumers
 // deduplicate it.
-func (d *Dispatcher) outcome(due *chimev1.Due, class chimev1.OutcomeClass) *chimev1.CallbackOutcome {
-	return &chimev1.CallbackOutcome{
+func (d *Dispatcher) outcome(due *chimev1.Due, class chimev1.OutcomeClass, started, finished time.Time) *chimev1.CallbackOutcome {
+	// One allocation for the outcome and its two instants (three in the
+	// generated types'): the dispatcher makes one for every call.
+	p := &struct {
+		o                 chimev1.CallbackOutcome
+		started, finished timestamppb.Timestamp
+	}{}
+	p.started.Seconds, p.started.Nanos = started.Unix(), int32(started.Nanosecond())
+	p.finished.Seconds, p.finished.Nanos = finished.Unix(), int32(finished.Nanosecond())
+	p.o = chimev1.CallbackOutcome{
+		StartedAt:    &p.started,
+		FinishedAt:   &p.finished,
 		EventId:      emissionOf(due).eventID("out-"),
 		Namespace:    due.GetNamespace(),
 		JobId:        due.GetJobId(),
@@ -493,6 +500,7 @@ func (d *Dispatcher) outcome(due *chimev1.Due, class chimev1.OutcomeClass) *chim
 		Url:          due.GetCallback().GetUrl(),
 		Method:       due.GetCallback().GetMethod(),
 	}
+	return &p.o
 }
 
 // publish writes the outcome, dead letter and commands, and calls then

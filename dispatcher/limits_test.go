@@ -33,7 +33,7 @@ func TestLargestValidJobFitsEveryEvent(t *testing.T) {
 	d := &Dispatcher{cfg: Config{ID: strings.Repeat("d", 64), Now: time.Now}}
 	longErr := strings.Repeat("e", 4096) // errors quote the URL and more
 	attempt := func(n uint32) *chimev1.CallbackOutcome {
-		o := d.outcome(&chimev1.Due{Namespace: spec.Namespace, JobId: spec.Id, Attempt: n, Callback: spec.GetTarget().GetHttp()}, chimev1.OutcomeClass_OUTCOME_CLASS_RETRYABLE)
+		o := d.outcome(&chimev1.Due{Namespace: spec.Namespace, JobId: spec.Id, Attempt: n, Callback: spec.GetTarget().GetHttp()}, chimev1.OutcomeClass_OUTCOME_CLASS_RETRYABLE, time.Now(), time.Now())
 		o.Error, o.BodySnippet = longErr, make([]byte, 1024)
 		return o
 	}

@@ -135,70 +135,11 @@ func (JobStateCodec) Decode(data []byte) (any, error) {
 		return nil, fmt.Errorf("codec: job state: bad header (len %d)", len(data))
 	}
 	s := new(chimev1.JobState)
-	presetStamps(s, data[n:])
+	presetRow(s, data[n:])
 	if err := s.UnmarshalVT(data[n:]); err != nil {
 		return nil, fmt.Errorf("codec: decode job state: %w", err)
 	}
 	return s, nil
-}
-
-// A row carries up to ten timestamps of its own (eight in a fired
-// one-shot's), each an allocation of the generated decoder: the largest
-// part of a row's decode, which the scheduler does for every answer. The
-// generated decoder decodes a message field into the one already set, so
-// presetStamps points the fields the encoding has at one slice of them
-// first; those it has not stay nil.
-//
-// jobStateStamps are JobState's own timestamp fields, by number
-// (TestJobStateStampsAreItsTimestampFields holds them to the descriptor).
-var jobStateStamps = [...]struct {
-	num protowire.Number
-	set func(*chimev1.JobState, *timestamppb.Timestamp)
-}{
-	{4, func(s *chimev1.JobState, t *timestamppb.Timestamp) { s.NextScheduledAt = t }},
-	{5, func(s *chimev1.JobState, t *timestamppb.Timestamp) { s.TimerAt = t }},
-	{9, func(s *chimev1.JobState, t *timestamppb.Timestamp) { s.CreatedAt = t }},
-	{10, func(s *chimev1.JobState, t *timestamppb.Timestamp) { s.UpdatedAt = t }},
-	{11, func(s *chimev1.JobState, t *timestamppb.Timestamp) { s.Anchor = t }},
-	{15, func(s *chimev1.JobState, t *timestamppb.Timestamp) { s.LastFiredAt = t }},
-	{18, func(s *chimev1.JobState, t *timestamppb.Timestamp) { s.LastScheduledAt = t }},
-	{20, func(s *chimev1.JobState, t *timestamppb.Timestamp) { s.RecoverAt = t }},
-	{22, func(s *chimev1.JobState, t *timestamppb.Timestamp) { s.HeldUntil = t }},
-	{23, func(s *chimev1.JobState, t *timestamppb.Timestamp) { s.TickAt = t }},
-}
-
-// presetStamps sets the timestamp fields body has to one slice of
-// timestamps. A malformed body is left to the decoder to refuse.
-func presetStamps(s *chimev1.JobState, body []byte) {
-	var present [len(jobStateStamps)]bool
-	n := 0
-	for len(body) > 0 {
-		num, typ, _, rest, err := nextField(body)
-		if err != nil {
-			return
-		}
-		body = rest
-		if typ != protowire.BytesType {
-			continue
-		}
-		for i := range jobStateStamps {
-			if jobStateStamps[i].num == num && !present[i] {
-				present[i] = true
-				n++
-				break
-			}
-		}
-	}
-	if n < 2 {
-		return // one allocation either way
-	}
-	slab := make([]timestamppb.Timestamp, n)
-	for i := range present {
-		if present[i] {
-			n--
-			jobStateStamps[i].set(s, &slab[n])
-		}
-	}
 }
 
 // JobStateTimer reads when the row wants its tick (tick_at, else

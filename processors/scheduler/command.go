@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/schema"
@@ -130,7 +129,7 @@ func (d *decider) upsert(in *input, cmd *chimev1.JobCommand, spec *chimev1.JobSp
 		// job accepted after another is newer in the listing even when
 		// its partition applied it first (and the API's read-your-writes
 		// row, stamped on acceptance, keeps its place when the row lands).
-		st = &chimev1.JobState{CreatedAt: timestamppb.New(anchor)}
+		st = &chimev1.JobState{CreatedAt: in.stamp(anchor)}
 		typ = chimev1.JobEventType_JOB_EVENT_TYPE_CREATED
 	}
 	oneShotInFlight := cur != nil && !schema.JobEnded(cur.GetStatus()) && cur.GetFires() > 0 &&
@@ -138,9 +137,9 @@ func (d *decider) upsert(in *input, cmd *chimev1.JobCommand, spec *chimev1.JobSp
 		proto.Equal(cur.GetSpec().GetSchedule(), spec.GetSchedule())
 	keepDeliveredTargets(st, spec)
 	st.Spec = spec
-	st.Anchor = timestamppb.New(anchor)
+	st.Anchor = in.stamp(anchor)
 	plan := compiled.WithAnchor(anchor)
-	st.UpdatedAt = timestamppb.New(now)
+	st.UpdatedAt = in.stamp(now)
 	st.LastCommandId = cmd.GetCommandId()
 	if cur == nil || cur.GetStatus() != chimev1.JobStatus_JOB_STATUS_PAUSED {
 		st.Status = chimev1.JobStatus_JOB_STATUS_SCHEDULED
@@ -155,7 +154,7 @@ func (d *decider) upsert(in *input, cmd *chimev1.JobCommand, spec *chimev1.JobSp
 			first, ok = plan.Next(last.AsTime())
 		}
 		if ok {
-			st.NextScheduledAt = timestamppb.New(first)
+			st.NextScheduledAt = in.stamp(first)
 		}
 	}
 	dec := decision{state: st}
@@ -173,7 +172,7 @@ func (d *decider) upsert(in *input, cmd *chimev1.JobCommand, spec *chimev1.JobSp
 		}
 	}
 	d.maybeComplete(in, &dec, plan, now)
-	d.setTimer(in.key, st)
+	d.setTimer(in, st)
 	return dec
 }
 
@@ -193,13 +192,13 @@ func (d *decider) cancel(in *input, cmd *chimev1.JobCommand, c *chimev1.Cancel, 
 	st.NextScheduledAt = nil
 	st.Pending = nil
 	st.Buffered = nil
-	st.UpdatedAt = timestamppb.New(now)
+	st.UpdatedAt = in.stamp(now)
 	st.LastCommandId = cmd.GetCommandId()
 	st.LastDetail = c.GetReason()
 	ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_CANCELLED, now)
 	ev.Detail = recalledDetail(c.GetReason(), recalled)
 	ev.CommandId = cmd.GetCommandId()
-	d.setTimer(in.key, st)
+	d.setTimer(in, st)
 	dec.events = append(dec.events, ev)
 	return dec
 }
@@ -215,14 +214,14 @@ func (d *decider) pause(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobStat
 	dec := decision{state: st}
 	recalled := d.recallEarly(in, &dec, now)
 	st.Status = chimev1.JobStatus_JOB_STATUS_PAUSED
-	st.UpdatedAt = timestamppb.New(now)
+	st.UpdatedAt = in.stamp(now)
 	st.LastCommandId = cmd.GetCommandId()
 	ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_PAUSED, now)
 	ev.CommandId = cmd.GetCommandId()
 	ev.Detail = recalledDetail("", recalled)
 	dec.events = append(dec.events, ev)
 	d.pauseRecalled(in, &dec, recalled, now)
-	d.setTimer(in.key, st)
+	d.setTimer(in, st)
 	return dec
 }
 
@@ -235,7 +234,7 @@ func (d *decider) resume(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobSta
 	}
 	st := copyRow(cur)
 	st.Status = chimev1.JobStatus_JOB_STATUS_SCHEDULED
-	st.UpdatedAt = timestamppb.New(now)
+	st.UpdatedAt = in.stamp(now)
 	st.LastCommandId = cmd.GetCommandId()
 	ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_RESUMED, now)
 	ev.CommandId = cmd.GetCommandId()
@@ -254,20 +253,20 @@ func (d *decider) resume(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobSta
 		st.Skipped += count
 		sk := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_SKIPPED, now)
 		sk.Count = count
-		sk.FirstScheduledAt = timestamppb.New(from)
-		sk.LastScheduledAt = timestamppb.New(last)
+		sk.FirstScheduledAt = in.stamp(from)
+		sk.LastScheduledAt = in.stamp(last)
 		sk.Detail = "occurrences fell into a pause"
 		dec.events = append(dec.events, sk)
-		st.LastScheduledAt = timestamppb.New(last)
+		st.LastScheduledAt = in.stamp(last)
 		st.NextScheduledAt = nil
 		if next, ok := plan.Next(last); ok {
-			st.NextScheduledAt = timestamppb.New(next)
+			st.NextScheduledAt = in.stamp(next)
 		}
 	}
 	if err == nil {
 		d.maybeComplete(in, &dec, plan, now)
 	}
-	d.setTimer(in.key, st)
+	d.setTimer(in, st)
 	return dec
 }
 
@@ -294,13 +293,13 @@ func (d *decider) trigger(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobSt
 	}
 	st := copyRow(cur)
 	st.FireSeq++
-	st.UpdatedAt = timestamppb.New(now)
+	st.UpdatedAt = in.stamp(now)
 	st.LastCommandId = cmd.GetCommandId()
 	dec := decision{state: st}
 	ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_TRIGGERED, now)
 	ev.FireSeq, ev.CommandId = st.GetFireSeq(), cmd.GetCommandId()
 	dec.events = append(dec.events, ev)
 	d.fire(in, &dec, occurrence{fireSeq: st.GetFireSeq(), attempt: 1, scheduledAt: now, fireAt: now}, now)
-	d.setTimer(in.key, st)
+	d.setTimer(in, st)
 	return dec
 }

@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"time"
 
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 	"github.com/chime-sched/chime/schema/schedule"
@@ -50,11 +48,11 @@ func (d *decider) tick(in *input, cur *chimev1.JobState, now time.Time) decision
 		if d.retentionOver(st, now) {
 			return decision{del: true, deliver: dec.deliver, events: dec.events}
 		}
-		d.setTimer(in.key, st)
+		d.setTimer(in, st)
 		return dec
 	}
 	if st.GetStatus() != chimev1.JobStatus_JOB_STATUS_SCHEDULED {
-		d.setTimer(in.key, st)
+		d.setTimer(in, st)
 		return dec
 	}
 	plan, err := compilePlan(st)
@@ -64,16 +62,16 @@ func (d *decider) tick(in *input, cur *chimev1.JobState, now time.Time) decision
 		st.Status = chimev1.JobStatus_JOB_STATUS_DEAD
 		st.LastDetail = "schedule no longer compiles: " + err.Error()
 		st.NextScheduledAt = nil
-		d.setTimer(in.key, st)
+		d.setTimer(in, st)
 		return dec
 	}
 	d.firePending(in, &dec, due, now)
 	d.fireNext(in, &dec, plan, due, now)
 	d.releaseBuffered(in, &dec, now)
 	d.redeliver(in, &dec, due, now)
-	st.UpdatedAt = sameInstant(st.GetLastFiredAt(), now)
+	st.UpdatedAt = in.sameInstant(st.GetLastFiredAt(), now)
 	d.maybeComplete(in, &dec, plan, now)
-	d.setTimer(in.key, st)
+	d.setTimer(in, st)
 	return dec
 }
 
@@ -119,11 +117,11 @@ func (d *decider) fireNext(in *input, dec *decision, plan *schedule.Compiled, du
 		// one: the catch-up below counts what is past, not what is
 		// near.
 		st.FireSeq++
-		st.LastScheduledAt = timestamppb.New(from)
+		st.LastScheduledAt = in.stamp(from)
 		d.fireScheduled(in, dec, occurrence{fireSeq: st.GetFireSeq(), attempt: 1, scheduledAt: from, fireAt: fireAt}, now)
 		st.NextScheduledAt = nil
 		if n, ok := plan.Next(from); ok {
-			st.NextScheduledAt = timestamppb.New(n)
+			st.NextScheduledAt = in.stamp(n)
 		}
 	} else if !fireAt.After(now) && windowed(st.GetSpec()) {
 		d.catchUpWindowed(in, dec, plan, from, now)
@@ -135,8 +133,8 @@ func (d *decider) fireNext(in *input, dec *decision, plan *schedule.Compiled, du
 			lastSkipped, _, _ := plan.Latest(from, last.Add(-time.Nanosecond), d.cfg.CatchupScanLimit)
 			sk := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_SKIPPED, now)
 			sk.Count = count - 1
-			sk.FirstScheduledAt = timestamppb.New(from)
-			sk.LastScheduledAt = timestamppb.New(lastSkipped)
+			sk.FirstScheduledAt = in.stamp(from)
+			sk.LastScheduledAt = in.stamp(lastSkipped)
 			sk.Detail = fmt.Sprintf("%d missed occurrences from %s to %s skipped; only the latest, %s, fires", count-1,
 				from.Format(time.RFC3339), lastSkipped.Format(time.RFC3339), last.Format(time.RFC3339))
 			if !exact {
@@ -147,11 +145,11 @@ func (d *decider) fireNext(in *input, dec *decision, plan *schedule.Compiled, du
 			st.Skipped += count - 1
 		}
 		st.FireSeq = f.Seq
-		st.LastScheduledAt = timestamppb.New(last)
+		st.LastScheduledAt = in.stamp(last)
 		d.fireScheduled(in, dec, occurrence{fireSeq: st.GetFireSeq(), attempt: 1, scheduledAt: last, fireAt: f.FireAt}, now)
 		st.NextScheduledAt = nil
 		if n, ok := plan.Next(last); ok {
-			st.NextScheduledAt = timestamppb.New(n)
+			st.NextScheduledAt = in.stamp(n)
 		}
 	}
 }
