@@ -179,17 +179,19 @@ func (a admission) release() {
 // slot, all before deadline. On failure it returns the error kind that
 // held it back (kindConcurrency or kindRateLimit) and holds nothing.
 func (l *lanes) acquire(ctx context.Context, ln *lane, host string, deadline time.Time) (admission, string, bool) {
-	// The timer is made only when a wait comes: most dues find a slot.
+	// The timer is taken only when a wait comes: most dues find a slot.
 	var timer *time.Timer
 	expiry := func() <-chan time.Time {
 		if timer == nil {
-			timer = time.NewTimer(time.Until(deadline))
+			timer = waitTimers.Get().(*time.Timer)
+			timer.Reset(time.Until(deadline))
 		}
 		return timer.C
 	}
 	defer func() {
 		if timer != nil {
 			timer.Stop()
+			waitTimers.Put(timer)
 		}
 	}()
 	select {
@@ -247,6 +249,16 @@ func (l *lanes) acquire(ctx context.Context, ln *lane, host string, deadline tim
 	}
 	return admission{l: l, ln: ln, host: host, gate: gate, global: l.global}, "", true
 }
+
+// waitTimers are stopped timers for acquire's waits: in a burst to one
+// host most dues wait for its gate, and a timer made for each was two
+// allocations a call. A stopped timer's channel holds nothing (Go 1.23's
+// timers), so a timer is reused as new.
+var waitTimers = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
 
 // take puts a token in slots, waiting for room until expiry or until ctx
 // ends (false). expiry makes its timer only when a wait comes.

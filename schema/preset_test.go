@@ -198,3 +198,53 @@ func FuzzJobStateSpecDecode(f *testing.F) {
 		requireRowDecodesAsGenerated(t, raw)
 	})
 }
+
+func (p presetSample) outcome() *chimev1.CallbackOutcome {
+	o := &chimev1.CallbackOutcome{EventId: "e", Namespace: "ns", JobId: "j", FireSeq: 3, Class: chimev1.OutcomeClass_OUTCOME_CLASS_SUCCESS,
+		StatusCode: 200, ScheduledAt: p.stamp(), StartedAt: p.stamp(), FinishedAt: p.stamp(), NextAttemptAt: p.stamp(), Url: "http://127.0.0.1/x"}
+	if p.rng.IntN(3) > 0 {
+		o.Latency = durationpb.New(time.Duration(p.rng.Int64N(int64(time.Second))))
+	}
+	return o
+}
+
+// An outcome decoded by UnmarshalInternal, its instants preset, equals the
+// generated decoder's.
+func TestOutcomeDecodeMatchesTheGeneratedDecoder(t *testing.T) {
+	t.Parallel()
+	p := presetSample{rand.New(rand.NewPCG(7, 8))}
+	for i := range 1000 {
+		want := p.outcome()
+		raw, err := proto.Marshal(want)
+		require.NoError(t, err)
+		requireOutcomeDecodesAsGenerated(t, raw)
+		got := new(chimev1.CallbackOutcome)
+		require.NoError(t, UnmarshalInternal(raw, got))
+		require.True(t, proto.Equal(want, got), "outcome %d round trip", i)
+		requireOutcomeDecodesAsGenerated(t, raw[:p.rng.IntN(len(raw))])
+	}
+}
+
+func requireOutcomeDecodesAsGenerated(t *testing.T, raw []byte) {
+	t.Helper()
+	got, want := new(chimev1.CallbackOutcome), new(chimev1.CallbackOutcome)
+	err, wantErr := UnmarshalInternal(raw, got), want.UnmarshalVT(raw)
+	require.Equal(t, wantErr == nil, err == nil, "%x: %v / %v", raw, err, wantErr)
+	if err == nil {
+		require.True(t, proto.Equal(want, got), "%x:\n%v\n%v", raw, want, got)
+	}
+}
+
+func FuzzOutcomeDecode(f *testing.F) {
+	p := presetSample{rand.New(rand.NewPCG(9, 10))}
+	for range 4 {
+		raw, err := proto.Marshal(p.outcome())
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(raw)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		requireOutcomeDecodesAsGenerated(t, raw)
+	})
+}
