@@ -9,8 +9,6 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
-
-	"github.com/chime-sched/chime/schema/chimev1"
 )
 
 // The messages in chimev1 also have generated, reflection-free encoders
@@ -64,9 +62,6 @@ func MarshalAppend(buf []byte, m proto.Message) ([]byte, error) {
 // must be empty): a row, a due, an outcome, an answer. Not for client
 // input; see above.
 func UnmarshalInternal(data []byte, m proto.Message) error {
-	if o, ok := m.(*chimev1.CallbackOutcome); ok {
-		presetOutcome(o, data) // preset.go
-	}
 	if vt, ok := m.(vtMessage); ok {
 		return vt.UnmarshalVT(data)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
@@ -37,12 +39,12 @@ func (d *decider) backfill(in *input, cmd *chimev1.JobCommand, b *chimev1.Backfi
 		return d.reject(in, cmd, "backfill", fmt.Sprintf("job %q holds %d open fires; %d more would pass the %d one job may hold", in.key, len(cur.GetOpen()), len(occ), d.cfg.MaxOpenFires), now)
 	}
 	st := copyRow(cur)
-	st.UpdatedAt = in.stamp(now)
+	st.UpdatedAt = timestamppb.New(now)
 	st.LastCommandId = cmd.GetCommandId()
 	dec := decision{state: st}
 	ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_TRIGGERED, now)
 	ev.CommandId, ev.Count = cmd.GetCommandId(), uint64(len(occ))
-	ev.FirstScheduledAt, ev.LastScheduledAt = in.stamp(occ[0]), in.stamp(occ[len(occ)-1])
+	ev.FirstScheduledAt, ev.LastScheduledAt = timestamppb.New(occ[0]), timestamppb.New(occ[len(occ)-1])
 	ev.Detail = fmt.Sprintf("backfill of %d occurrences from %s to %s", len(occ), occ[0].Format(time.RFC3339), occ[len(occ)-1].Format(time.RFC3339))
 	dec.events = append(dec.events, ev)
 	for _, t := range occ {
@@ -53,6 +55,6 @@ func (d *decider) backfill(in *input, cmd *chimev1.JobCommand, b *chimev1.Backfi
 		}
 	}
 	ev.FireSeq = st.GetFireSeq()
-	d.setTimer(in, st)
+	d.setTimer(in.key, st)
 	return dec
 }

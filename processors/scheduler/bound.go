@@ -79,7 +79,7 @@ func (d *decider) bound(in *input, dec *decision, now time.Time) {
 		d.dropOpen(in, dec, seq,
 			fmt.Sprintf("fire %d was closed as dead to keep job %q's row within %d bytes (it had %d)", seq, in.key, limit, before), now)
 	}
-	d.setTimer(in, st)
+	d.setTimer(in.key, st)
 }
 
 // elemSize is what a message takes as an element of a repeated field: its

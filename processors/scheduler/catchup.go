@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 	"github.com/chime-sched/chime/schema/schedule"
@@ -77,8 +79,8 @@ func (d *decider) catchUpWindowed(in *input, dec *decision, plan *schedule.Compi
 	if n := len(skipped); n > 0 {
 		sk := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_SKIPPED, now)
 		sk.Count = uint64(n)
-		sk.FirstScheduledAt = in.stamp(skipped[0].ScheduledAt)
-		sk.LastScheduledAt = in.stamp(skipped[n-1].ScheduledAt)
+		sk.FirstScheduledAt = timestamppb.New(skipped[0].ScheduledAt)
+		sk.LastScheduledAt = timestamppb.New(skipped[n-1].ScheduledAt)
 		sk.FireSeq = skipped[n-1].Seq
 		sk.Detail = fmt.Sprintf("%d missed occurrences from %s to %s skipped (catchup %s, window %s)", n,
 			skipped[0].ScheduledAt.Format(time.RFC3339), skipped[n-1].ScheduledAt.Format(time.RFC3339),
@@ -91,13 +93,13 @@ func (d *decider) catchUpWindowed(in *input, dec *decision, plan *schedule.Compi
 	}
 	last := due[len(due)-1]
 	st.FireSeq = last.Seq
-	st.LastScheduledAt = in.stamp(last.ScheduledAt)
+	st.LastScheduledAt = timestamppb.New(last.ScheduledAt)
 	for _, f := range keep {
 		d.fireScheduled(in, dec, occurrence{fireSeq: f.Seq, attempt: 1, scheduledAt: f.ScheduledAt, fireAt: f.FireAt}, now)
 	}
 	st.NextScheduledAt = nil
 	if n, ok := plan.Next(last.ScheduledAt); ok {
-		st.NextScheduledAt = in.stamp(n)
+		st.NextScheduledAt = timestamppb.New(n)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/schema"
@@ -129,7 +130,7 @@ func (d *decider) upsert(in *input, cmd *chimev1.JobCommand, spec *chimev1.JobSp
 		// job accepted after another is newer in the listing even when
 		// its partition applied it first (and the API's read-your-writes
 		// row, stamped on acceptance, keeps its place when the row lands).
-		st = &chimev1.JobState{CreatedAt: in.stamp(anchor)}
+		st = &chimev1.JobState{CreatedAt: timestamppb.New(anchor)}
 		typ = chimev1.JobEventType_JOB_EVENT_TYPE_CREATED
 	}
 	oneShotInFlight := cur != nil && !schema.JobEnded(cur.GetStatus()) && cur.GetFires() > 0 &&
@@ -137,9 +138,9 @@ func (d *decider) upsert(in *input, cmd *chimev1.JobCommand, spec *chimev1.JobSp
 		proto.Equal(cur.GetSpec().GetSchedule(), spec.GetSchedule())
 	keepDeliveredTargets(st, spec)
 	st.Spec = spec
-	st.Anchor = in.stamp(anchor)
+	st.Anchor = timestamppb.New(anchor)
 	plan := compiled.WithAnchor(anchor)
-	st.UpdatedAt = in.stamp(now)
+	st.UpdatedAt = timestamppb.New(now)
 	st.LastCommandId = cmd.GetCommandId()
 	if cur == nil || cur.GetStatus() != chimev1.JobStatus_JOB_STATUS_PAUSED {
 		st.Status = chimev1.JobStatus_JOB_STATUS_SCHEDULED
@@ -154,7 +155,7 @@ func (d *decider) upsert(in *input, cmd *chimev1.JobCommand, spec *chimev1.JobSp
 			first, ok = plan.Next(last.AsTime())
 		}
 		if ok {
-			st.NextScheduledAt = in.stamp(first)
+			st.NextScheduledAt = timestamppb.New(first)
 		}
 	}
 	dec := decision{state: st}
@@ -172,7 +173,7 @@ func (d *decider) upsert(in *input, cmd *chimev1.JobCommand, spec *chimev1.JobSp
 		}
 	}
 	d.maybeComplete(in, &dec, plan, now)
-	d.setTimer(in, st)
+	d.setTimer(in.key, st)
 	return dec
 }
 
@@ -192,13 +193,13 @@ func (d *decider) cancel(in *input, cmd *chimev1.JobCommand, c *chimev1.Cancel, 
 	st.NextScheduledAt = nil
 	st.Pending = nil
 	st.Buffered = nil
-	st.UpdatedAt = in.stamp(now)
+	st.UpdatedAt = timestamppb.New(now)
 	st.LastCommandId = cmd.GetCommandId()
 	st.LastDetail = c.GetReason()
 	ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_CANCELLED, now)
 	ev.Detail = recalledDetail(c.GetReason(), recalled)
 	ev.CommandId = cmd.GetCommandId()
-	d.setTimer(in, st)
+	d.setTimer(in.key, st)
 	dec.events = append(dec.events, ev)
 	return dec
 }
@@ -214,14 +215,14 @@ func (d *decider) pause(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobStat
 	dec := decision{state: st}
 	recalled := d.recallEarly(in, &dec, now)
 	st.Status = chimev1.JobStatus_JOB_STATUS_PAUSED
-	st.UpdatedAt = in.stamp(now)
+	st.UpdatedAt = timestamppb.New(now)
 	st.LastCommandId = cmd.GetCommandId()
 	ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_PAUSED, now)
 	ev.CommandId = cmd.GetCommandId()
 	ev.Detail = recalledDetail("", recalled)
 	dec.events = append(dec.events, ev)
 	d.pauseRecalled(in, &dec, recalled, now)
-	d.setTimer(in, st)
+	d.setTimer(in.key, st)
 	return dec
 }
 
@@ -234,7 +235,7 @@ func (d *decider) resume(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobSta
 	}
 	st := copyRow(cur)
 	st.Status = chimev1.JobStatus_JOB_STATUS_SCHEDULED
-	st.UpdatedAt = in.stamp(now)
+	st.UpdatedAt = timestamppb.New(now)
 	st.LastCommandId = cmd.GetCommandId()
 	ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_RESUMED, now)
 	ev.CommandId = cmd.GetCommandId()
@@ -253,20 +254,20 @@ func (d *decider) resume(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobSta
 		st.Skipped += count
 		sk := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_SKIPPED, now)
 		sk.Count = count
-		sk.FirstScheduledAt = in.stamp(from)
-		sk.LastScheduledAt = in.stamp(last)
+		sk.FirstScheduledAt = timestamppb.New(from)
+		sk.LastScheduledAt = timestamppb.New(last)
 		sk.Detail = "occurrences fell into a pause"
 		dec.events = append(dec.events, sk)
-		st.LastScheduledAt = in.stamp(last)
+		st.LastScheduledAt = timestamppb.New(last)
 		st.NextScheduledAt = nil
 		if next, ok := plan.Next(last); ok {
-			st.NextScheduledAt = in.stamp(next)
+			st.NextScheduledAt = timestamppb.New(next)
 		}
 	}
 	if err == nil {
 		d.maybeComplete(in, &dec, plan, now)
 	}
-	d.setTimer(in, st)
+	d.setTimer(in.key, st)
 	return dec
 }
 
@@ -293,13 +294,13 @@ func (d *decider) trigger(in *input, cmd *chimev1.JobCommand, cur *chimev1.JobSt
 	}
 	st := copyRow(cur)
 	st.FireSeq++
-	st.UpdatedAt = in.stamp(now)
+	st.UpdatedAt = timestamppb.New(now)
 	st.LastCommandId = cmd.GetCommandId()
 	dec := decision{state: st}
 	ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_TRIGGERED, now)
 	ev.FireSeq, ev.CommandId = st.GetFireSeq(), cmd.GetCommandId()
 	dec.events = append(dec.events, ev)
 	d.fire(in, &dec, occurrence{fireSeq: st.GetFireSeq(), attempt: 1, scheduledAt: now, fireAt: now}, now)
-	d.setTimer(in, st)
+	d.setTimer(in.key, st)
 	return dec
 }

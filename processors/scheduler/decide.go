@@ -5,8 +5,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
@@ -85,45 +83,6 @@ type input struct {
 	nsSpread uint32
 	// ns says whether the namespace exists (nswait.go).
 	ns nsState
-	// stamps hands out the decision's timestamps (stamp).
-	stamps []timestamppb.Timestamp
-}
-
-// stampSlab is how many timestamps an input allocates at a time: a fired
-// one-shot's decisions make about nine (the fire's, the timers', the
-// answer's), each an allocation of its own before (the burst's allocation
-// profile).
-const stampSlab = 8
-
-// stamp returns a timestamp of t, from the input's slab. Timestamps in
-// rows and events are never changed in place (copyRow), so one slab may
-// hold those of several messages.
-func (in *input) stamp(t time.Time) *timestamppb.Timestamp {
-	if len(in.stamps) == cap(in.stamps) {
-		in.stamps = make([]timestamppb.Timestamp, 0, stampSlab)
-	}
-	in.stamps = in.stamps[:len(in.stamps)+1]
-	ts := &in.stamps[len(in.stamps)-1]
-	ts.Seconds, ts.Nanos = t.Unix(), int32(t.Nanosecond())
-	return ts
-}
-
-// stampOrNil is stamp, or nil for the zero time.
-func (in *input) stampOrNil(t time.Time) *timestamppb.Timestamp {
-	if t.IsZero() {
-		return nil
-	}
-	return in.stamp(t)
-}
-
-// sameInstant is ts when it stands for t, else a new timestamp of t: a
-// due shares its emission's timestamps (nothing changes one in place, see
-// copyRow) instead of allocating equal ones on every fire.
-func (in *input) sameInstant(ts *timestamppb.Timestamp, t time.Time) *timestamppb.Timestamp {
-	if ts != nil && ts.GetSeconds() == t.Unix() && ts.GetNanos() == int32(t.Nanosecond()) {
-		return ts
-	}
-	return in.stamp(t)
 }
 
 func (in *input) eventID() string {
@@ -182,7 +141,7 @@ func (d *decider) event(in *input, st *chimev1.JobState, typ chimev1.JobEventTyp
 		Namespace: st.GetSpec().GetNamespace(),
 		JobId:     st.GetSpec().GetId(),
 		Type:      typ,
-		At:        in.sameInstant(st.GetUpdatedAt(), now), // most decisions stamp the row at now first
+		At:        sameInstant(st.GetUpdatedAt(), now), // most decisions stamp the row at now first
 		FireSeq:   st.GetFireSeq(),
 		CommandId: in.commandID,
 	}

@@ -43,7 +43,7 @@ func (d *decider) fire(in *input, dec *decision, o occurrence, now time.Time) {
 	window := d.window(in, st)
 	var deadline *timestamppb.Timestamp
 	if window > 0 {
-		deadline = in.stamp(o.scheduledAt.Add(window))
+		deadline = timestamppb.New(o.scheduledAt.Add(window))
 	}
 	spec := st.GetSpec()
 	k := spec.GetTarget().GetKafka()
@@ -70,7 +70,7 @@ func (d *decider) fire(in *input, dec *decision, o occurrence, now time.Time) {
 		}
 		ev := d.event(in, st, typ, now)
 		ev.FireSeq, ev.Attempt, ev.Detail = o.fireSeq, o.attempt, why
-		ev.FirstScheduledAt = in.stamp(o.scheduledAt)
+		ev.FirstScheduledAt = timestamppb.New(o.scheduledAt)
 		dec.events = append(dec.events, ev)
 		return
 	}
@@ -81,7 +81,7 @@ func (d *decider) fire(in *input, dec *decision, o occurrence, now time.Time) {
 	if o.fireAt.After(now) {
 		firedAt = o.fireAt // emitted ahead of its time: the call goes out then
 	}
-	st.LastFiredAt = in.stamp(firedAt)
+	st.LastFiredAt = timestamppb.New(firedAt)
 	if k != nil {
 		// Kafka targets are delivered by the scheduler itself, beside the
 		// row update; the row keeps the write until it counts as stored
@@ -93,7 +93,7 @@ func (d *decider) fire(in *input, dec *decision, o occurrence, now time.Time) {
 		// would outgrow the row. upsert keeps a copy when it replaces the
 		// spec (keepDeliveredTargets).
 		st.Unconfirmed = append(st.Unconfirmed, &chimev1.Delivery{
-			FireSeq: o.fireSeq, DeliveredAt: in.stamp(now), Incarnation: d.currentIncarnation(),
+			FireSeq: o.fireSeq, DeliveredAt: timestamppb.New(now), Incarnation: d.currentIncarnation(),
 		})
 		if n := len(st.Unconfirmed) - d.cfg.MaxOpenFires; n > 0 {
 			// A recurring Kafka target firing faster than ConfirmAfter: keep
@@ -104,10 +104,10 @@ func (d *decider) fire(in *input, dec *decision, o occurrence, now time.Time) {
 		st.EmitSeq++
 		// The emission's instants are mostly two (the occurrence's, and
 		// now), shared rather than allocated again (sameInstant).
-		scheduled := in.stamp(o.scheduledAt)
+		scheduled := timestamppb.New(o.scheduledAt)
 		em := &chimev1.Emission{FireSeq: o.fireSeq, EmitSeq: st.GetEmitSeq(), Attempt: o.attempt, ScheduledAt: scheduled,
-			Deferrals: o.deferrals, EmittedAt: in.sameInstant(st.LastFiredAt, now), Deadline: deadline, History: o.history, Incarnation: d.currentIncarnation(),
-			FireAt: in.sameInstant(scheduled, o.fireAt)}
+			Deferrals: o.deferrals, EmittedAt: sameInstant(st.LastFiredAt, now), Deadline: deadline, History: o.history, Incarnation: d.currentIncarnation(),
+			FireAt: sameInstant(scheduled, o.fireAt)}
 		dec.dues = append(dec.dues, d.due(in, st, em, o.fireAt, now))
 		if i := slices.IndexFunc(st.GetOpen(), func(e *chimev1.Emission) bool { return e.GetFireSeq() == o.fireSeq }); i >= 0 {
 			st.Open[i] = em
@@ -126,7 +126,7 @@ func (d *decider) fire(in *input, dec *decision, o occurrence, now time.Time) {
 	if d.cfg.FireEvents {
 		ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_FIRED, now)
 		ev.FireSeq, ev.Attempt = o.fireSeq, o.attempt
-		ev.FirstScheduledAt = in.stamp(o.scheduledAt)
+		ev.FirstScheduledAt = timestamppb.New(o.scheduledAt)
 		dec.events = append(dec.events, ev)
 	}
 }
@@ -141,8 +141,8 @@ func (d *decider) due(in *input, st *chimev1.JobState, em *chimev1.Emission, fir
 		EmitSeq:        em.GetEmitSeq(),
 		Attempt:        em.GetAttempt(),
 		ScheduledAt:    em.GetScheduledAt(),
-		FireAt:         in.sameInstant(em.GetFireAt(), fireAt),
-		EmittedAt:      in.sameInstant(em.GetEmittedAt(), now),
+		FireAt:         sameInstant(em.GetFireAt(), fireAt),
+		EmittedAt:      sameInstant(em.GetEmittedAt(), now),
 		Deadline:       em.GetDeadline(),
 		Callback:       spec.GetTarget().GetHttp(),
 		Retry:          spec.GetRetry(),

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
@@ -44,12 +46,12 @@ func heldRow(st *chimev1.JobState) bool { return st != nil && st.GetHeldCommand(
 // know (yet). cur is nil or a held row (a later create replaces the held
 // one, and keeps its deadline).
 func (d *decider) holdForNamespace(in *input, cur *chimev1.JobState, now time.Time) decision {
-	st := &chimev1.JobState{CreatedAt: in.stamp(now), HeldUntil: in.stamp(now.Add(d.cfg.NamespaceWait))}
+	st := &chimev1.JobState{CreatedAt: timestamppb.New(now), HeldUntil: timestamppb.New(now.Add(d.cfg.NamespaceWait))}
 	if heldRow(cur) {
 		st.CreatedAt, st.HeldUntil = cur.GetCreatedAt(), cur.GetHeldUntil()
 	}
 	st.HeldCommand = in.rawCmd()
-	st.TimerAt = in.stamp(d.namespaceCheckAt(st, now))
+	st.TimerAt = timestamppb.New(d.namespaceCheckAt(st, now))
 	return decision{state: st}
 }
 
@@ -92,7 +94,7 @@ func (d *decider) onHeld(in *input, cur *chimev1.JobState, cmd *chimev1.JobComma
 			return decision{} // an early tick: the timer decides
 		default:
 			st := copyRow(cur)
-			st.TimerAt = in.stamp(d.namespaceCheckAt(cur, now))
+			st.TimerAt = timestamppb.New(d.namespaceCheckAt(cur, now))
 			return decision{state: st}
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -63,7 +64,7 @@ func (d *decider) rearm(in *input, cur *chimev1.JobState, r rearming, now time.T
 	p := &chimev1.Pending{
 		FireSeq:     r.fireSeq,
 		Attempt:     r.attempt,
-		NotBefore:   in.stamp(r.notBefore),
+		NotBefore:   timestamppb.New(r.notBefore),
 		ScheduledAt: open.GetScheduledAt(),
 		Deferrals:   open.GetDeferrals(),
 		History:     open.GetHistory(),
@@ -83,8 +84,8 @@ func (d *decider) rearm(in *input, cur *chimev1.JobState, r rearming, now time.T
 	// answers keeps none (a fire's history is in the row once).
 	st.Open[i].History = nil
 	st.Pending = append(st.Pending, p)
-	st.UpdatedAt = in.stamp(now)
-	d.setTimer(in, st)
+	st.UpdatedAt = timestamppb.New(now)
+	d.setTimer(in.key, st)
 	ev := d.event(in, st, typ, now)
 	ev.FireSeq = r.fireSeq
 	ev.Attempt = p.Attempt
@@ -102,7 +103,7 @@ func (d *decider) ack(in *input, cur *chimev1.JobState, a *chimev1.Ack, now time
 	st.Pending = slices.DeleteFunc(st.Pending, func(p *chimev1.Pending) bool { return p.GetFireSeq() == a.GetFireSeq() })
 	st.LastResult = a.GetResult()
 	st.LastDetail = a.GetDetail()
-	st.UpdatedAt = in.stamp(now)
+	st.UpdatedAt = timestamppb.New(now)
 	dec := decision{state: st}
 	switch a.GetResult() {
 	case chimev1.AckResult_ACK_RESULT_FAILED, chimev1.AckResult_ACK_RESULT_DEAD:
@@ -127,7 +128,7 @@ func (d *decider) ack(in *input, cur *chimev1.JobState, a *chimev1.Ack, now time
 			dec.events = dec.events[:len(dec.events)-1]
 		}
 	}
-	d.setTimer(in, st)
+	d.setTimer(in.key, st)
 	return dec
 }
 
@@ -173,7 +174,7 @@ func (d *decider) maybeComplete(in *input, dec *decision, plan *schedule.Compile
 		st.Status = chimev1.JobStatus_JOB_STATUS_DEAD
 		typ = chimev1.JobEventType_JOB_EVENT_TYPE_DEAD
 	}
-	st.UpdatedAt = in.sameInstant(st.GetUpdatedAt(), now)
+	st.UpdatedAt = sameInstant(st.GetUpdatedAt(), now)
 	ev := d.event(in, st, typ, now)
 	ev.Detail = st.GetLastDetail()
 	dec.events = append(dec.events, ev)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
@@ -46,7 +48,7 @@ func (d *decider) overlap(in *input, dec *decision, o occurrence, now time.Time)
 			d.overlapSkip(in, dec, o, fmt.Sprintf("overlap policy buffer_one: fire %s still open and occurrence %d already waiting", seqList(open), b.GetFireSeq()), now)
 			return false
 		}
-		st.Buffered = &chimev1.Buffered{FireSeq: o.fireSeq, ScheduledAt: in.stamp(o.scheduledAt)}
+		st.Buffered = &chimev1.Buffered{FireSeq: o.fireSeq, ScheduledAt: timestamppb.New(o.scheduledAt)}
 		return false
 	case chimev1.OverlapPolicy_OVERLAP_POLICY_CANCEL_OTHER:
 		// The calls in flight cannot be taken back; what is dropped is
@@ -68,7 +70,7 @@ func (d *decider) overlapSkip(in *input, dec *decision, o occurrence, why string
 	st.Skipped++
 	ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_SKIPPED, now)
 	ev.Count, ev.FireSeq, ev.Detail = 1, o.fireSeq, why
-	ev.FirstScheduledAt = in.stamp(o.scheduledAt)
+	ev.FirstScheduledAt = timestamppb.New(o.scheduledAt)
 	ev.LastScheduledAt = ev.FirstScheduledAt
 	dec.events = append(dec.events, ev)
 }

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
@@ -55,7 +56,7 @@ func (d *decider) recallEarly(in *input, dec *decision, now time.Time) []*chimev
 		r := &chimev1.Due{
 			Namespace: spec.GetNamespace(), JobId: spec.GetId(), FireSeq: em.GetFireSeq(), EmitSeq: em.GetEmitSeq(),
 			IdempotencyKey: d.due(in, st, em, em.GetFireAt().AsTime(), now).GetIdempotencyKey(),
-			EmittedAt:      in.stamp(now), FireAt: em.GetFireAt(), Recall: true,
+			EmittedAt:      timestamppb.New(now), FireAt: em.GetFireAt(), Recall: true,
 		}
 		if in.nsSpread > 1 {
 			r.Spread, r.Shard = in.nsSpread, schema.ShardOf(spec.GetId(), in.nsSpread)
@@ -121,10 +122,10 @@ func (d *decider) updateRecalled(in *input, dec *decision, plan *schedule.Compil
 		if !firstAttempt(em) || occurs(plan, at) {
 			ne := proto.CloneOf(em)
 			st.EmitSeq++
-			ne.EmitSeq, ne.EmittedAt, ne.Incarnation = st.GetEmitSeq(), in.stamp(now), d.currentIncarnation()
+			ne.EmitSeq, ne.EmittedAt, ne.Incarnation = st.GetEmitSeq(), timestamppb.New(now), d.currentIncarnation()
 			ne.Deadline = nil
 			if w := d.window(in, st); w > 0 {
-				ne.Deadline = in.stamp(at.Add(w))
+				ne.Deadline = timestamppb.New(at.Add(w))
 			}
 			st.Open = append(st.Open, ne)
 			dec.dues = append(dec.dues, d.due(in, st, ne, em.GetFireAt().AsTime(), now))

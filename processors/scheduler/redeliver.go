@@ -10,6 +10,8 @@ import (
 	"slices"
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
@@ -37,7 +39,7 @@ func (d *decider) redeliver(in *input, dec *decision, due, now time.Time) {
 			em.Redeliveries++
 			detail = fmt.Sprintf("no retry, defer or ack for emission %d within %s; emitted again (redelivery %d)", em.GetEmitSeq(), d.ackTimeout(em.GetRedeliveries()-1), em.GetRedeliveries())
 		}
-		em.EmittedAt = in.stamp(now)
+		em.EmittedAt = timestamppb.New(now)
 		em.Incarnation = inc
 		dec.dues = append(dec.dues, d.due(in, st, em, em.GetScheduledAt().AsTime(), now))
 		ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_REDELIVERED, now)
@@ -92,7 +94,7 @@ func (d *decider) confirmDeliveries(in *input, dec *decision, now time.Time) {
 		case u.GetIncarnation() != inc:
 			if k := deliveredTarget(st, u); k != nil && d.allowed[k.GetTopic()] {
 				dec.deliver = append(dec.deliver, k)
-				u.Incarnation, u.DeliveredAt = inc, in.stamp(now)
+				u.Incarnation, u.DeliveredAt = inc, timestamppb.New(now)
 				u.Redeliveries++
 				ev := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_REDELIVERED, now)
 				ev.FireSeq = u.GetFireSeq()

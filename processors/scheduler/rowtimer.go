@@ -8,6 +8,8 @@ package scheduler
 import (
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
@@ -15,8 +17,7 @@ import (
 // setTimer recomputes the row's timer: the earliest of the next occurrence
 // (with its jitter) and the pending retries; for a terminal row, the time it
 // is removed. The timer is what the storage indexes.
-func (d *decider) setTimer(in *input, st *chimev1.JobState) {
-	key := in.key
+func (d *decider) setTimer(key string, st *chimev1.JobState) {
 	// timer: when the row needs a tick; recover: when a recovering
 	// scheduler must look at it, if it holds writes that may need
 	// re-sending (recover_at, the earliest of them).
@@ -43,10 +44,10 @@ func (d *decider) setTimer(in *input, st *chimev1.JobState) {
 		earliest(&timer, u.GetDeliveredAt().AsTime().Add(d.cfg.ConfirmAfter))
 		earliest(&recover, u.GetDeliveredAt().AsTime())
 	}
-	st.TimerAt, st.RecoverAt = in.stampOrNil(timer), in.stampOrNil(recover)
+	st.TimerAt, st.RecoverAt = timestampOrNil(timer), timestampOrNil(recover)
 	st.TickAt = nil
 	if !timer.IsZero() && d.leads(st) {
-		st.TickAt = in.stamp(d.cfg.leadTick(timer))
+		st.TickAt = timestamppb.New(d.cfg.leadTick(timer))
 	}
 }
 
@@ -66,4 +67,21 @@ func earliest(at *time.Time, t time.Time) {
 	if at.IsZero() || t.Before(*at) {
 		*at = t
 	}
+}
+
+func timestampOrNil(t time.Time) *timestamppb.Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	return timestamppb.New(t)
+}
+
+// sameInstant is ts when it stands for t, else a new timestamp of t: a
+// due shares its emission's timestamps (nothing changes one in place, see
+// copyRow) instead of allocating equal ones on every fire.
+func sameInstant(ts *timestamppb.Timestamp, t time.Time) *timestamppb.Timestamp {
+	if ts != nil && ts.GetSeconds() == t.Unix() && ts.GetNanos() == int32(t.Nanosecond()) {
+		return ts
+	}
+	return timestamppb.New(t)
 }

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 	"github.com/chime-sched/chime/schema/schedule"
@@ -48,11 +50,11 @@ func (d *decider) tick(in *input, cur *chimev1.JobState, now time.Time) decision
 		if d.retentionOver(st, now) {
 			return decision{del: true, deliver: dec.deliver, events: dec.events}
 		}
-		d.setTimer(in, st)
+		d.setTimer(in.key, st)
 		return dec
 	}
 	if st.GetStatus() != chimev1.JobStatus_JOB_STATUS_SCHEDULED {
-		d.setTimer(in, st)
+		d.setTimer(in.key, st)
 		return dec
 	}
 	plan, err := compilePlan(st)
@@ -62,16 +64,16 @@ func (d *decider) tick(in *input, cur *chimev1.JobState, now time.Time) decision
 		st.Status = chimev1.JobStatus_JOB_STATUS_DEAD
 		st.LastDetail = "schedule no longer compiles: " + err.Error()
 		st.NextScheduledAt = nil
-		d.setTimer(in, st)
+		d.setTimer(in.key, st)
 		return dec
 	}
 	d.firePending(in, &dec, due, now)
 	d.fireNext(in, &dec, plan, due, now)
 	d.releaseBuffered(in, &dec, now)
 	d.redeliver(in, &dec, due, now)
-	st.UpdatedAt = in.sameInstant(st.GetLastFiredAt(), now)
+	st.UpdatedAt = sameInstant(st.GetLastFiredAt(), now)
 	d.maybeComplete(in, &dec, plan, now)
-	d.setTimer(in, st)
+	d.setTimer(in.key, st)
 	return dec
 }
 
@@ -117,11 +119,11 @@ func (d *decider) fireNext(in *input, dec *decision, plan *schedule.Compiled, du
 		// one: the catch-up below counts what is past, not what is
 		// near.
 		st.FireSeq++
-		st.LastScheduledAt = in.stamp(from)
+		st.LastScheduledAt = timestamppb.New(from)
 		d.fireScheduled(in, dec, occurrence{fireSeq: st.GetFireSeq(), attempt: 1, scheduledAt: from, fireAt: fireAt}, now)
 		st.NextScheduledAt = nil
 		if n, ok := plan.Next(from); ok {
-			st.NextScheduledAt = in.stamp(n)
+			st.NextScheduledAt = timestamppb.New(n)
 		}
 	} else if !fireAt.After(now) && windowed(st.GetSpec()) {
 		d.catchUpWindowed(in, dec, plan, from, now)
@@ -133,8 +135,8 @@ func (d *decider) fireNext(in *input, dec *decision, plan *schedule.Compiled, du
 			lastSkipped, _, _ := plan.Latest(from, last.Add(-time.Nanosecond), d.cfg.CatchupScanLimit)
 			sk := d.event(in, st, chimev1.JobEventType_JOB_EVENT_TYPE_SKIPPED, now)
 			sk.Count = count - 1
-			sk.FirstScheduledAt = in.stamp(from)
-			sk.LastScheduledAt = in.stamp(lastSkipped)
+			sk.FirstScheduledAt = timestamppb.New(from)
+			sk.LastScheduledAt = timestamppb.New(lastSkipped)
 			sk.Detail = fmt.Sprintf("%d missed occurrences from %s to %s skipped; only the latest, %s, fires", count-1,
 				from.Format(time.RFC3339), lastSkipped.Format(time.RFC3339), last.Format(time.RFC3339))
 			if !exact {
@@ -145,11 +147,11 @@ func (d *decider) fireNext(in *input, dec *decision, plan *schedule.Compiled, du
 			st.Skipped += count - 1
 		}
 		st.FireSeq = f.Seq
-		st.LastScheduledAt = in.stamp(last)
+		st.LastScheduledAt = timestamppb.New(last)
 		d.fireScheduled(in, dec, occurrence{fireSeq: st.GetFireSeq(), attempt: 1, scheduledAt: last, fireAt: f.FireAt}, now)
 		st.NextScheduledAt = nil
 		if n, ok := plan.Next(last); ok {
-			st.NextScheduledAt = in.stamp(n)
+			st.NextScheduledAt = timestamppb.New(n)
 		}
 	}
 }
