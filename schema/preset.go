@@ -57,25 +57,23 @@ func presetDue(t *dueTree, body []byte) {
 		}
 		switch num {
 		case dueScheduledAtField:
-			if d.ScheduledAt == nil {
-				d.ScheduledAt = &t.stamps[0]
-			}
+			preset(&d.ScheduledAt, &t.stamps[0])
 		case dueFireAtField:
-			if d.FireAt == nil {
-				d.FireAt = &t.stamps[1]
-			}
+			preset(&d.FireAt, &t.stamps[1])
 		case dueEmittedAtField:
-			if d.EmittedAt == nil {
-				d.EmittedAt = &t.stamps[2]
-			}
+			preset(&d.EmittedAt, &t.stamps[2])
 		case dueDeadlineField:
-			if d.Deadline == nil {
-				d.Deadline = &t.stamps[3]
-			}
+			preset(&d.Deadline, &t.stamps[3])
 		case dueCallbackField:
-			if d.Callback == nil {
-				d.Callback = &t.call
-			}
+			preset(&d.Callback, &t.call)
 		}
+	}
+}
+
+// preset sets the message field *f to m unless it is set: the first
+// occurrence of the field presets it, later ones merge into it.
+func preset[M any](f **M, m *M) {
+	if *f == nil {
+		*f = m
 	}
 }
