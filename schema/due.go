@@ -21,6 +21,11 @@ func DuesOf(d *chimev1.Due) []*chimev1.Due {
 // in one allocation of their trees where the generated decoder makes a
 // dozen each. On error it returns what DuesOf returns for the generated
 // decoder's partial decode, with its error.
+//
+// The dues of a batch share that allocation, so it lives until the last
+// of them is let go: a record's worth of decoded dues (the scheduler
+// bounds a batch record at half of MaxRecordBytes), decided together and due
+// together, whose record is not committed before they all end anyway.
 func DecodeDues(data []byte) ([]*chimev1.Due, error) {
 	n, batchOnly := 0, true
 	for b := data; len(b) > 0; {
