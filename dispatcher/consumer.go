@@ -278,19 +278,24 @@ func (c *consumer) start(r *kgo.Record, consumed time.Time) {
 			c.complete(r.Partition, ps, e, !failed.Load())
 		}
 	}
+	// The record's dues in one allocation, like the dues themselves
+	// (schema.DecodeDues). Those that start now are a prefix: once one
+	// is queued, the rest queue behind it.
+	runs := make([]dueRun, n)
+	start := 0
 	c.mu.Lock()
-	var now []*chimev1.Due
-	for _, due := range dues {
+	for i, due := range dues {
+		runs[i] = dueRun{c: c, due: due, ps: ps, consumed: consumed, done: done}
 		if c.active < c.d.cfg.MaxBuffered && len(c.queue) == 0 {
 			c.active++
-			now = append(now, due)
+			start++
 		} else {
-			c.queue = append(c.queue, &dueRun{c: c, due: due, ps: ps, consumed: consumed, done: done})
+			c.queue = append(c.queue, &runs[i])
 		}
 	}
 	c.mu.Unlock()
-	for _, due := range now {
-		c.startDue(&dueRun{c: c, due: due, ps: ps, consumed: consumed, done: done})
+	for i := range runs[:start] {
+		c.startDue(&runs[i])
 	}
 }
 
