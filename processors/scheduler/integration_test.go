@@ -310,17 +310,26 @@ func TestLiveJobsCounted(t *testing.T) {
 	waitFor(t, 20*time.Second, "an update and a repeated cancel change nothing", counts(s1, 2, 2))
 	// Labelled jobs in namespace c, spread over the partitions; one
 	// relabelled by an update, one cancelled.
+	// applied holds the last offset of c's commands per partition: a
+	// restarted scheduler lists them only once it has applied them again
+	// (the group may not have committed them before the stop), which a
+	// reader waits for as views/jobquery does.
+	applied := map[int32]int64{}
+	sent := func(r producer.Receipt, err error) {
+		t.Helper()
+		require.NoError(t, err)
+		applied[r.Partition] = max(applied[r.Partition], r.Offset)
+	}
 	labelled := func(id string, labels map[string]string) {
 		sp := spec("c", id, atSchedule(far))
 		sp.Labels = labels
-		b.schedule(sp)
+		sent(b.prod.Schedule(context.Background(), sp))
 	}
 	for i := range 12 {
 		labelled(fmt.Sprint(i), map[string]string{"team": []string{"billing", "ops"}[i%2], "tier": fmt.Sprint(i % 3)})
 	}
 	labelled("0", map[string]string{"team": "ops", "tier": "0"})
-	_, err = b.prod.Cancel(context.Background(), "c", "4", "test")
-	require.NoError(t, err)
+	sent(b.prod.Cancel(context.Background(), "c", "4", "test"))
 	// The relabel is on c/0's partition, the cancel on c/4's: the count
 	// says nothing of the relabel, so it is waited for itself.
 	waitFor(t, 20*time.Second, "c's jobs, 0 relabelled", func() bool {
@@ -331,6 +340,14 @@ func TestLiveJobsCounted(t *testing.T) {
 	stop1()
 	s2, _ := b.startScheduler()
 	waitFor(t, 20*time.Second, "the counts rebuilt at recovery", counts(s2, 2, 2))
+	waitFor(t, 20*time.Second, "c's commands applied again", func() bool {
+		for p, off := range applied {
+			if r, ok := s2.Reached(p); !ok || r < off {
+				return false
+			}
+		}
+		return true
+	})
 
 	// The same index lists the jobs, newest first, filtered by status.
 	ids := func(es []jobindex.Entry) (out []string) {
