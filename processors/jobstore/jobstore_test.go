@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/internal/clocktest"
+	"github.com/chime-sched/chime/internal/kafkatest"
 	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
@@ -457,4 +458,25 @@ func TestStatsSayWhatTheDatabaseDid(t *testing.T) {
 
 	require.NoError(t, db.Close())
 	require.Equal(t, Stats{}, db.Stats())
+}
+
+// TestFlusherSleepsUntilAWrite: with nothing held the flusher stops
+// ticking, and a write wakes it, even one that is not produced at once (a
+// row that may change within MaxHold): the flusher ticks again, produces
+// it once MaxHold has passed, applies it once stored, and sleeps again.
+// Were the wake missing, the row would wait for the minute's touch and the
+// test would time out.
+func TestFlusherSleepsUntilAWrite(t *testing.T) {
+	t.Parallel()
+	db, part, kafka, clock := cached(t, func(o *Options) { o.FlushInterval = time.Millisecond })
+	asleep := func() bool { return db.idle.Load() }
+	kafkatest.WaitFor(t, 5*time.Second, "the flusher asleep with nothing held", asleep)
+
+	// Its timer within MaxHold: the row waits to fold later writes.
+	require.NoError(t, part.Set("ns/soon", row(t, chimev1.JobStatus_JOB_STATUS_SCHEDULED, t0, t0.Add(10*time.Second))))
+	clock.Set(t0.Add(30 * time.Second))
+	kafkatest.WaitFor(t, 5*time.Second, "the row produced after MaxHold", func() bool { return len(sentKeys(kafka)) == 1 })
+	kafka.last().Stored(0)
+	kafkatest.WaitFor(t, 5*time.Second, "the row applied", func() bool { return appliedTimers(t, part) == 1 })
+	kafkatest.WaitFor(t, 5*time.Second, "the flusher asleep again", asleep)
 }

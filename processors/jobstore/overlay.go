@@ -143,6 +143,11 @@ func (part *Partition) hold(key string, value []byte) error {
 		go part.db.broke(part.p, part.ov.err)
 		return fmt.Errorf("jobstore: partition %d applies no more writes: %w", part.p, part.ov.err)
 	}
+	// A sleeping flusher (DB.settle) wakes for the write, which it sees
+	// once part.mu is released.
+	if part.db.idle.Load() {
+		part.db.wake()
+	}
 	// The new version's counts and timer; its labels are read when it is
 	// applied, against the old version's (old, below).
 	var nextX, prevX RowIndex
@@ -349,6 +354,14 @@ func (part *Partition) produced(w *write, offset int64, err error) {
 	if w == part.ov.inflight[0] || len(part.ov.inflight) >= part.db.opts.FlushAfter {
 		part.db.wake()
 	}
+}
+
+// holding says the partition holds a write the database has not applied
+// (dirty, or on its way), so the flusher has work to come.
+func (part *Partition) holding() bool {
+	part.mu.Lock()
+	defer part.mu.Unlock()
+	return part.ov.dirtyN > 0 || len(part.ov.inflight) > 0 || len(part.ov.readyQ) > 0
 }
 
 // settled says every write is stored (or the partition cannot store
