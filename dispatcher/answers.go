@@ -28,7 +28,10 @@ type answers struct {
 
 	mu     sync.Mutex
 	byPart map[int32]*answerBatch
-	kick   chan struct{}
+	// armed: answers wait and run's timer is set (or kick tells it to
+	// be); the first answer after a flush arms it.
+	armed bool
+	kick  chan struct{}
 	// draining: the dispatcher is stopping and waits for its calls, whose
 	// dues complete only once their answers are stored; they go out at
 	// once rather than after AnswerLinger.
@@ -75,23 +78,36 @@ func (a *answers) publish(ctx context.Context, cmd *chimev1.JobCommand, done fun
 	if full {
 		delete(a.byPart, p)
 	}
+	arm := !a.armed
+	a.armed = true
 	a.mu.Unlock()
+	if arm {
+		select {
+		case a.kick <- struct{}{}:
+		default:
+		}
+	}
 	if full {
 		a.send(b)
 	}
 }
 
-// run sends the batches every AnswerLinger until ctx ends, then what is
-// left.
+// run sends the batches AnswerLinger after the first answer since the
+// last send, until ctx ends, then what is left. It does not tick while
+// nothing is answered: a ticker every AnswerLinger was 100 wake-ups a
+// second of an idle dispatcher.
 func (a *answers) run(ctx context.Context) {
 	go a.learnPartitions(ctx)
-	t := time.NewTicker(a.d.cfg.AnswerLinger)
+	t := time.NewTimer(a.d.cfg.AnswerLinger)
+	t.Stop()
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			a.flush()
 			return
+		case <-a.kick:
+			t.Reset(a.d.cfg.AnswerLinger)
 		case <-t.C:
 			a.flush()
 		}
@@ -111,6 +127,7 @@ func (a *answers) flush() {
 	a.mu.Lock()
 	bs := a.byPart
 	a.byPart = map[int32]*answerBatch{}
+	a.armed = false
 	a.mu.Unlock()
 	for _, b := range bs {
 		a.send(b)
