@@ -99,3 +99,7 @@ require (
 // The embedded broker compacts its tables a partition at a time, which
 // upstream kfake cannot: third_party/kfake/CHIME.md says what differs.
 replace github.com/twmb/franz-go/pkg/kfake => ./third_party/kfake
+
+// Consumer.Fetch.IdleWait, which upstream sarama has not:
+// third_party/sarama/CHIME.md says what differs.
+replace github.com/IBM/sarama => ./third_party/sarama

@@ -33,6 +33,13 @@ func SaramaConfig(c Client) *sarama.Config {
 	// chime process runs a dozen goka consumers, so 50 ms cost an idle
 	// chime dev 3% of a core.
 	cfg.Consumer.MaxWaitTime = schema.IdleFetchWait
+	// A consumer whose fetches wait for a batch (BatchedInput) asks as
+	// the others do while nothing comes: after a fetch with no records,
+	// for one byte and up to IdleFetchWait (chime's sarama fork,
+	// third_party/sarama/CHIME.md). Its batch wait (20-250 ms) made it ask
+	// 4 to 50 times a second with nothing to read: most of an idle
+	// chime dev's CPU.
+	cfg.Consumer.Fetch.IdleWait = schema.IdleFetchWait
 	cfg.Consumer.Fetch.Default = 4 << 20
 	// No sarama producer: processors produce through franz-go
 	// (producer.go).
@@ -136,10 +143,14 @@ func BatchedInput(c Config, wait time.Duration) goka.ProcessorOption {
 // BatchedInput's fetches; wrap, if set, wraps the handler goka consumes
 // with (the scheduler's commit gate).
 func BatchedGroupBuilder(c Config, wrap func(sarama.ConsumerGroupHandler) sarama.ConsumerGroupHandler, wait time.Duration) goka.ConsumerGroupBuilder {
-	return groupBuilder(c, wrap, func(cfg *sarama.Config) {
-		cfg.Consumer.Fetch.Min = schema.BatchedFetchBytes
-		cfg.Consumer.MaxWaitTime = wait
-	})
+	return groupBuilder(c, wrap, func(cfg *sarama.Config) { batchedFetches(cfg, wait) })
+}
+
+// batchedFetches makes cfg's fetches wait for schema.BatchedFetchBytes, or
+// wait, while records come (Fetch.IdleWait: not while none do).
+func batchedFetches(cfg *sarama.Config, wait time.Duration) {
+	cfg.Consumer.Fetch.Min = schema.BatchedFetchBytes
+	cfg.Consumer.MaxWaitTime = wait
 }
 
 // groupBuilder builds a processor's consumer group from c, its sarama

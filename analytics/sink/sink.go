@@ -501,9 +501,11 @@ func (r *run) loadStored(ctx context.Context) error {
 // arrived cost it, at 2,000 fires a second on Apache Kafka, about 40 µs of
 // CPU per outcome where draining a backlog costs 2.3 µs (docs/capacity.md),
 // and the broker a fetch response per few records. Under a burst the bytes
-// are there at once and nothing waits. The wait also paces an idle sink's
-// fetches: 4 a second.
-const fetchWait = 250 * time.Millisecond
+// are there at once and nothing waits (at 2,000 fires a second they come
+// within about 100 ms). The wait also paces an idle sink's fetches: one a
+// second; at 250 ms, four a second were a fifth of an idle chime dev's CPU
+// once the processors' fetches rested (processors.batchedFetches).
+const fetchWait = time.Second
 
 func (r *run) add(rec *kgo.Record) {
 	key := tp{rec.Topic, rec.Partition}
