@@ -36,8 +36,8 @@ func SaramaConfig(c Client) *sarama.Config {
 	// A consumer whose fetches wait for a batch (BatchedInput) asks as
 	// the others do while nothing comes: after a fetch with no records,
 	// for one byte and up to IdleFetchWait (chime's sarama fork,
-	// third_party/sarama/CHIME.md). Its batch wait (20-250 ms) made it ask
-	// 4 to 50 times a second with nothing to read: most of an idle
+	// third_party/sarama/CHIME.md). Its batch wait (20 or 100 ms) made it
+	// ask 10 to 50 times a second with nothing to read: most of an idle
 	// chime dev's CPU.
 	cfg.Consumer.Fetch.IdleWait = schema.IdleFetchWait
 	cfg.Consumer.Fetch.Default = 4 << 20
