@@ -174,7 +174,7 @@ func scheduleToProto(fe *fieldErrs, prefix string, sc *scheduleJSON, now time.Ti
 // array...) and the job sets no content type of its own, so the receiver's
 // framework parses it, as it would a webhook from Svix or Stripe. The job
 // keeps a flag (json_body) the dispatcher reads, not a header in its map.
-func sendsAsJSON(headers map[string]string, raw json.RawMessage) bool {
+func sendsAsJSON(headers map[string]string, raw []byte) bool {
 	body := bytes.TrimSpace(raw)
 	if len(body) == 0 || body[0] == '"' || string(body) == "null" {
 		return false
@@ -195,7 +195,7 @@ func contentType(headers map[string]string) (string, bool) {
 
 // callbackBody is the bytes a job's callback sends: a JSON string's
 // contents as they are, any other JSON value compacted.
-func callbackBody(raw json.RawMessage) []byte {
+func callbackBody(raw []byte) []byte {
 	raw = bytes.TrimLeft(raw, " \t\r\n")
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
@@ -209,7 +209,7 @@ func callbackBody(raw json.RawMessage) []byte {
 		}
 	}
 	// Without a whitespace byte it is compact already (the decoder
-	// checked it is JSON, and the RawMessage is the request's own copy).
+	// checked it is JSON, and the value is the request's own copy).
 	if !bytes.ContainsAny(raw, " \t\r\n") {
 		return raw
 	}
