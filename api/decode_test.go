@@ -62,15 +62,27 @@ var decodeBodies = []string{
 	`schedule=1`,
 	`{"jobs": [{"id": "a\u0000b"}]}`,
 	`{"jobs": [{"schedule": {"exclude": [{"date": "2026-12-25"}, {"cron": "0 0 * * *", "duration": "1h"}]}}]}`,
+	// A namespace's body (namespaceBody): numbers of every kind it holds.
+	`{"rate_limit": {"per_second": 2.5, "burst": 10}, "max_concurrency": 32, "allowed_hosts": ["a.test", "*.b.test"], "breaker": {"failure_rate_threshold": 0.5, "min_requests": 20, "window": "1m"}}`,
+	`{"rate_limit": {"per_second": 1e-3}}`,
+	`{"rate_limit": {"per_second": "1"}}`,
+	`{"max_concurrency": 1.5}`,
+	`{"allowed_hosts": "a.test"}`,
+	`{"allowed_hosts": [null]}`,
+	`{"breaker": {"Window": "1m"}}`,
+	`{"retry": {"jitter": 0.1, "jitter": 0.2}}`,
 }
 
 // TestDecodersAgree holds the fast path to the slow one: where JSON v2
 // accepts a body, encoding/json and strictKeys accept it too and decode
 // the same value, so the fast path lets through nothing chime refused.
+// Each body is tried as a batch of jobs (which holds a job's every field)
+// and as a namespace.
 func TestDecodersAgree(t *testing.T) {
 	t.Parallel()
 	for _, body := range decodeBodies {
-		requireDecodersAgree(t, []byte(body))
+		requireDecodersAgree[batchRequest](t, []byte(body))
+		requireDecodersAgree[namespaceBody](t, []byte(body))
 	}
 }
 
@@ -79,13 +91,14 @@ func FuzzDecodersAgree(f *testing.F) {
 		f.Add([]byte(body))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		requireDecodersAgree(t, body)
+		requireDecodersAgree[batchRequest](t, body)
+		requireDecodersAgree[namespaceBody](t, body)
 	})
 }
 
-func requireDecodersAgree(t *testing.T, body []byte) {
+func requireDecodersAgree[T any](t *testing.T, body []byte) {
 	t.Helper()
-	var fast, slow batchRequest
+	var fast, slow T
 	fastErr := decodeBody(body, &fast)
 	slowErr := decodeStrict(body, &slow)
 	if len(strings.TrimSpace(string(body))) == 0 {
