@@ -98,15 +98,31 @@ func (JobStateCodec) Encode(value any) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("codec: expected *chimev1.JobState, got %T", value)
 	}
-	buf := make([]byte, jobStateHeaderLen, jobStateHeaderLen+s.SizeVT())
-	buf[0] = jobStateFormat
 	tick := s.GetTickAt()
 	if tick == nil {
 		tick = s.GetTimerAt()
 	}
-	binary.BigEndian.PutUint64(buf[1:], uint64(unixNanoOrZero(tick)))
-	binary.BigEndian.PutUint64(buf[9:], uint64(unixNanoOrZero(s.GetRecoverAt())))
+	buf := AppendJobStateHeader(make([]byte, 0, jobStateHeaderLen+s.SizeVT()), unixNanoOrZero(tick), unixNanoOrZero(s.GetRecoverAt()))
 	return MarshalAppend(buf, s)
+}
+
+// AppendJobStateHeader appends an encoded row's header (the current
+// format) to buf: tick is when the row wants its tick (tick_at, else
+// timer_at), recover its recover_at, as Unix nanoseconds (0: unset). The
+// protobuf of the row follows it.
+func AppendJobStateHeader(buf []byte, tick, recover int64) []byte {
+	buf = append(buf, jobStateFormat)
+	buf = binary.BigEndian.AppendUint64(buf, uint64(tick))
+	return binary.BigEndian.AppendUint64(buf, uint64(recover))
+}
+
+// JobStateProto is the protobuf of a row encoded in the current format,
+// for code that edits a row without decoding it (ok false otherwise).
+func JobStateProto(data []byte) (_ []byte, ok bool) {
+	if jobStateHeader(data) != jobStateHeaderLen {
+		return nil, false
+	}
+	return data[jobStateHeaderLen:], true
 }
 
 func unixNanoOrZero(t *timestamppb.Timestamp) int64 {

@@ -56,9 +56,21 @@ func (s *Scheduler) decideCommand(ctx gokaRow, key string, in *input, gctx goka.
 	ctx.rowStore.key = key
 	in.key, in.topic, in.partition, in.offset, in.partitions = key, string(gctx.Topic()), gctx.Partition(), gctx.Offset(), s.cmdPartitions.Load()
 	s.namespaceOf(ctx, in)
-	cur := ctx.row()
+	raw, ok := ctx.rawRow()
 	now := s.cfg.Now()
-	dec := s.decider.onCommand(in, cur, now)
+	if ok && in.cmd != nil && len(raw) > 0 {
+		// The commonest answer is settled on the encoded row (settle.go).
+		// A command check refuses is left to the decider, which refuses
+		// it again and writes the rejection.
+		if _, reason := s.decider.check(in, in.cmd); reason == "" {
+			in.checked = true
+			if out, ok := s.decider.settleOnRow(in, raw, now); ok {
+				ctx.setRaw(out)
+				return
+			}
+		}
+	}
+	dec := s.decider.onCommand(in, ctx.decodeRow(raw), now)
 	if err := dec.oversized(); err != nil {
 		// The row as it was stays; the command is refused, and the
 		// partition goes on with the next one.

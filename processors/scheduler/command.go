@@ -28,33 +28,9 @@ func (d *decider) command(in *input, cur *chimev1.JobState, now time.Time) decis
 		in.cmd = cmd
 	}
 	in.commandID = cmd.GetCommandId()
-	if err := schema.ValidateCommand(cmd, schema.ValidateOptions{AllowReserved: true}); err != nil {
-		field := ""
-		if ve, ok := err.(*schema.ValidationError); ok {
-			field = ve.Field
-		}
-		return d.reject(in, cmd, field, err.Error(), now)
-	}
-	if cmd.GetBatch() != nil {
-		// A valid batch is applied command by command (apply.go): this is
-		// one inside a batch.
-		return d.reject(in, cmd, "batch", "a batch within a batch: batches do not nest", now)
-	}
-	if strings.HasPrefix(cmd.GetJobId(), schema.ReservedJobIDPrefix) {
-		// chime's own jobs: only timers into chime's own topics.
-		k := cmd.GetUpsert().GetSpec().GetTarget().GetKafka()
-		if k == nil || k.GetTopic() != d.cfg.Topics.BreakerTimers() {
-			return d.reject(in, cmd, "job_id", fmt.Sprintf("job id %q is reserved for chime's own timers (prefix %q)", cmd.GetJobId(), schema.ReservedJobIDPrefix), now)
-		}
-	}
-	if !schema.IsJobKey(in.key, cmd.GetNamespace(), cmd.GetJobId()) {
-		return d.reject(in, cmd, "", fmt.Sprintf("record key %q does not match the command's job %q; publish with key namespace/job_id", in.key, schema.JobKey(cmd.GetNamespace(), cmd.GetJobId())), now)
-	}
-	// A job's row lives on its key's partition: a command written to
-	// another one would make a second row there, and fire the job twice.
-	if in.partitions > 0 {
-		if want := processors.PartitionOf(in.key, in.partitions); want != in.partition {
-			return d.reject(in, cmd, "", fmt.Sprintf("record on partition %d, but key %q belongs to partition %d of %d; publish with the key-hash partitioner (producer.GokaPartitioner)", in.partition, in.key, want, in.partitions), now)
+	if !in.checked {
+		if field, reason := d.check(in, cmd); reason != "" {
+			return d.reject(in, cmd, field, reason, now)
 		}
 	}
 	if heldRow(cur) {
@@ -87,6 +63,40 @@ func (d *decider) command(in *input, cur *chimev1.JobState, now time.Time) decis
 		return d.answerAhead(in, cur, a.GetFireSeq(), a.GetEmitSeq(), now, func(st *chimev1.JobState) decision { return d.ack(in, st, a, now) })
 	}
 	return d.reject(in, cmd, "command", "no command set", now)
+}
+
+// check makes the checks a command passes before it touches a row: what
+// fails is rejected, naming the field (if any) and the reason.
+func (d *decider) check(in *input, cmd *chimev1.JobCommand) (field, reason string) {
+	if err := schema.ValidateCommand(cmd, schema.ValidateOptions{AllowReserved: true}); err != nil {
+		if ve, ok := err.(*schema.ValidationError); ok {
+			field = ve.Field
+		}
+		return field, err.Error()
+	}
+	if cmd.GetBatch() != nil {
+		// A valid batch is applied command by command (apply.go): this is
+		// one inside a batch.
+		return "batch", "a batch within a batch: batches do not nest"
+	}
+	if strings.HasPrefix(cmd.GetJobId(), schema.ReservedJobIDPrefix) {
+		// chime's own jobs: only timers into chime's own topics.
+		k := cmd.GetUpsert().GetSpec().GetTarget().GetKafka()
+		if k == nil || k.GetTopic() != d.cfg.Topics.BreakerTimers() {
+			return "job_id", fmt.Sprintf("job id %q is reserved for chime's own timers (prefix %q)", cmd.GetJobId(), schema.ReservedJobIDPrefix)
+		}
+	}
+	if !schema.IsJobKey(in.key, cmd.GetNamespace(), cmd.GetJobId()) {
+		return "", fmt.Sprintf("record key %q does not match the command's job %q; publish with key namespace/job_id", in.key, schema.JobKey(cmd.GetNamespace(), cmd.GetJobId()))
+	}
+	// A job's row lives on its key's partition: a command written to
+	// another one would make a second row there, and fire the job twice.
+	if in.partitions > 0 {
+		if want := processors.PartitionOf(in.key, in.partitions); want != in.partition {
+			return "", fmt.Sprintf("record on partition %d, but key %q belongs to partition %d of %d; publish with the key-hash partitioner (producer.GokaPartitioner)", in.partition, in.key, want, in.partitions)
+		}
+	}
+	return "", ""
 }
 
 func (d *decider) upsert(in *input, cmd *chimev1.JobCommand, spec *chimev1.JobSpec, cur *chimev1.JobState, now time.Time) decision {

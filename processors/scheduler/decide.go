@@ -72,6 +72,8 @@ type input struct {
 	cmd       *chimev1.JobCommand
 	seq       int
 	commandID string
+	// checked says the command passed check already (settle.go).
+	checked bool
 	// nsWindow is the namespace's relevancy window (0: none set), from the
 	// namespace table the scheduler looks up.
 	nsWindow time.Duration

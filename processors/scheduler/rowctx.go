@@ -49,11 +49,27 @@ func (r rowStore) Key() string      { return r.key }
 func (r rowStore) Partition() int32 { return r.st.partition }
 
 func (r rowStore) row() *chimev1.JobState {
+	raw, ok := r.rawRow()
+	if !ok {
+		return nil
+	}
+	return r.decodeRow(raw)
+}
+
+// rawRow is the row as stored (nil: none); ok is false when it cannot be
+// read, and the processor fails.
+func (r rowStore) rawRow() (_ []byte, ok bool) {
 	raw, err := r.st.Get(r.key)
 	if err != nil {
 		r.fail(fmt.Errorf("scheduler: reading %q: %w", r.key, err))
-		return nil
+		return nil, false
 	}
+	return raw, true
+}
+
+// decodeRow is the row rawRow read, decoded (nil: none, or it does not
+// decode).
+func (r rowStore) decodeRow(raw []byte) *chimev1.JobState {
 	if len(raw) == 0 {
 		return nil
 	}
@@ -67,10 +83,16 @@ func (r rowStore) row() *chimev1.JobState {
 
 func (r rowStore) setRow(st *chimev1.JobState) {
 	raw, err := schema.JobStateCodec{}.Encode(st)
-	if err == nil {
-		err = r.st.Set(r.key, raw)
-	}
 	if err != nil {
+		r.fail(fmt.Errorf("scheduler: writing %q: %w", r.key, err))
+		return
+	}
+	r.setRaw(raw)
+}
+
+// setRaw writes an encoded row.
+func (r rowStore) setRaw(raw []byte) {
+	if err := r.st.Set(r.key, raw); err != nil {
 		r.fail(fmt.Errorf("scheduler: writing %q: %w", r.key, err))
 	}
 }
