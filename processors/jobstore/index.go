@@ -1,6 +1,7 @@
 package jobstore
 
 import (
+	"bytes"
 	"encoding/binary"
 	"slices"
 	"strings"
@@ -71,13 +72,68 @@ func (x *RowIndex) read(value []byte, labels bool) {
 	}
 }
 
-// rowEdit is one row's change as it is written: into batch b, for the
-// row of key, collecting the change of each namespace's live count in
-// delta.
+// rowEdit is one row's change as it is written: into batch b (its index
+// entries into index, when set), for the row of key, collecting the change
+// of each namespace's live count in delta.
 type rowEdit struct {
 	b     *pebble.Batch
+	index *indexBatches
 	key   string
 	delta map[string]int64
+}
+
+// batch is where an entry of kind goes.
+func (e rowEdit) batch(kind byte) *pebble.Batch {
+	if e.index == nil {
+		return e.b
+	}
+	return e.index.of(kind)
+}
+
+// indexBatches keeps a flush's index entries apart by kind, each kind in
+// the order written, until they join its batch (into). A memtable inserts
+// a batch's keys in the batch's order, and its skiplist finds a key fast
+// when it follows the one inserted before it (the inserter keeps where
+// that one went): a flush's timers (fire or retention times) and listings
+// (creation times) mostly come in ascending order within their kind, but
+// interleaved row by row each insert jumped to another part of the key
+// space and searched the memtable from its top.
+type indexBatches struct {
+	db   *pebble.DB
+	subs [len(indexKinds)]*pebble.Batch
+}
+
+// indexKinds are the kinds of index entries, in the order they join.
+var indexKinds = [...]byte{kindLabel, kindListing, kindTimer, kindRecover}
+
+func (x *indexBatches) of(kind byte) *pebble.Batch {
+	i := bytes.IndexByte(indexKinds[:], kind)
+	if x.subs[i] == nil {
+		x.subs[i] = x.db.NewBatch()
+	}
+	return x.subs[i]
+}
+
+// into appends the entries to b, kind after kind.
+func (x *indexBatches) into(b *pebble.Batch) error {
+	for _, sub := range x.subs {
+		if sub != nil {
+			if err := b.Apply(sub, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// close gives the batches back.
+func (x *indexBatches) close() {
+	for i, sub := range x.subs {
+		if sub != nil {
+			_ = sub.Close()
+			x.subs[i] = nil
+		}
+	}
 }
 
 // apply writes a row (nil: deletes it) over one whose index entries were
@@ -109,11 +165,12 @@ func (part *Partition) apply(e rowEdit, old *RowIndex, value []byte) error {
 // index adds (sign +1) or removes (-1) the index entries of a row, but
 // those it shares with other (the row's other version; nil: none).
 func (part *Partition) index(e rowEdit, x, other *RowIndex, sign int64) error {
-	b, key, delta := e.b, e.key, e.delta
+	key, delta := e.key, e.delta
 	if other == nil {
 		other = &RowIndex{}
 	}
 	set := func(k, v []byte) error {
+		b := e.batch(k[0])
 		if sign > 0 {
 			return b.Set(k, v, nil)
 		}

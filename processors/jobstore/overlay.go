@@ -437,11 +437,16 @@ func (part *Partition) flush() error {
 
 	b := part.db.pdb.NewBatch()
 	defer b.Close()
+	index := &indexBatches{db: part.db.pdb}
+	defer index.close()
 	delta := map[string]int64{}
 	for _, w := range ws {
-		if err := part.apply(rowEdit{b: b, key: w.key, delta: delta}, w.old, w.value); err != nil {
+		if err := part.apply(rowEdit{b: b, index: index, key: w.key, delta: delta}, w.old, w.value); err != nil {
 			return err
 		}
+	}
+	if err := index.into(b); err != nil {
+		return err
 	}
 	if len(ws) > 0 && !part.db.opts.AutoConfirm {
 		if err := b.Set(prefix(kindOffset, part.p, 0), checkpointValue(ws[len(ws)-1].offset, part.db.opts.Now()), nil); err != nil {
