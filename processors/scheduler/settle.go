@@ -71,47 +71,38 @@ func (d *decider) settleOnRow(in *input, raw []byte, now time.Time) (_ []byte, o
 		emitSeq     uint64
 		openFireSeq uint64
 		spec        []byte
-		decline     bool
 	)
 	for b := body; len(b) > 0; {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
+		f, rest, ok := readField(b)
+		if !ok {
 			return nil, false
 		}
-		m := protowire.ConsumeFieldValue(num, typ, b[n:])
-		if m < 0 {
-			return nil, false
-		}
-		v := b[n : n+m]
-		b = b[n+m:]
-		if num > rowBuffered {
+		b = rest
+		if f.num > rowBuffered {
 			continue // unknown to this build: copied as it is
 		}
-		if seen[num] || typ != rowWire(num) {
+		if seen[f.num] || f.typ != rowWire(f.num) {
 			// Merged, repeated or malformed: the decider's to read.
 			return nil, false
 		}
-		seen[num] = true
-		switch num {
+		seen[f.num] = true
+		switch f.num {
 		case rowNext, rowPending, rowUnconfirmed, rowHeld, rowBuffered:
-			decline = true
+			return nil, false
 		case rowStatus:
-			status, ok = varintOf(typ, v)
+			status, ok = f.varint()
 		case rowEmitSeq:
-			emitSeq, ok = varintOf(typ, v)
+			emitSeq, ok = f.varint()
 		case rowSpec:
-			spec, ok = bytesOf(typ, v)
+			spec = f.v
 		case rowOpen:
-			var em []byte
-			if em, ok = bytesOf(typ, v); ok {
-				openFireSeq, ok = uniqueVarint(em, emissionFireSeq)
-			}
+			openFireSeq, ok = uniqueVarint(f.v, emissionFireSeq)
 		}
-		if !ok || decline {
+		if !ok {
 			return nil, false
 		}
 	}
-	if decline || status != uint64(chimev1.JobStatus_JOB_STATUS_SCHEDULED) || !seen[rowOpen] ||
+	if status != uint64(chimev1.JobStatus_JOB_STATUS_SCHEDULED) || !seen[rowOpen] ||
 		openFireSeq != a.GetFireSeq() || a.GetEmitSeq() > emitSeq || !seen[rowSpec] {
 		return nil, false
 	}
@@ -158,19 +149,17 @@ func (d *decider) settleOnRow(in *input, raw []byte, now time.Time) (_ []byte, o
 	out := schema.AppendJobStateHeader(make([]byte, 0, len(raw)+len(detail)+32), tickNanos, 0)
 	next := 0
 	for b := body; len(b) > 0; {
-		num, typ, n := protowire.ConsumeTag(b)
-		m := protowire.ConsumeFieldValue(num, typ, b[n:])
-		field := b[:n+m]
-		b = b[n+m:]
-		for next < len(set) && set[next] < num {
+		f, rest, _ := readField(b) // read above
+		b = rest
+		for next < len(set) && set[next] < f.num {
 			out = put(out, set[next])
 			next++
 		}
-		switch num {
+		switch f.num {
 		case rowStatus, rowTimer, rowOpen, rowUpdated, rowLastResult, rowLastDetail, rowRecoverAt, rowTickAt:
 			continue // written anew, or gone
 		}
-		out = append(out, field...)
+		out = append(out, f.raw...)
 	}
 	for ; next < len(set); next++ {
 		out = put(out, set[next])
@@ -199,22 +188,17 @@ func oneShotSpec(spec []byte) (oneShot, ok bool) {
 	var sched []byte
 	found := false
 	for b := spec; len(b) > 0; {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
+		f, rest, ok := readField(b)
+		if !ok {
 			return false, false
 		}
-		m := protowire.ConsumeFieldValue(num, typ, b[n:])
-		if m < 0 {
-			return false, false
-		}
-		if num == specSchedule {
-			if found || typ != protowire.BytesType {
+		b = rest
+		if f.num == specSchedule {
+			if found || f.typ != protowire.BytesType {
 				return false, false // merged schedules: the decider's to read
 			}
-			found = true
-			sched, _ = protowire.ConsumeBytes(b[n:])
+			found, sched = true, f.v
 		}
-		b = b[n+m:]
 	}
 	var s *chimev1.Schedule // none: Compile says what the decider hears
 	if found {
@@ -230,46 +214,62 @@ func oneShotSpec(spec []byte) (oneShot, ok bool) {
 	return !c.Recurring(), true
 }
 
-// uniqueVarint is the varint field num of an encoded message, 0 when
+// uniqueVarint is the varint field want of an encoded message, 0 when
 // absent; ok is false when the message does not parse or has it twice.
 func uniqueVarint(msg []byte, want protowire.Number) (x uint64, ok bool) {
 	found := false
 	for b := msg; len(b) > 0; {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
+		f, rest, ok := readField(b)
+		if !ok {
 			return 0, false
 		}
-		m := protowire.ConsumeFieldValue(num, typ, b[n:])
-		if m < 0 {
-			return 0, false
-		}
-		if num == want {
+		b = rest
+		if f.num == want {
 			if found {
 				return 0, false
 			}
 			found = true
-			if x, ok = varintOf(typ, b[n:n+m]); !ok {
+			if x, ok = f.varint(); !ok {
 				return 0, false
 			}
 		}
-		b = b[n+m:]
 	}
 	return x, true
 }
 
-func varintOf(typ protowire.Type, v []byte) (uint64, bool) {
-	if typ != protowire.VarintType {
-		return 0, false
-	}
-	x, n := protowire.ConsumeVarint(v)
-	return x, n > 0
+// field is one field of an encoded message: its number and wire type,
+// its value (a length-delimited one's content) and its whole encoding.
+type field struct {
+	num    protowire.Number
+	typ    protowire.Type
+	v, raw []byte
 }
 
-func bytesOf(typ protowire.Type, v []byte) ([]byte, bool) {
-	if typ != protowire.BytesType {
-		return nil, false
+// readField reads the first field of b (ok false: it does not parse).
+func readField(b []byte) (f field, rest []byte, ok bool) {
+	num, typ, n := protowire.ConsumeTag(b)
+	if n < 0 {
+		return field{}, nil, false
 	}
-	x, n := protowire.ConsumeBytes(v)
+	var v []byte
+	var m int
+	if typ == protowire.BytesType {
+		v, m = protowire.ConsumeBytes(b[n:])
+	} else if m = protowire.ConsumeFieldValue(num, typ, b[n:]); m >= 0 {
+		v = b[n : n+m]
+	}
+	if m < 0 {
+		return field{}, nil, false
+	}
+	return field{num: num, typ: typ, v: v, raw: b[:n+m]}, b[n+m:], true
+}
+
+// varint is a varint field's value (ok false: it is not one).
+func (f field) varint() (uint64, bool) {
+	if f.typ != protowire.VarintType {
+		return 0, false
+	}
+	x, n := protowire.ConsumeVarint(f.v)
 	return x, n > 0
 }
 
