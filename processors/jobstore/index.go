@@ -87,7 +87,10 @@ func (e rowEdit) batch(kind byte) *pebble.Batch {
 	if e.index == nil {
 		return e.b
 	}
-	return e.index.of(kind)
+	if sub := e.index.of(kind); sub != nil {
+		return sub
+	}
+	return e.b
 }
 
 // indexBatches keeps a flush's index entries apart by kind, each kind in
@@ -106,8 +109,12 @@ type indexBatches struct {
 // indexKinds are the kinds of index entries, in the order they join.
 var indexKinds = [...]byte{kindLabel, kindListing, kindTimer, kindRecover}
 
+// of is the batch of kind's entries (nil: not an index kind).
 func (x *indexBatches) of(kind byte) *pebble.Batch {
 	i := bytes.IndexByte(indexKinds[:], kind)
+	if i < 0 {
+		return nil
+	}
 	if x.subs[i] == nil {
 		x.subs[i] = x.db.NewBatch()
 	}
