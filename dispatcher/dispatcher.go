@@ -33,6 +33,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/internal/lifecycle"
+	"github.com/chime-sched/chime/internal/promised"
 	"github.com/chime-sched/chime/processors/breaker/circuit"
 	"github.com/chime-sched/chime/producer"
 	"github.com/chime-sched/chime/schema"
@@ -554,12 +555,16 @@ func (p *publishing) produce(ctx context.Context, topic, key string, m proto.Mes
 		return
 	}
 	p.left.Add(1)
-	p.d.out.Produce(ctx, &kgo.Record{Topic: topic, Key: []byte(key), Value: v}, func(_ *kgo.Record, err error) {
-		if err != nil {
-			err = fmt.Errorf("produce to %s: %w", topic, err)
-		}
-		p.acked(err)
-	})
+	p.d.out.Produce(ctx, promised.New(ctx, topic, key, v, p), published)
+}
+
+// published is the promise of every result record: it acknowledges the
+// record to its publishing (promised).
+func published(r *kgo.Record, err error) {
+	if err != nil {
+		err = fmt.Errorf("produce to %s: %w", r.Topic, err)
+	}
+	promised.Value[*publishing](r).acked(err)
 }
 
 func (p *publishing) fail(err error) {

@@ -11,6 +11,7 @@ import (
 	"github.com/lovoo/goka"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/chime-sched/chime/internal/promised"
 	"github.com/chime-sched/chime/producer"
 )
 
@@ -73,17 +74,20 @@ func (p *kgoProducer) Emit(topic, key string, value []byte) *goka.Promise {
 
 func (p *kgoProducer) EmitWithHeaders(topic, key string, value []byte, headers goka.Headers) *goka.Promise {
 	promise, finish := goka.NewPromiseWithFinisher()
-	r := &kgo.Record{Topic: topic, Key: []byte(key), Value: value}
+	r := promised.New(p.ctx, topic, key, value, finish)
 	for k, v := range headers {
 		r.Headers = append(r.Headers, kgo.RecordHeader{Key: k, Value: v})
 	}
-	p.cl.Produce(p.ctx, r, func(r *kgo.Record, err error) {
-		// goka reads the partition and offset of a table's record
-		// (Storage.SetOffset; the scheduler's store confirms each write
-		// with it).
-		finish(&sarama.ProducerMessage{Topic: r.Topic, Key: sarama.StringEncoder(key), Partition: r.Partition, Offset: r.Offset}, err)
-	})
+	p.cl.Produce(p.ctx, r, emitted)
 	return promise
+}
+
+// emitted is the promise of every record goka emits: it finishes the
+// record's goka promise (promised). goka reads the partition and offset
+// of a table's record (Storage.SetOffset).
+func emitted(r *kgo.Record, err error) {
+	finish := promised.Value[goka.PromiseFinisher](r)
+	finish(&sarama.ProducerMessage{Topic: r.Topic, Key: sarama.ByteEncoder(r.Key), Partition: r.Partition, Offset: r.Offset}, err)
 }
 
 // Close sends what is buffered (goka closes the producer after its

@@ -63,16 +63,16 @@ type sent struct {
 	p     int32
 	key   string
 	value []byte
-	done  func(int64, error)
+	done  Done
 }
 
 // Stored says Kafka stored the record at offset.
-func (r *sent) Stored(offset int64) { r.done(offset, nil) }
+func (r *sent) Stored(offset int64) { r.done.Stored(offset, nil) }
 
 // Failed says Kafka did not store it.
-func (r *sent) Failed(err error) { r.done(0, err) }
+func (r *sent) Failed(err error) { r.done.Stored(0, err) }
 
-func (f *fakeKafka) produce(p int32, key string, value []byte, done func(int64, error)) {
+func (f *fakeKafka) produce(p int32, key string, value []byte, done Done) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.sent = append(f.sent, &sent{p: p, key: key, value: value, done: done})

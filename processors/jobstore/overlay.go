@@ -52,6 +52,7 @@ const (
 
 // write is one row's change on its way to the database.
 type write struct {
+	part  *Partition // whose write it is (Stored)
 	key   string
 	value []byte // nil: the row is deleted
 	// old is the index entries of the row the database will hold when
@@ -171,7 +172,7 @@ func (part *Partition) hold(key string, value []byte) error {
 			return err
 		}
 		countDelta(key, old, next, part.ov.delta)
-		w = &write{key: key, value: value, old: old, offset: -1, since: now}
+		w = &write{part: part, key: key, value: value, old: old, offset: -1, since: now}
 		part.setLatest(key, w, prev)
 		part.ov.dirtyBytes += len(value)
 		part.ov.dirtyN++
@@ -240,7 +241,18 @@ func countDelta(key string, old, next *RowIndex, delta map[string]int64) {
 // Produce sends one table record: the row (nil: a tombstone) of key in
 // partition p; done is called with its offset once Kafka stored it, or
 // the error. Records of one partition must keep the order of the calls.
-type Produce func(p int32, key string, value []byte, done func(offset int64, err error))
+type Produce func(p int32, key string, value []byte, done Done)
+
+// Done hears what became of one produced record: its offset once Kafka
+// stored it, or the error. It is an interface, not a func, so that the
+// write itself is what the producer is given: a closure for each record
+// was an allocation a row on the hot path.
+type Done interface {
+	Stored(offset int64, err error)
+}
+
+// Stored implements Done.
+func (w *write) Stored(offset int64, err error) { w.part.produced(w, offset, err) }
 
 // markProduced moves a dirty write to the in-flight ones. part.mu is held.
 func (part *Partition) markProduced(w *write) {
@@ -330,8 +342,7 @@ func (part *Partition) produce(all bool) {
 	// In the order taken, outside the lock (the producer may block while
 	// its buffer is full): the in-flight list has the same order.
 	for _, w := range out {
-		w := w
-		produce(part.p, w.key, w.value, func(offset int64, err error) { part.produced(w, offset, err) })
+		produce(part.p, w.key, w.value, w)
 	}
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chime-sched/chime/internal/lifecycle"
+	"github.com/chime-sched/chime/internal/promised"
 	"github.com/chime-sched/chime/processors"
 	"github.com/chime-sched/chime/processors/jobstore"
 	"github.com/chime-sched/chime/schema"
@@ -156,9 +157,10 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	if s.tableCl != nil {
 		table := cfg.Topics.SchedulerTable()
-		s.db.SetProducer(func(p int32, key string, value []byte, done func(int64, error)) {
-			s.tableCl.Produce(context.Background(), &kgo.Record{Topic: table, Partition: p, Key: []byte(key), Value: value},
-				func(r *kgo.Record, err error) { done(r.Offset, err) })
+		s.db.SetProducer(func(p int32, key string, value []byte, done jobstore.Done) {
+			r := promised.New(context.Background(), table, key, value, done)
+			r.Partition = p
+			s.tableCl.Produce(context.Background(), r, tableStored)
 		})
 	}
 	s.gate = newCommitGate(s.db, cfg.Topics.JobCommands())
@@ -172,6 +174,10 @@ func New(cfg Config) (*Scheduler, error) {
 	})
 	return s, nil
 }
+
+// tableStored is the promise of every table record: it tells the store's
+// write the record carries (promised).
+func tableStored(r *kgo.Record, err error) { promised.Value[jobstore.Done](r).Stored(r.Offset, err) }
 
 func (s *Scheduler) registerMetrics(reg prometheus.Registerer) error {
 	s.fireLag = prometheus.NewHistogram(prometheus.HistogramOpts{
