@@ -170,9 +170,15 @@ func (c *chimeProc) metric(ctx context.Context, name string) float64 {
 // profile takes a CPU profile of chime for d into path, in the background;
 // wait for it with the returned function.
 func (c *chimeProc) profile(path string, d time.Duration) func() {
+	return c.profileAfter(path, 0, d)
+}
+
+// profileAfter is profile starting after a delay.
+func (c *chimeProc) profileAfter(path string, after, d time.Duration) func() {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		time.Sleep(after)
 		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", c.metricsAddr, int(d.Seconds()))
 		res, err := c.hc.Get(url)
 		if err != nil {

@@ -159,12 +159,17 @@ func runBurst(ctx context.Context, o e2eOptions, rcv *receiverProc, p burstPlan)
 	start := time.Now()
 	// The profiles' files (-e2e-profile-dir) are named after the run.
 	profBase := filepath.Join(o.profileDir, "chime-"+strings.NewReplacer(" ", "-", ":", "").Replace(label))
-	// The ingest's profile covers the same window as its CPU figure:
-	// from the first create to one second before the instant.
+	// The ingest's profile covers the window of its CPU figure, from the
+	// first create to one second before the instant, in whole seconds (a
+	// profile's length): it starts up to a second late rather than ending
+	// early, since the window's last seconds hold the fire lead's ticks,
+	// all 100,000 of them. It ends a tenth of a second early: the burst's
+	// profile starts then, and chime runs one CPU profile at a time.
 	ingestProfiled := func() {}
 	if o.profileDir != "" {
-		if d := time.Until(t0.Add(-time.Second)).Truncate(time.Second); d >= time.Second {
-			ingestProfiled = c.profile(profBase+".ingest.pprof", d)
+		until := time.Until(t0.Add(-time.Second)) - 100*time.Millisecond
+		if d := until.Truncate(time.Second); d >= time.Second {
+			ingestProfiled = c.profileAfter(profBase+".ingest.pprof", until-d, d)
 		}
 	}
 	if p.viaProducer {
