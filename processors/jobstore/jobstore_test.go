@@ -480,3 +480,58 @@ func TestFlusherSleepsUntilAWrite(t *testing.T) {
 	kafkatest.WaitFor(t, 5*time.Second, "the row applied", func() bool { return appliedTimers(t, part) == 1 })
 	kafkatest.WaitFor(t, 5*time.Second, "the flusher asleep again", asleep)
 }
+
+// TestHeldTimersAreLeftToTheCaller: a row written with SetHeld is read at
+// once, but Timers leaves it out while the write is unapplied (the
+// caller holds its timer), and returns it from the database once applied.
+// A later Set of the same row, folded into the unapplied write or not,
+// orders its timer again; a SetHeld after a Set takes it out.
+func TestHeldTimersAreLeftToTheCaller(t *testing.T) {
+	t.Parallel()
+	db := open(t, "")
+	t.Cleanup(func() { _ = db.Close() })
+	part := recovered(t, db, 0)
+	timers := func() []Timer {
+		t.Helper()
+		var out []Timer
+		_, err := part.Timers(Timer{}, Timer{At: math.MaxInt64}, math.MaxInt, func(tm Timer) { out = append(out, tm) })
+		require.NoError(t, err)
+		return out
+	}
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	scheduled := func(d time.Duration) []byte { return row(t, chimev1.JobStatus_JOB_STATUS_SCHEDULED, t0, at(d)) }
+
+	require.NoError(t, part.SetHeld("ns/held", scheduled(time.Second)))
+	require.NoError(t, part.Set("ns/set", scheduled(2*time.Second)))
+	got, err := part.Get("ns/held")
+	require.NoError(t, err)
+	require.Equal(t, scheduled(time.Second), got, "the overlay answers reads")
+	require.Equal(t, []Timer{{At: at(2 * time.Second).UnixNano(), Key: "ns/set"}}, timers(), "the held row's timer is the caller's")
+	require.EqualValues(t, 2, part.TimerCount(), "counted all the same")
+
+	// Folded into the dirty write: a Set orders it again, a SetHeld
+	// takes it out again.
+	require.NoError(t, part.Set("ns/held", scheduled(3*time.Second)))
+	require.ElementsMatch(t, []Timer{{At: at(2 * time.Second).UnixNano(), Key: "ns/set"}, {At: at(3 * time.Second).UnixNano(), Key: "ns/held"}}, timers())
+	require.NoError(t, part.SetHeld("ns/held", scheduled(4*time.Second)))
+	require.Equal(t, []Timer{{At: at(2 * time.Second).UnixNano(), Key: "ns/set"}}, timers())
+	require.NoError(t, part.SetHeld("ns/set", scheduled(5*time.Second)))
+	require.Empty(t, timers(), "both held")
+
+	// Applied, the rows' timers come from the database.
+	part.produce(true)
+	v, _ := kafkas.Load(db)
+	for i, r := range v.(*fakeKafka).sent {
+		r.Stored(int64(i))
+	}
+	require.NoError(t, part.flush())
+	require.EqualValues(t, 2, appliedTimers(t, part))
+	require.Equal(t, []Timer{{At: at(4 * time.Second).UnixNano(), Key: "ns/held"}, {At: at(5 * time.Second).UnixNano(), Key: "ns/set"}}, timers())
+
+	// A new write after the one in flight: a Set of an applied row
+	// orders the new timer, and the database's older one is not returned.
+	require.NoError(t, part.Set("ns/held", scheduled(6*time.Second)))
+	require.Equal(t, []Timer{{At: at(5 * time.Second).UnixNano(), Key: "ns/set"}, {At: at(6 * time.Second).UnixNano(), Key: "ns/held"}}, timers())
+	require.NoError(t, part.SetHeld("ns/held", scheduled(7*time.Second)))
+	require.Equal(t, []Timer{{At: at(5 * time.Second).UnixNano(), Key: "ns/set"}}, timers())
+}

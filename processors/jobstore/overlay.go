@@ -52,9 +52,12 @@ const (
 
 // write is one row's change on its way to the database.
 type write struct {
-	part  *Partition // whose write it is (Stored)
-	key   string
-	value []byte // nil: the row is deleted
+	part *Partition // whose write it is (Stored)
+	key  string
+	// ordered is the timer this write put in the overlay's order of
+	// timers (0: none, or the caller holds it: SetHeld).
+	ordered int64
+	value   []byte // nil: the row is deleted
 	// old is the index entries of the row the database will hold when
 	// this write is applied (nil: no row): known when the write is made,
 	// so applying it reads nothing.
@@ -74,7 +77,7 @@ type write struct {
 type overlay struct {
 	// latest is each key's last write (what reads see), until applied;
 	// timers orders their timers (Timers reads them in time order beside
-	// the database's).
+	// the database's), but for those the caller holds (SetHeld).
 	latest map[string]*write
 	timers *btree.BTreeG[Timer]
 	// waiting are the dirty writes in the order they became dirty; ready
@@ -107,21 +110,22 @@ func newOverlay() overlay {
 	return overlay{latest: map[string]*write{}, timers: btree.NewG(32, Timer.Less), delta: map[string]int64{}, pend: map[int64]int{}}
 }
 
-// setLatest makes w key's latest write, its timer in the order. part.mu
-// is held.
-func (part *Partition) setLatest(key string, w *write, prev []byte) {
-	if prev != nil {
-		if at, _ := schema.JobStateTimer(prev); at != 0 {
-			part.ov.timers.Delete(Timer{At: at, Key: key})
-		}
+// setLatest makes w key's latest write, its timer in the order unless
+// the caller holds it (SetHeld), in place of prev, the timer key's write
+// before put there (0: none). part.mu is held.
+func (part *Partition) setLatest(key string, w *write, prev int64, held bool) {
+	if prev != 0 {
+		part.ov.timers.Delete(Timer{At: prev, Key: key})
 	}
 	if w == nil {
 		delete(part.ov.latest, key)
 		return
 	}
 	part.ov.latest[key] = w
-	if at, _ := schema.JobStateTimer(w.value); at != 0 {
+	w.ordered = 0
+	if at, _ := schema.JobStateTimer(w.value); at != 0 && !held {
 		part.ov.timers.ReplaceOrInsert(Timer{At: at, Key: key})
+		w.ordered = at
 	}
 }
 
@@ -134,8 +138,9 @@ func (part *Partition) SetInput(offset int64) {
 	part.mu.Unlock()
 }
 
-// hold adds a write to the cache. part.mu is held.
-func (part *Partition) hold(key string, value []byte) error {
+// hold adds a write to the cache; held says the caller holds its timer
+// (SetHeld). part.mu is held.
+func (part *Partition) hold(key string, value []byte, held bool) error {
 	if err := part.ov.err; err != nil {
 		return fmt.Errorf("jobstore: partition %d applies no more writes: %w", part.p, err)
 	}
@@ -159,13 +164,12 @@ func (part *Partition) hold(key string, value []byte) error {
 		// Fold into the dirty row: one record for both.
 		countDelta(key, transientIndex(&prevX, w.value), next, part.ov.delta)
 		part.ov.dirtyBytes += len(value) - len(w.value)
-		prev := w.value
 		w.value = value
-		part.setLatest(key, w, prev)
+		part.setLatest(key, w, w.ordered, held)
 	} else {
-		var prev []byte
+		var prev int64
 		if w != nil {
-			prev = w.value
+			prev = w.ordered
 		}
 		old, err := part.oldIndex(key)
 		if err != nil {
@@ -173,7 +177,7 @@ func (part *Partition) hold(key string, value []byte) error {
 		}
 		countDelta(key, old, next, part.ov.delta)
 		w = &write{part: part, key: key, value: value, old: old, offset: -1, since: now}
-		part.setLatest(key, w, prev)
+		part.setLatest(key, w, prev, held)
 		part.ov.dirtyBytes += len(value)
 		part.ov.dirtyN++
 		if part.db.opts.AutoConfirm {
@@ -505,7 +509,7 @@ func (part *Partition) flush() error {
 	}
 	for _, w := range ws {
 		if part.ov.latest[w.key] == w {
-			part.setLatest(w.key, nil, w.value)
+			part.setLatest(w.key, nil, w.ordered, false)
 		}
 	}
 	clear(part.ov.inflight[:len(ws)])

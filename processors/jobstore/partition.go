@@ -222,13 +222,26 @@ func (part *Partition) Set(key string, value []byte) error {
 	if value == nil {
 		value = []byte{} // nil means a delete here
 	}
-	return part.write(key, value)
+	return part.write(key, value, false)
+}
+
+// SetHeld is Set for a row whose timer the caller holds in memory until
+// the row's next write (the scheduler's window): while the write is
+// unapplied, Timers does not return the row at all, and the store keeps
+// no order of its timer, which was two tree operations a write on the
+// hot path. Once applied, the row's timer is read from the database like
+// any other. Before recovery ends it is Set.
+func (part *Partition) SetHeld(key string, value []byte) error {
+	if value == nil {
+		value = []byte{}
+	}
+	return part.write(key, value, true)
 }
 
 // Delete implements storage.Storage.
-func (part *Partition) Delete(key string) error { return part.write(key, nil) }
+func (part *Partition) Delete(key string) error { return part.write(key, nil, false) }
 
-func (part *Partition) write(key string, value []byte) error {
+func (part *Partition) write(key string, value []byte, held bool) error {
 	part.mu.Lock()
 	defer part.mu.Unlock()
 	if part.closed {
@@ -237,7 +250,7 @@ func (part *Partition) write(key string, value []byte) error {
 	if !part.recovered {
 		return part.recoverWrite(key, value)
 	}
-	return part.hold(key, value)
+	return part.hold(key, value, held)
 }
 
 // SetOffset implements storage.Storage. During recovery it is the offset

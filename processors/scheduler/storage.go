@@ -77,7 +77,14 @@ func (s *timerStorage) Set(key string, value []byte) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.Partition.Set(key, value); err != nil {
+	// A timer the window takes is the window's to keep until the row's
+	// next write: the store need not order it too (SetHeld). Rows the
+	// sweep reads from the store are those the window does not hold.
+	set := s.Partition.Set
+	if s.recovered && s.holds(key, at) {
+		set = s.Partition.SetHeld
+	}
+	if err := set(key, value); err != nil {
 		return err
 	}
 	if s.recovered {
@@ -102,13 +109,19 @@ func (s *timerStorage) Delete(key string) error {
 // place puts key's timer in the window, or takes it out when the timer
 // is beyond the window (the store's index has it) or gone. s.mu is held.
 func (s *timerStorage) place(key string, at int64) {
-	if at == 0 || !(jobstore.Timer{At: at, Key: key}).Less(s.windowEnd) || s.timers.missed(key) {
+	if !s.holds(key, at) {
 		s.idx.Remove(key)
 		return
 	}
 	if s.idx.Set(key, at) {
 		s.timers.signal()
 	}
+}
+
+// holds says the window takes key's timer at: set, below the window's
+// end, and not one a test makes it miss. s.mu is held.
+func (s *timerStorage) holds(key string, at int64) bool {
+	return at != 0 && (jobstore.Timer{At: at, Key: key}).Less(s.windowEnd) && !s.timers.missed(key)
 }
 
 // MarkRecovered implements storage.Storage: it loads the window from the
