@@ -1,6 +1,7 @@
 package jobstore
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -534,4 +535,62 @@ func TestHeldTimersAreLeftToTheCaller(t *testing.T) {
 	require.Equal(t, []Timer{{At: at(5 * time.Second).UnixNano(), Key: "ns/set"}, {At: at(6 * time.Second).UnixNano(), Key: "ns/held"}}, timers())
 	require.NoError(t, part.SetHeld("ns/held", scheduled(7*time.Second)))
 	require.Equal(t, []Timer{{At: at(5 * time.Second).UnixNano(), Key: "ns/set"}}, timers())
+}
+
+// TestFarTimersAreFound: a write whose timer is farTimer or more ahead is
+// not ordered, but Timers still returns it while it is unapplied, within
+// the range asked and only then; replaced by a near one (folded, or after
+// it went on its way) it is ordered again, and once applied the database
+// has it.
+func TestFarTimersAreFound(t *testing.T) {
+	t.Parallel()
+	db := open(t, "")
+	t.Cleanup(func() { _ = db.Close() })
+	part := recovered(t, db, 0)
+	timers := func(from, to time.Time) []Timer {
+		t.Helper()
+		var out []Timer
+		_, err := part.Timers(Timer{At: from.UnixNano()}, Timer{At: to.UnixNano()}, math.MaxInt, func(tm Timer) { out = append(out, tm) })
+		require.NoError(t, err)
+		slices.SortFunc(out, func(a, b Timer) int { return cmp.Compare(a.At, b.At) })
+		return out
+	}
+	far1, far2, near := t0.Add(farTimer), t0.Add(3*farTimer), t0.Add(time.Minute)
+	scheduled := func(at time.Time) []byte { return row(t, chimev1.JobStatus_JOB_STATUS_SCHEDULED, t0, at) }
+	tm := func(at time.Time, key string) Timer { return Timer{At: at.UnixNano(), Key: key} }
+	farN := func() int { part.mu.Lock(); defer part.mu.Unlock(); return part.ov.far.n }
+
+	require.NoError(t, part.Set("ns/a", scheduled(far1)))
+	require.NoError(t, part.Set("ns/b", scheduled(far2)))
+	require.NoError(t, part.Set("ns/c", scheduled(near)))
+	require.Equal(t, 2, farN())
+	require.Equal(t, []Timer{tm(near, "ns/c"), tm(far1, "ns/a"), tm(far2, "ns/b")}, timers(t0, far2.Add(1)))
+	require.Equal(t, []Timer{tm(near, "ns/c")}, timers(t0, far1), "to is exclusive")
+	require.Equal(t, []Timer{tm(far2, "ns/b")}, timers(far1.Add(1), far2.Add(time.Hour)), "from is inclusive, and far ones below it are left out")
+
+	// Folded into the dirty write: near now, then far again.
+	require.NoError(t, part.Set("ns/a", scheduled(near.Add(time.Second))))
+	require.Equal(t, 1, farN())
+	require.Equal(t, []Timer{tm(near, "ns/c"), tm(near.Add(time.Second), "ns/a")}, timers(t0, far1))
+	require.NoError(t, part.Set("ns/a", scheduled(far1)))
+	require.Equal(t, 2, farN())
+
+	// Applied: the database has them, and nothing is left to scan for.
+	part.produce(true)
+	v, _ := kafkas.Load(db)
+	for i, r := range v.(*fakeKafka).sent {
+		r.Stored(int64(i))
+	}
+	require.NoError(t, part.flush())
+	require.Zero(t, farN())
+	require.Equal(t, []Timer{tm(near, "ns/c"), tm(far1, "ns/a"), tm(far2, "ns/b")}, timers(t0, far2.Add(1)))
+
+	// A write after one on its way: the new one counts, the old does not.
+	require.NoError(t, part.Set("ns/b", scheduled(far2.Add(time.Hour))))
+	part.produce(true)
+	require.NoError(t, part.Set("ns/b", scheduled(near.Add(2*time.Second))))
+	require.Zero(t, farN())
+	require.Equal(t, []Timer{tm(near, "ns/c"), tm(near.Add(2*time.Second), "ns/b"), tm(far1, "ns/a")}, timers(t0, far2.Add(2*time.Hour)))
+	require.NoError(t, part.Delete("ns/b"))
+	require.Equal(t, []Timer{tm(near, "ns/c"), tm(far1, "ns/a")}, timers(t0, far2.Add(2*time.Hour)))
 }

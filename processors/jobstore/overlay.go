@@ -54,10 +54,10 @@ const (
 type write struct {
 	part *Partition // whose write it is (Stored)
 	key  string
-	// ordered is the timer this write put in the overlay's order of
-	// timers (0: none, or the caller holds it: SetHeld).
-	ordered int64
-	value   []byte // nil: the row is deleted
+	// placed says where Timers finds the write's timer, placedAt.
+	placed   timerPlace
+	placedAt int64
+	value    []byte // nil: the row is deleted
 	// old is the index entries of the row the database will hold when
 	// this write is applied (nil: no row): known when the write is made,
 	// so applying it reads nothing.
@@ -77,9 +77,18 @@ type write struct {
 type overlay struct {
 	// latest is each key's last write (what reads see), until applied;
 	// timers orders their timers (Timers reads them in time order beside
-	// the database's), but for those the caller holds (SetHeld).
+	// the database's), but for those the caller holds (SetHeld) and
+	// those far ahead (far).
 	latest map[string]*write
 	timers *btree.BTreeG[Timer]
+	// far counts the latest writes whose timer is farTimer or more ahead
+	// of when they were made, and min is at most the earliest of those
+	// timers: Timers scans latest for them only when its range reaches
+	// min, which a write applied in time never lets happen.
+	far struct {
+		n   int
+		min int64
+	}
 	// waiting are the dirty writes in the order they became dirty; ready
 	// the dirty writes to produce at the next pass. A write leaves either
 	// when produced or folded (lazily: entries whose write is no longer
@@ -110,23 +119,53 @@ func newOverlay() overlay {
 	return overlay{latest: map[string]*write{}, timers: btree.NewG(32, Timer.Less), delta: map[string]int64{}, pend: map[int64]int{}}
 }
 
-// setLatest makes w key's latest write, its timer in the order unless
-// the caller holds it (SetHeld), in place of prev, the timer key's write
-// before put there (0: none). part.mu is held.
-func (part *Partition) setLatest(key string, w *write, prev int64, held bool) {
-	if prev != 0 {
-		part.ov.timers.Delete(Timer{At: prev, Key: key})
-	}
-	if w == nil {
-		delete(part.ov.latest, key)
+// farTimer is how far ahead of the store's clock a timer is left out of
+// the overlay's order (overlay.far): a row that far from its timer is
+// stable, so it is produced and applied long before the window comes
+// near it (the database's index then has the timer); keeping the order
+// cost two tree operations a write, most of them creates and completions.
+const farTimer = 10 * time.Minute
+
+// timerPlace is where Timers finds an unapplied write's timer.
+type timerPlace uint8
+
+const (
+	unplaced timerPlace = iota // no timer, or the caller holds it (SetHeld)
+	ordered                    // overlay.timers
+	farOff                     // counted in overlay.far; Timers scans for it
+)
+
+// place makes w's timer readable by Timers, unless the caller holds it
+// (held). part.mu is held.
+func (part *Partition) place(w *write, held bool, now time.Time) {
+	w.placed = unplaced
+	at, _ := schema.JobStateTimer(w.value)
+	switch {
+	case at == 0 || held:
 		return
+	case at >= now.Add(farTimer).UnixNano():
+		if far := &part.ov.far; far.n == 0 || at < far.min {
+			far.min = at
+		}
+		part.ov.far.n++
+		w.placed = farOff
+	default:
+		part.ov.timers.ReplaceOrInsert(Timer{At: at, Key: w.key})
+		w.placed = ordered
 	}
-	part.ov.latest[key] = w
-	w.ordered = 0
-	if at, _ := schema.JobStateTimer(w.value); at != 0 && !held {
-		part.ov.timers.ReplaceOrInsert(Timer{At: at, Key: key})
-		w.ordered = at
+	w.placedAt = at
+}
+
+// unplace takes w's timer out of what Timers reads: w is replaced or
+// applied. part.mu is held.
+func (part *Partition) unplace(w *write) {
+	switch w.placed {
+	case ordered:
+		part.ov.timers.Delete(Timer{At: w.placedAt, Key: w.key})
+	case farOff:
+		part.ov.far.n--
 	}
+	w.placed = unplaced
 }
 
 // SetInput says which input record the writes that follow come from
@@ -164,20 +203,21 @@ func (part *Partition) hold(key string, value []byte, held bool) error {
 		// Fold into the dirty row: one record for both.
 		countDelta(key, transientIndex(&prevX, w.value), next, part.ov.delta)
 		part.ov.dirtyBytes += len(value) - len(w.value)
+		part.unplace(w)
 		w.value = value
-		part.setLatest(key, w, w.ordered, held)
+		part.place(w, held, now)
 	} else {
-		var prev int64
-		if w != nil {
-			prev = w.ordered
-		}
 		old, err := part.oldIndex(key)
 		if err != nil {
 			return err
 		}
+		if w != nil {
+			part.unplace(w) // on its way: this write replaces it
+		}
 		countDelta(key, old, next, part.ov.delta)
 		w = &write{part: part, key: key, value: value, old: old, offset: -1, since: now}
-		part.setLatest(key, w, prev, held)
+		part.ov.latest[key] = w
+		part.place(w, held, now)
 		part.ov.dirtyBytes += len(value)
 		part.ov.dirtyN++
 		if part.db.opts.AutoConfirm {
@@ -509,7 +549,8 @@ func (part *Partition) flush() error {
 	}
 	for _, w := range ws {
 		if part.ov.latest[w.key] == w {
-			part.setLatest(w.key, nil, w.ordered, false)
+			part.unplace(w)
+			delete(part.ov.latest, w.key)
 		}
 	}
 	clear(part.ov.inflight[:len(ws)])

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math"
 	"slices"
 	"strings"
 
@@ -38,8 +39,8 @@ func (t Timer) Less(u Timer) bool {
 // key) order, from from (inclusive) up to to (exclusive) or until fn has
 // had max of them: the applied rows' from the time index, and the rows
 // written but not applied yet from the overlay (after the others, in no
-// particular order). It returns where the next call should start: to, or
-// the first timer it did not pass.
+// particular order; not those written with SetHeld). It returns where the
+// next call should start: to, or the first timer it did not pass.
 func (part *Partition) Timers(from, to Timer, max int, fn func(Timer)) (end Timer, err error) {
 	part.mu.Lock()
 	defer part.mu.Unlock()
@@ -73,6 +74,18 @@ func (part *Partition) Timers(from, to Timer, max int, fn func(Timer)) (end Time
 		fn(t)
 		return true
 	})
+	if far := &part.ov.far; far.n > 0 && (Timer{At: far.min}).Less(end) {
+		far.min = math.MaxInt64
+		for _, w := range part.ov.latest {
+			if w.placed != farOff {
+				continue
+			}
+			far.min = min(far.min, w.placedAt)
+			if t := (Timer{At: w.placedAt, Key: w.key}); !t.Less(from) && t.Less(end) {
+				fn(t)
+			}
+		}
+	}
 	return end, nil
 }
 
