@@ -17,8 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Record is a kgo.Record carrying v for its promise.
-type Record[T any] struct {
+// record is a kgo.Record carrying v for its promise.
+type record[T any] struct {
 	kgo.Record
 	ctx carrier[T]
 }
@@ -35,7 +35,7 @@ type carrier[T any] struct {
 // carrying v. The key is not copied: franz-go only reads a record's key
 // (to partition, encode and compress it), and a Go string never changes.
 func New[T any](ctx context.Context, topic, key string, value []byte, v T) *kgo.Record {
-	r := &Record[T]{ctx: carrier[T]{Context: ctx, v: v}}
+	r := &record[T]{ctx: carrier[T]{Context: ctx, v: v}}
 	r.Topic, r.Key, r.Value = topic, KeyBytes(key), value
 	r.Context = &r.ctx
 	return &r.Record
