@@ -212,14 +212,14 @@ func JobStateSummary(data []byte) (sum JobSummary, ok bool) {
 	}
 	b := data[n:]
 	for len(b) > 0 {
-		num, typ, v, rest, err := nextField(b)
+		num, typ, v, rest, err := NextField(b)
 		if err != nil {
 			return sum, false
 		}
 		b = rest
 		switch {
 		case num == jobStateStatusField && typ == protowire.VarintType:
-			sum.Status = chimev1.JobStatus(varintValue(v))
+			sum.Status = chimev1.JobStatus(VarintValue(v))
 		case num == jobStateCreatedField && typ == protowire.BytesType:
 			sum.Created = timestampNanos(v)
 		}
@@ -231,16 +231,16 @@ func JobStateSummary(data []byte) (sum JobSummary, ok bool) {
 func timestampNanos(b []byte) int64 {
 	var secs, nanos int64
 	for len(b) > 0 {
-		num, typ, v, rest, err := nextField(b)
+		num, typ, v, rest, err := NextField(b)
 		if err != nil || typ != protowire.VarintType {
 			return 0
 		}
 		b = rest
 		switch num {
 		case 1:
-			secs = int64(varintValue(v))
+			secs = int64(VarintValue(v))
 		case 2:
-			nanos = int64(int32(varintValue(v)))
+			nanos = int64(int32(VarintValue(v)))
 		}
 	}
 	return secs*1e9 + nanos
@@ -270,7 +270,7 @@ func JobStateLabels(data []byte) []Label {
 	}
 	var out []Label
 	for b := spec; len(b) > 0; {
-		num, typ, entry, rest, err := nextField(b)
+		num, typ, entry, rest, err := NextField(b)
 		if err != nil {
 			return nil
 		}
@@ -298,7 +298,7 @@ func JobStateLabels(data []byte) []Label {
 // message b (false: none, or b is malformed).
 func bytesField(b []byte, num protowire.Number) (v []byte, ok bool) {
 	for len(b) > 0 {
-		n, typ, f, rest, err := nextField(b)
+		n, typ, f, rest, err := NextField(b)
 		if err != nil {
 			return nil, false
 		}

@@ -29,7 +29,7 @@ func DuesOf(d *chimev1.Due) []*chimev1.Due {
 func DecodeDues(data []byte) ([]*chimev1.Due, error) {
 	n, batchOnly := 0, true
 	for b := data; len(b) > 0; {
-		num, typ, _, rest, err := nextField(b)
+		num, typ, _, rest, err := NextField(b)
 		if err != nil {
 			return decodeDuesSlow(data)
 		}
@@ -52,7 +52,7 @@ func DecodeDues(data []byte) ([]*chimev1.Due, error) {
 	trees := make([]dueTree, n)
 	dues := make([]*chimev1.Due, 0, n)
 	for b := data; len(b) > 0; {
-		_, _, v, rest, _ := nextField(b)
+		_, _, v, rest, _ := NextField(b)
 		b = rest
 		t := &trees[len(dues)]
 		presetDue(t, v)

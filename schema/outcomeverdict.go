@@ -38,7 +38,7 @@ const (
 // Like UnmarshalInternal, it is for what chime itself encoded.
 func UnmarshalOutcomeVerdict(data []byte, o *chimev1.CallbackOutcome) error {
 	for len(data) > 0 {
-		num, typ, v, rest, err := nextField(data)
+		num, typ, v, rest, err := NextField(data)
 		if err != nil {
 			return err
 		}
@@ -56,7 +56,7 @@ func UnmarshalOutcomeVerdict(data []byte, o *chimev1.CallbackOutcome) error {
 			continue
 		}
 		if want == protowire.VarintType {
-			switch x := varintValue(v); num {
+			switch x := VarintValue(v); num {
 			case outcomeClass:
 				o.Class = chimev1.OutcomeClass(int32(x))
 			case outcomeStatusCode:
@@ -99,7 +99,7 @@ func UnmarshalOutcomeVerdict(data []byte, o *chimev1.CallbackOutcome) error {
 // generated decoder merges a message field that occurs twice.
 func mergeSecondsNanos(b []byte, s *int64, ns *int32) error {
 	for len(b) > 0 {
-		num, typ, v, rest, err := nextField(b)
+		num, typ, v, rest, err := NextField(b)
 		if err != nil {
 			return err
 		}
@@ -107,9 +107,9 @@ func mergeSecondsNanos(b []byte, s *int64, ns *int32) error {
 		switch {
 		case typ != protowire.VarintType:
 		case num == 1:
-			*s = int64(varintValue(v))
+			*s = int64(VarintValue(v))
 		case num == 2:
-			*ns = int32(varintValue(v))
+			*ns = int32(VarintValue(v))
 		}
 	}
 	return nil

@@ -10,7 +10,7 @@ import (
 // The generated decoder allocates every message it decodes, one by one,
 // but decodes a message field into the one already set. DecodeDues
 // (due.go) uses that for a record of the due topic: it walks the record
-// (nextField, no allocation), then decodes each due of the batch into one
+// (NextField, no allocation), then decodes each due of the batch into one
 // allocation holding the due and the messages it has, the fields it has
 // not left nil, so each equals the generated decoder's (preset_test.go
 // holds it to it, errors included). A field seen only in a later
@@ -48,7 +48,7 @@ const (
 func presetDue(t *dueTree, body []byte) {
 	d := &t.due
 	for len(body) > 0 {
-		num, typ, _, rest, err := nextField(body)
+		num, typ, _, rest, err := NextField(body)
 		if err != nil {
 			return
 		}

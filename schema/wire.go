@@ -108,13 +108,15 @@ func MarshalInput(m proto.Message) ([]byte, error) {
 	return b, nil
 }
 
-// nextField reads the field at the start of b, an encoded message: its
+// NextField reads the field at the start of b, an encoded message: its
 // number, its wire type and its value (a length-delimited field's
 // contents, else its encoded value, a varint's bytes say), and what follows
-// it. The walkers of encodings without decoding them (the UTF-8 check, a
-// row's summary, labels and timestamps, an outcome's verdict) read fields
-// with it.
-func nextField(b []byte) (num protowire.Number, typ protowire.Type, v, rest []byte, err error) {
+// it; the field's whole encoding is b[:len(b)-len(rest)]. The walkers of
+// encodings without decoding them (the UTF-8 check, a row's summary,
+// labels and timestamps, an outcome's verdict, the scheduler's answers
+// settled on the row) read fields with it: one reader, one set of rules
+// for what parses.
+func NextField(b []byte) (num protowire.Number, typ protowire.Type, v, rest []byte, err error) {
 	num, typ, n := protowire.ConsumeTag(b)
 	if n < 0 {
 		return 0, 0, nil, nil, protowire.ParseError(n)
@@ -136,9 +138,9 @@ func nextField(b []byte) (num protowire.Number, typ protowire.Type, v, rest []by
 
 var errFieldNumber = errors.New("proto: invalid field number")
 
-// varintValue is the value of a varint field nextField read (0 if v is
+// VarintValue is the value of a varint field NextField read (0 if v is
 // not one).
-func varintValue(v []byte) uint64 {
+func VarintValue(v []byte) uint64 {
 	x, _ := protowire.ConsumeVarint(v)
 	return x
 }
@@ -238,7 +240,7 @@ func (p *utf8Plan) check(b []byte, depth int) error {
 		return errInputDepth
 	}
 	for len(b) > 0 {
-		num, typ, v, rest, err := nextField(b)
+		num, typ, v, rest, err := NextField(b)
 		if err != nil {
 			return err
 		}

@@ -245,32 +245,23 @@ type field struct {
 	v, raw []byte
 }
 
-// readField reads the first field of b (ok false: it does not parse).
+// readField reads the first field of b with schema.NextField, the one
+// reader of encoded fields (ok false: it does not parse).
 func readField(b []byte) (f field, rest []byte, ok bool) {
-	num, typ, n := protowire.ConsumeTag(b)
-	if n < 0 {
+	num, typ, v, rest, err := schema.NextField(b)
+	if err != nil {
 		return field{}, nil, false
 	}
-	var v []byte
-	var m int
-	if typ == protowire.BytesType {
-		v, m = protowire.ConsumeBytes(b[n:])
-	} else if m = protowire.ConsumeFieldValue(num, typ, b[n:]); m >= 0 {
-		v = b[n : n+m]
-	}
-	if m < 0 {
-		return field{}, nil, false
-	}
-	return field{num: num, typ: typ, v: v, raw: b[:n+m]}, b[n+m:], true
+	return field{num: num, typ: typ, v: v, raw: b[:len(b)-len(rest)]}, rest, true
 }
 
-// varint is a varint field's value (ok false: it is not one).
+// varint is a varint field's value (ok false: it is not one). NextField
+// has checked its encoding.
 func (f field) varint() (uint64, bool) {
 	if f.typ != protowire.VarintType {
 		return 0, false
 	}
-	x, n := protowire.ConsumeVarint(f.v)
-	return x, n > 0
+	return schema.VarintValue(f.v), true
 }
 
 // appendTimestamp appends t as field num, a google.protobuf.Timestamp,
