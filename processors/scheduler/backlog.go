@@ -22,8 +22,14 @@ import (
 
 const (
 	// backlogEvery is how often the due topic's end offsets and the
-	// dispatchers' committed offsets are read.
-	backlogEvery = 2 * time.Second
+	// dispatchers' committed offsets are read while the dispatchers keep
+	// up (every due event completed), backlogBehindEvery while some are
+	// behind: the pump's gate (FlowBacklog) opens on those samples, and
+	// every sample it waits for is time the dispatchers may run dry. The
+	// dispatchers commit every 500 ms (their CommitInterval), so reading
+	// more often would see nothing new.
+	backlogEvery       = 2 * time.Second
+	backlogBehindEvery = 500 * time.Millisecond
 	// backlogSpan is how far back the samples reach: a backlog older
 	// than this counts as this old.
 	backlogSpan = 2 * time.Hour
@@ -111,20 +117,25 @@ func (m *backlogMeter) observe(now time.Time, ends, committed []int64) backlog {
 }
 
 // watchBacklog samples the due topic and the dispatchers' group every
-// backlogEvery until ctx ends and stores the backlogs (nanoseconds) in
-// worst and flow. A failed read keeps the last values: it says nothing
-// about the backlog.
+// backlogEvery (backlogBehindEvery while they are behind) until ctx ends
+// and stores the backlogs (nanoseconds) in worst and flow. A failed read
+// keeps the last values: it says nothing about the backlog.
 func watchBacklog(ctx context.Context, cl *kgo.Client, topic, group string, worst, flow *atomic.Int64) {
 	adm := kadm.NewClient(cl)
 	var m backlogMeter
-	t := time.NewTicker(backlogEvery)
+	t := time.NewTimer(backlogEvery)
 	defer t.Stop()
 	for {
+		every := backlogEvery
 		if ends, committed, ok := readBacklog(ctx, adm, topic, group); ok {
 			b := m.observe(time.Now(), ends, committed)
 			worst.Store(int64(b.worst))
 			flow.Store(int64(b.flow))
+			if b.worst > 0 {
+				every = backlogBehindEvery
+			}
 		}
+		t.Reset(every)
 		select {
 		case <-ctx.Done():
 			return

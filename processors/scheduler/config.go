@@ -104,12 +104,12 @@ type Config struct {
 	AckTimeout time.Duration
 	// FlowBacklog is the dispatchers' backlog (backlog.go) beyond which
 	// the pump holds fires back: while every busy partition of the due
-	// topic is more than this behind, timers are taken as if the clock
-	// were behind by the excess, so due events leave about as fast as
-	// the dispatchers complete them and the rows wait pending, instead of
-	// being fired, queued and held awaiting an answer. Jobs are as late
-	// either way; held back, each costs no more than at a rate chime
-	// keeps up with. Default DefaultFlowBacklog; Off never holds back.
+	// topic is more than this behind, the pump takes no timers (pump.go,
+	// heldBack), so due events leave about as fast as the dispatchers
+	// complete them and the rows wait pending, instead of being fired,
+	// queued and held awaiting an answer. Jobs are as late either way;
+	// held back, each costs no more than at a rate chime keeps up with.
+	// Default DefaultFlowBacklog; Off never holds back.
 	FlowBacklog time.Duration
 	// ConfirmAfter is how long a Kafka-target write stays in its row
 	// before it counts as stored (chimev1.Delivery): longer than a failed

@@ -115,8 +115,8 @@ type decider struct {
 	// backlog is how far behind the dispatchers are, their worst
 	// partition (nanoseconds; backlog.go): redelivery waits for it on top
 	// of the ack timeout. flow is the least behind of their busy
-	// partitions: the pump holds fires back by what it exceeds
-	// FlowBacklog by.
+	// partitions: above FlowBacklog the pump takes no timers
+	// (heldBack).
 	backlog, flow atomic.Int64
 }
 
