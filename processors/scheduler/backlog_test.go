@@ -7,15 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/chime-sched/chime/internal/kafkatest"
 	"github.com/chime-sched/chime/internal/lifecycle/lifecycletest"
-	"github.com/chime-sched/chime/processors"
-	"github.com/chime-sched/chime/producer"
-	"github.com/chime-sched/chime/schema"
 	"github.com/chime-sched/chime/schema/chimev1"
 )
 
@@ -144,11 +138,9 @@ func TestPumpIsHeldWhileTheDispatchersAreBehind(t *testing.T) {
 // once the group has completed what it was given, the job fires.
 func TestPumpTakesNothingWhileTheDispatchersAreBehind(t *testing.T) {
 	t.Parallel()
-	c := kafkatest.New(t)
-	topics := schema.NewTopics(kafkatest.UniquePrefix(t))
-	c.Provision(t, topics, 1)
+	r := newKafkaRig(t, 1)
 	s, err := New(Config{
-		Config:      processors.Config{Client: processors.Client{Brokers: c.Brokers()}, Topics: topics},
+		Config:      r.config(),
 		Namespaces:  kafkatest.EveryNamespace{},
 		FlowBacklog: 300 * time.Millisecond,
 	})
@@ -156,49 +148,31 @@ func TestPumpTakesNothingWhileTheDispatchersAreBehind(t *testing.T) {
 	lifecycletest.Start(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	adm := c.Admin(t)
+	adm := r.c.Admin(t)
+	due := r.topics.Due()
 	// The dispatchers' group commits where it stands on the due topic.
 	commit := func(at int64) {
 		t.Helper()
 		var o kadm.Offsets
-		o.Add(kadm.Offset{Topic: topics.Due(), Partition: 0, At: at, LeaderEpoch: -1})
-		res, err := adm.CommitOffsets(ctx, topics.DispatcherGroup(), o)
+		o.Add(kadm.Offset{Topic: due, Partition: 0, At: at, LeaderEpoch: -1})
+		res, err := adm.CommitOffsets(ctx, r.topics.DispatcherGroup(), o)
 		require.NoError(t, err)
 		require.NoError(t, res.Error())
 	}
 	commit(0)
-	dues := kafkatest.CollectEach(t, c.Brokers(), topics.Due(), func(r *kgo.Record, keep func(string, *chimev1.Due)) {
-		d := new(chimev1.Due)
-		require.NoError(t, proto.Unmarshal(r.Value, d))
-		for _, d := range schema.DuesOf(d) {
-			keep(d.JobId, d)
-		}
-	})
-	p, err := producer.New(producer.Brokers(c.Brokers()), producer.TopicPrefix(topics.Prefix))
-	require.NoError(t, err)
-	defer p.Close()
-	schedule := func(id string, at time.Time) {
-		t.Helper()
-		_, err := p.Schedule(ctx, &chimev1.JobSpec{
-			Namespace: "ns", Id: id,
-			Schedule: &chimev1.Schedule{Kind: &chimev1.Schedule_At{At: timestamppb.New(at)}},
-			Target:   &chimev1.Target{Kind: &chimev1.Target_Http{Http: &chimev1.HttpCallback{Url: "http://127.0.0.1:9/hook"}}},
-		})
-		require.NoError(t, err)
-	}
 
-	schedule("first", time.Now())
-	kafkatest.WaitFor(t, 30*time.Second, "the first job's due event", func() bool { return len(dues.Get("first")) == 1 })
+	r.scheduleHTTP(t, "first", time.Now())
+	kafkatest.WaitFor(t, 30*time.Second, "the first job's due event", func() bool { return len(r.dues.Get("first")) == 1 })
 	kafkatest.WaitFor(t, 30*time.Second, "the pump to be held back", s.heldBack)
-	schedule("overdue", time.Now().Add(-time.Minute))
-	require.Never(t, func() bool { return len(dues.Get("overdue")) > 0 }, 1500*time.Millisecond, 50*time.Millisecond,
+	r.scheduleHTTP(t, "overdue", time.Now().Add(-time.Minute))
+	require.Never(t, func() bool { return len(r.dues.Get("overdue")) > 0 }, 1500*time.Millisecond, 50*time.Millisecond,
 		"an overdue job fired while the dispatchers were behind")
 	require.True(t, s.heldBack())
 
-	ends, err := adm.ListEndOffsets(ctx, topics.Due())
+	ends, err := adm.ListEndOffsets(ctx, due)
 	require.NoError(t, err)
-	end, ok := ends.Lookup(topics.Due(), 0)
+	end, ok := ends.Lookup(due, 0)
 	require.True(t, ok)
 	commit(end.Offset)
-	kafkatest.WaitFor(t, 30*time.Second, "the overdue job to fire once the dispatchers caught up", func() bool { return len(dues.Get("overdue")) == 1 })
+	kafkatest.WaitFor(t, 30*time.Second, "the overdue job to fire once the dispatchers caught up", func() bool { return len(r.dues.Get("overdue")) == 1 })
 }
