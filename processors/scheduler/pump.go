@@ -33,9 +33,12 @@ func (s *Scheduler) pump(ctx context.Context, out *tickOut) {
 	for ctx.Err() == nil {
 		if s.heldBack() {
 			// The dispatchers are behind (FlowBacklog): nothing is taken,
-			// the sweep included, until their backlog's next sample says
-			// they are not.
-			idle.Reset(backlogBehindEvery)
+			// the sweep included, until a sample of their backlog says
+			// they are not. It is read every backlogBehindEvery; looking
+			// a fifth of that apart, the gate opens at most 100 ms after
+			// the sample that opens it, for an atomic load 10 times a
+			// second while it is shut.
+			idle.Reset(backlogBehindEvery / 5)
 			select {
 			case <-ctx.Done():
 				return
