@@ -213,7 +213,7 @@ func capacityRows(o *capacityOptions, runs []capRun, scaled capLoad, pend *capPe
 		return (a.load.cores(kind) - a.low.cores(kind)) * 1e6 / dr
 	}
 	const chime = "chime (the five roles)"
-	kinds := append(slices.Clone(capRoles), chime, labelKafka, labelClickHouse, labelReceiver)
+	kinds := append(slices.Clone(capRoles), chime, labelKafka, labelKafkaWarm, labelClickHouse, labelReceiver)
 	for _, kind := range kinds {
 		sum := func(f func(string) float64) float64 {
 			if kind != chime {

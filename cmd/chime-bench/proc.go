@@ -9,7 +9,13 @@ import (
 // procCPU is the CPU time (user + system) a process has used so far, in
 // seconds, from /proc/<pid>/stat; -1 if it cannot be read.
 func procCPU(pid int) float64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	return statCPU("/proc/" + strconv.Itoa(pid) + "/stat")
+}
+
+// statCPU is the CPU time (user + system) in a process's or a thread's
+// stat file, in seconds; -1 if it cannot be read.
+func statCPU(path string) float64 {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return -1
 	}
@@ -28,6 +34,37 @@ func procCPU(pid int) float64 {
 	ut, _ := strconv.ParseFloat(f[11], 64)
 	st, _ := strconv.ParseFloat(f[12], 64)
 	return (ut + st) / clockTicks
+}
+
+// jvmJITCPU is the CPU time, in seconds, a Java process's JIT compiler
+// threads have used so far (HotSpot names them "C1 CompilerThreadN" and
+// "C2 CompilerThreadN", which the kernel's 15-byte comm cuts to "C1
+// CompilerThre"); 0 if there are none or they cannot be read. A thread
+// that ended meanwhile takes its time with it: HotSpot ends compiler
+// threads it no longer needs, so over a window this can only understate
+// the compiling.
+func jvmJITCPU(pid int) float64 {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	t := 0.0
+	for _, e := range tasks {
+		comm, err := os.ReadFile(dir + e.Name() + "/comm")
+		if err != nil || !jitThread(strings.TrimSpace(string(comm))) {
+			continue
+		}
+		if c := statCPU(dir + e.Name() + "/stat"); c > 0 {
+			t += c
+		}
+	}
+	return t
+}
+
+// jitThread says whether a HotSpot thread of this name compiles code.
+func jitThread(comm string) bool {
+	return strings.HasPrefix(comm, "C1 CompilerThre") || strings.HasPrefix(comm, "C2 CompilerThre")
 }
 
 // clockTicks is USER_HZ, 100 on Linux/amd64.
