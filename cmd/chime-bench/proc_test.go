@@ -15,6 +15,7 @@ import (
 // A thread named as HotSpot names a compiler thread counts; the rest of
 // the process does not.
 func TestJVMJITCPUCountsOnlyCompilerThreads(t *testing.T) {
+	t.Parallel() // only the thread it names counts, whatever else runs
 	pid := os.Getpid()
 	require.Zero(t, jvmJITCPU(pid), "a Go process has no compiler threads")
 
