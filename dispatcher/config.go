@@ -116,6 +116,11 @@ type Config struct {
 	// Defer) gather before they go out, a record per job-commands
 	// partition (answers.go). Default DefaultAnswerLinger.
 	AnswerLinger time.Duration
+	// HoldTick is the grid a due that came before its fire_at is started
+	// on: at the first multiple of HoldTick at or after fire_at, so never
+	// early and less than HoldTick late (hold.go). Default
+	// DefaultHoldTick; Off starts each at its own fire_at.
+	HoldTick time.Duration
 	// RevokeWait bounds how long a revoked partition's calls may finish
 	// before its offsets are committed and it is let go. Default
 	// DefaultRevokeWait.
@@ -154,6 +159,7 @@ const (
 	DefaultDeferDelay     = time.Second
 	DefaultCommitInterval = 500 * time.Millisecond
 	DefaultAnswerLinger   = 10 * time.Millisecond
+	DefaultHoldTick       = 20 * time.Millisecond
 	DefaultRevokeWait     = 5 * time.Second
 	DefaultDedupSize      = 100_000
 	DefaultBodySnippet    = 1024
@@ -171,7 +177,8 @@ const (
 	BufferedPerInFlight = 4
 )
 
-// Off, as Config.DedupSize, remembers no emissions (0 takes the default).
+// Off, as Config.DedupSize, remembers no emissions; as Config.HoldTick, it
+// starts each held due at its own fire_at (0 takes the default).
 const Off = -1
 
 // validate applies the defaults to the fields left unset and refuses the
@@ -211,6 +218,7 @@ func (c *Config) validate() error {
 		setting.Positive(o, "DeferDelay", &c.DeferDelay, DefaultDeferDelay),
 		setting.Positive(o, "CommitInterval", &c.CommitInterval, DefaultCommitInterval),
 		setting.Positive(o, "AnswerLinger", &c.AnswerLinger, DefaultAnswerLinger),
+		setting.PositiveOr(o, "HoldTick", &c.HoldTick, DefaultHoldTick, Off, "dispatcher.Off", "to start each held due at its own fire_at"),
 		setting.Positive(o, "RevokeWait", &c.RevokeWait, DefaultRevokeWait),
 		setting.PositiveOr(o, "DedupSize", &c.DedupSize, DefaultDedupSize, Off, "dispatcher.Off", "to remember none"),
 		setting.Positive(o, "BodySnippet", &c.BodySnippet, DefaultBodySnippet),

@@ -117,7 +117,7 @@ func (d *Dispatcher) Start(ctx context.Context) error { return d.Go(ctx, d.run) 
 
 func (d *Dispatcher) run(ctx context.Context, ready func()) error {
 	c := &consumer{d: d, topic: d.cfg.Topics.Due(), parts: map[int32]*partState{}, skips: map[int32]map[int64]bool{},
-		workers: newWorkers(workerIdle, d.cfg.MaxBuffered), holder: newHolder(d.callCtx)}
+		workers: newWorkers(workerIdle, d.cfg.MaxBuffered), holder: newHolder(d.callCtx, d.cfg.HoldTick)}
 	defer c.workers.close()
 	defer c.holder.close()
 	c.cond = sync.NewCond(&c.mu)

@@ -14,6 +14,17 @@ import (
 // cron at the full minute, a batch created at once); the holder wakes once
 // for all of them.
 //
+// The holder wakes on a grid of HoldTick (Config): a due starts at the
+// first multiple of the tick at or after its fire_at, never before it and
+// less than a tick after, with every due of that tick. At a steady rate
+// the fire times are all different (2,000 a second, each its own
+// millisecond), and waking for each, then waking a worker for its call,
+// was much of what a dispatcher spent beside the calls themselves. On
+// Apache Kafka at 2,000 fires/s (make bench's capacity phase, 1 December
+// 2026), the dispatcher took 127-131 us a call waking at each fire_at, 121
+// on a 5 ms grid, 100 on 10 ms and 81 on 20 ms; the endpoint, taking the
+// calls in groups, 86-91, 72, 54 and 44 us.
+//
 // A held due counts as in flight, as before: nothing after it is
 // committed, and a revoke waits for it (RevokeWait). A recall takes its
 // due out at once, completed (recall); a lost partition's due is dropped
@@ -21,6 +32,7 @@ import (
 // shutdown that gave up waiting) or the holder closes, every held due is
 // dropped uncompleted.
 type holder struct {
+	tick   time.Duration // the grid it wakes on; 0: each due's own time
 	mu     sync.Mutex
 	items  heldHeap
 	byKey  map[emission][]*heldDue
@@ -50,8 +62,8 @@ type heldRun interface {
 	drop()
 }
 
-func newHolder(ctx context.Context) *holder {
-	h := &holder{byKey: map[emission][]*heldDue{}, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+func newHolder(ctx context.Context, tick time.Duration) *holder {
+	h := &holder{tick: max(tick, 0), byKey: map[emission][]*heldDue{}, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go h.loop(ctx)
 	return h
 }
@@ -130,7 +142,7 @@ func (h *holder) loop(ctx context.Context) {
 		}
 		next := time.Duration(-1)
 		if len(h.items) > 0 {
-			next = h.items[0].at.Sub(now)
+			next = holdWake(h.items[0].at, h.tick).Sub(now)
 		}
 		h.mu.Unlock()
 		for i, d := range ready {
@@ -154,6 +166,24 @@ func (h *holder) loop(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// holdWake is when the holder wakes for a due of time at: the first
+// multiple of tick (since the Unix epoch) at or after at; at itself when
+// tick is 0.
+func holdWake(at time.Time, tick time.Duration) time.Time {
+	if tick <= 0 {
+		return at
+	}
+	ns, t := at.UnixNano(), int64(tick)
+	r := ns % t
+	if r < 0 {
+		r += t
+	}
+	if r != 0 {
+		ns += t - r
+	}
+	return time.Unix(0, ns)
 }
 
 // dropAll gives up every held due, and any added from now on.

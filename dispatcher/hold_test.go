@@ -46,40 +46,98 @@ func (f heldFuncs) drop()     { f.onDrop() }
 
 // The holder starts each due at its time, never before, in time order and
 // in arrival order within an instant; an earlier due added later goes
-// first; a recall takes its due out at once; closing drops the rest.
+// first; a recall takes its due out at once; closing drops the rest. On a
+// grid (HoldTick) as on each due's own time.
 func TestHolderStartsDuesAtTheirTime(t *testing.T) {
 	t.Parallel()
-	h := newHolder(context.Background())
-	var log heldLog
-	base := time.Now().Add(150 * time.Millisecond)
-	log.hold(h, base.Add(100*time.Millisecond), "c")
-	log.hold(h, base, "a1")
-	log.hold(h, base, "a2")
-	log.hold(h, base.Add(50*time.Millisecond), "recalled")
-	log.hold(h, base.Add(time.Hour), "later")
-	log.hold(h, base.Add(-100*time.Millisecond), "first") // earlier than all, added last
-	require.Equal(t, 6, h.held())
-	h.recall(emission{key: "recalled"})
-	require.Equal(t, []string{"recalled recalled"}, log.get(), "taken out at once")
+	for _, tick := range []time.Duration{0, 20 * time.Millisecond} {
+		t.Run(tick.String(), func(t *testing.T) {
+			t.Parallel()
+			h := newHolder(context.Background(), tick)
+			var log heldLog
+			base := time.Now().Add(150 * time.Millisecond)
+			log.hold(h, base.Add(100*time.Millisecond), "c")
+			log.hold(h, base, "a1")
+			log.hold(h, base, "a2")
+			log.hold(h, base.Add(50*time.Millisecond), "recalled")
+			log.hold(h, base.Add(time.Hour), "later")
+			log.hold(h, base.Add(-100*time.Millisecond), "first") // earlier than all, added last
+			require.Equal(t, 6, h.held())
+			h.recall(emission{key: "recalled"})
+			require.Equal(t, []string{"recalled recalled"}, log.get(), "taken out at once")
 
+			deadline := time.Now().Add(10 * time.Second)
+			for len(log.get()) < 5 && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			require.Equal(t, []string{"recalled recalled", "start first", "start a1", "start a2", "start c"}, log.get())
+			require.Equal(t, 1, h.held())
+			h.close()
+			require.Equal(t, "drop later", log.get()[5], "closing drops what is held")
+			require.Zero(t, h.held())
+			log.hold(h, time.Now(), "after")
+			require.Equal(t, "drop after", log.get()[6], "a closed holder drops what it is given")
+		})
+	}
+}
+
+// On a grid, the dues of one tick wait for its end together: one just
+// after a grid point waits almost the whole tick, none starts early.
+func TestHolderStartsOnItsGrid(t *testing.T) {
+	t.Parallel()
+	const tick = 100 * time.Millisecond
+	h := newHolder(context.Background(), tick)
+	defer h.close()
+	g := holdWake(time.Now().Add(300*time.Millisecond), tick)
+	ats := map[string]time.Time{"early in the tick": g.Add(-tick + time.Millisecond), "late in the tick": g.Add(-time.Millisecond)}
+	var mu sync.Mutex
+	started := map[string]time.Time{}
+	for name, at := range ats {
+		h.add(at, emission{key: name}, heldFuncs{func() {
+			mu.Lock()
+			started[name] = time.Now()
+			mu.Unlock()
+		}, func() {}, func() {}})
+	}
 	deadline := time.Now().Add(10 * time.Second)
-	for len(log.get()) < 5 && time.Now().Before(deadline) {
+	for h.held() > 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	require.Equal(t, []string{"recalled recalled", "start first", "start a1", "start a2", "start c"}, log.get())
-	require.Equal(t, 1, h.held())
-	h.close()
-	require.Equal(t, "drop later", log.get()[5], "closing drops what is held")
-	require.Zero(t, h.held())
-	log.hold(h, time.Now(), "after")
-	require.Equal(t, "drop after", log.get()[6], "a closed holder drops what it is given")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, started, 2)
+	for name, at := range started {
+		require.False(t, at.Before(g), "%s started %s before the grid point", name, g.Sub(at))
+		require.Less(t, at.Sub(ats[name]), tick+time.Second, "%s started long after its tick", name)
+	}
+}
+
+func TestHoldWake(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	at := func(n int64) time.Time { return time.Unix(0, n) }
+	for _, c := range []struct {
+		at   time.Time
+		tick time.Duration
+		want time.Time
+	}{
+		{at(1_000_000_123), 0, at(1_000_000_123)},
+		{at(1_000_000_123), -1, at(1_000_000_123)},
+		{at(1_000_000_000), 5 * ms, at(1_000_000_000)},
+		{at(1_000_000_001), 5 * ms, at(1_005_000_000)},
+		{at(1_004_999_999), 5 * ms, at(1_005_000_000)},
+		{at(-1), 5 * ms, at(0)},
+		{at(-5_000_001), 5 * ms, at(-5_000_000)},
+	} {
+		require.Equal(t, c.want, holdWake(c.at, c.tick), "%d on %s", c.at.UnixNano(), c.tick)
+	}
 }
 
 // Cutting the calls (the context) drops every held due.
 func TestHolderDropsWhenTheCallsAreCut(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
-	h := newHolder(ctx)
+	h := newHolder(ctx, 0)
 	defer h.close()
 	var log heldLog
 	log.hold(h, time.Now().Add(time.Hour), "x")
