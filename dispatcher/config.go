@@ -118,7 +118,8 @@ type Config struct {
 	AnswerLinger time.Duration
 	// HoldTick is the grid a due that came before its fire_at is started
 	// on: at the first multiple of HoldTick at or after fire_at, so never
-	// early and less than HoldTick late (hold.go). Default
+	// early and less than HoldTick late (hold.go), while a grid point
+	// gathers at most holdGroupMax dues. Default
 	// DefaultHoldTick; Off starts each at its own fire_at.
 	HoldTick time.Duration
 	// RevokeWait bounds how long a revoked partition's calls may finish

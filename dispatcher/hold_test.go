@@ -112,6 +112,41 @@ func TestHolderStartsOnItsGrid(t *testing.T) {
 	}
 }
 
+// The grid holds while a grid point gathers few dues, and gives way to
+// each due's own time when it would gather many.
+func TestGridTick(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	for _, c := range []struct {
+		tick time.Duration
+		rate float64
+		want time.Duration
+	}{
+		{20 * ms, 0, 20 * ms},
+		{20 * ms, 2000, 20 * ms}, // 40 a grid point
+		{20 * ms, 3200, 20 * ms}, // 64
+		{20 * ms, 3300, 0},
+		{20 * ms, 12500, 0},
+		{0, 12500, 0},
+	} {
+		require.Equal(t, c.want, gridTick(c.tick, c.rate), "%s at %.0f/s", c.tick, c.rate)
+	}
+}
+
+// The rate is the dues started over the last full second.
+func TestHolderCountsItsRate(t *testing.T) {
+	t.Parallel()
+	h := &holder{}
+	t0 := time.Unix(1000, 0)
+	h.count(t0, 0)
+	for i := 1; i <= 100; i++ {
+		h.count(t0.Add(time.Duration(i)*10*time.Millisecond), 30)
+	}
+	require.InDelta(t, 3000, h.rate, 1)
+	h.count(t0.Add(2500*time.Millisecond), 0)
+	require.Zero(t, h.rate, "a quiet second brings it back to nothing")
+}
+
 func TestHoldWake(t *testing.T) {
 	t.Parallel()
 	ms := time.Millisecond
