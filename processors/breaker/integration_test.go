@@ -96,10 +96,14 @@ func TestBreakerOpensAndTheSchedulerEndsTheCoolOff(t *testing.T) {
 	cl := c.Client(t, kgo.RecordPartitioner(producer.GokaPartitioner()), kgo.ProducerLinger(0))
 
 	// The namespace's thresholds, written where the namespace-config
-	// processor keeps them.
+	// processor keeps them. The cool-off is the window in which both
+	// views must be seen open: the scheduler ends it and the views turn
+	// half-open (which lets probes through), so on a loaded machine a
+	// 1 s cool-off could pass before the slower view caught up.
+	const coolOff = 3 * time.Second
 	cfg, err := proto.Marshal(&chimev1.NamespaceConfig{Namespace: "acme", Version: 1, Breaker: &chimev1.BreakerConfig{
 		MinRequests:    5,
-		CoolOff:        durationpb.New(time.Second),
+		CoolOff:        durationpb.New(coolOff),
 		HalfOpenProbes: 2,
 	}})
 	require.NoError(t, err)
@@ -141,18 +145,23 @@ func TestBreakerOpensAndTheSchedulerEndsTheCoolOff(t *testing.T) {
 
 	// Every dispatcher's view gates: the reaction time of the issue's
 	// benchmark, outcome that crosses the threshold → every view denying.
+	// Each view counts once it has been seen denying, so one view
+	// catching up late is not mistaken for one that never gated.
+	gated := make([]bool, len(dispatcherViews))
 	waitFor(t, 30*time.Second, "both views see the breaker open", func() bool {
-		for _, v := range dispatcherViews {
-			if allow, _, _ := circuit.Gate(v.Get("acme"), time.Now(), 0); allow {
-				return false
+		all := true
+		for i, v := range dispatcherViews {
+			if allow, _, _ := circuit.Gate(v.Get("acme"), time.Now(), 0); !allow {
+				gated[i] = true
 			}
+			all = all && gated[i]
 		}
-		return true
+		return all
 	})
 	t.Logf("reaction: outcome crossing the threshold → both views gating: %s", time.Since(crossed))
 	waitFor(t, 10*time.Second, "the open transition on the topic", func() bool { return trs.to(chimev1.BreakerState_BREAKER_STATE_OPEN) != nil })
 	open := trs.to(chimev1.BreakerState_BREAKER_STATE_OPEN)
-	require.Contains(t, open.Reason, "failure rate 100% >= 50% over 5 requests in 30s; open for 1s (trip 1)")
+	require.Contains(t, open.Reason, "failure rate 100% >= 50% over 5 requests in 30s; open for 3s (trip 1)")
 	require.EqualValues(t, 5, open.Window.Requests)
 
 	// The cool-off job fires through the scheduler into breaker-timers.
@@ -160,7 +169,7 @@ func TestBreakerOpensAndTheSchedulerEndsTheCoolOff(t *testing.T) {
 		return trs.to(chimev1.BreakerState_BREAKER_STATE_HALF_OPEN) != nil
 	})
 	half := trs.to(chimev1.BreakerState_BREAKER_STATE_HALF_OPEN)
-	require.False(t, half.At.AsTime().Before(open.At.AsTime().Add(time.Second)), "not before the cool-off ended")
+	require.False(t, half.At.AsTime().Before(open.At.AsTime().Add(coolOff)), "not before the cool-off ended")
 	job, err := sched.Get(schema.JobKey("acme", breaker.CoolOffJobID))
 	if err == nil && job != nil { // only if this instance holds the row (it holds all partitions)
 		require.Equal(t, chimev1.AckResult_ACK_RESULT_SUCCEEDED, job.LastResult)
