@@ -356,20 +356,58 @@ PEERS_MEDIAN_AWK := function median(a, n,   i, j, t) { for (i = 2; i <= n; i++) 
 		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 } \
 	{ n++; for (i = 1; i < NF; i++) { if ($$i == "dispatch") d[n] = $$(i + 1) + 0; if ($$i == "p99") l[n] = $$(i + 1) + 0 } if (d[n] >= 2) dm++; if (l[n] <= 0.5) lm++; if (d[n] >= 2 && l[n] <= 0.5) both++ } \
 	END { if (n) printf "over %d runs: dispatch median %.2fx (>= 2x in %d), lag p99 median %.2fx (<= 0.5x in %d), both in %d of %d\n", n, median(d, n), dm, median(l, n), lm, both, n }
-.PHONY: bench-peers
-bench-peers: build clickhouse ## chime dev beside River and asynq (../shared/peers): PEERS_N (100000) jobs due at once, one line per peer; PEERS, PEERS_FLAGS, PEERS_RUNS (medians of several runs)
+# peers-harness copies ../shared/peers to PEERS_DIR and installs the two
+# datastores its peers need; PEERS_RUN is one run of it (the peers' own
+# settings after it: env assignments for run.sh, then its N).
+.PHONY: peers-harness
+peers-harness: build clickhouse
 	@test -x $(PEERS_SRC)/run.sh || { echo "bench-peers: no $(PEERS_SRC)/run.sh (the peers' harness, beside the checkout)"; exit 1; }
 	@if ! command -v redis-server >/dev/null || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
 		$(call apt_install,redis-server postgresql); \
 	fi
 	mkdir -p $(PEERS_DIR) && cp -rf $(PEERS_SRC)/. $(PEERS_DIR)/
+PEERS_RUN = cd $(PEERS_DIR) && env CHIME_REPO=$(CURDIR) MODES=tuned TUNED_CONC= CHIME_ENQUEUE=api
+PEERS_LAST = "$$(ls -t $(PEERS_DIR)/results/*.txt | head -1)"
+
+.PHONY: bench-peers
+bench-peers: peers-harness ## chime dev beside River and asynq (../shared/peers): PEERS_N (100000) jobs due at once, one line per peer; PEERS, PEERS_FLAGS, PEERS_RUNS (medians of several runs)
 	@ratios=$$(mktemp); trap 'rm -f "$$ratios"' EXIT; \
 	for i in $$(seq $(PEERS_RUNS)); do \
 		echo "bench-peers: run $$i of $(PEERS_RUNS)"; \
-		(cd $(PEERS_DIR) && env CHIME_REPO=$(CURDIR) PEERS="$(PEERS)" MODES=tuned TUNED_CONC= CHIME_ENQUEUE=api $(PEERS_FLAGS) ./run.sh $(PEERS_N)) || exit 1; \
-		awk '$(PEERS_RATIO_AWK)' "$$(ls -t $(PEERS_DIR)/results/*.txt | head -1)" | tee -a "$$ratios"; \
+		($(PEERS_RUN) PEERS="$(PEERS)" $(PEERS_FLAGS) ./run.sh $(PEERS_N)) || exit 1; \
+		awk '$(PEERS_RATIO_AWK)' $(PEERS_LAST) | tee -a "$$ratios"; \
 	done; \
 	if [ $(PEERS_RUNS) -gt 1 ]; then awk '$(PEERS_MEDIAN_AWK)' "$$ratios"; fi
+
+# Issue 28's sustained target beside the peers, in one run: the reference
+# peers' burst (PEERS_REF, PEERS_N due at once) gives the better one's rate
+# R; then chime dev gets PEERS_SUSTAIN_FACTOR x R jobs a second, due evenly
+# over 60 s (run.sh's steady workload), and the line says whether the lag
+# p99 of the jobs due in the window's last 10 s stayed within 1 s. The
+# enqueue must end before the window opens: DELAY allows 25,000 creates a
+# second, the API's rate on a loaded machine, and 15 s more.
+PEERS_REF            ?= river asynq
+PEERS_SUSTAIN_FACTOR ?= 2
+PEERS_SUSTAIN_AWK := /^peer=/ { delete v; for (i = 1; i <= NF; i++) { j = index($$i, "="); if (j) v[substr($$i, 1, j - 1)] = substr($$i, j + 1) } \
+	if (v["spread_s"] != "0" || v["dispatch_per_s"] == "") next; \
+	if (v["dispatch_per_s"] + 0 > br) { br = v["dispatch_per_s"] + 0; bp = v["peer"] } } \
+	END { if (br > 0) print bp, br }
+PEERS_STEADY_AWK := /^peer=chime/ { delete v; for (i = 1; i <= NF; i++) { j = index($$i, "="); if (j) v[substr($$i, 1, j - 1)] = substr($$i, j + 1) } \
+	ok = v["lag_tail_p99_ms"] != "" && v["lag_tail_p99_ms"] + 0 <= 1000 && v["missing"] == "0" && v["tail_missing"] == "0"; \
+	printf "chime sustained at %sx the better peer'"'"'s burst (%s %d/s): offered %s/s, dispatched %s/s, lag p99 of the last %s s %s ms (target <= 1000), all %s ms, missing %s: %s\n", \
+		f, bp, br, v["offered_per_s"], v["dispatch_per_s"], v["tail_s"], v["lag_tail_p99_ms"], v["lag_p99_ms"], v["missing"], ok ? "met" : "not met" }
+
+.PHONY: bench-peers-sustain
+bench-peers-sustain: peers-harness ## issue 28's sustained target in one run: the better of PEERS_REF's burst rate R, then chime dev offered PEERS_SUSTAIN_FACTOR (2) x R a second for 60 s; PEERS_RUNS
+	@for i in $$(seq $(PEERS_RUNS)); do \
+		echo "bench-peers-sustain: run $$i of $(PEERS_RUNS)"; \
+		($(PEERS_RUN) PEERS="$(PEERS_REF)" ./run.sh $(PEERS_N)) || exit 1; \
+		set -- $$(awk '$(PEERS_SUSTAIN_AWK)' $(PEERS_LAST)); \
+		[ -n "$$2" ] || { echo "bench-peers-sustain: no burst rate from $(PEERS_REF)"; exit 1; }; \
+		n=$$(( $$2 * $(PEERS_SUSTAIN_FACTOR) * 60 )); \
+		($(PEERS_RUN) PEERS=chime SPREAD=60s DELAY=$$(( n / 25000 + 15 ))s ./run.sh $$n) || exit 1; \
+		awk -v bp=$$1 -v br=$$2 -v f=$(PEERS_SUSTAIN_FACTOR) '$(PEERS_STEADY_AWK)' $(PEERS_LAST); \
+	done
 
 # go build optimises cmd/chime with cmd/chime/default.pgo (profile-guided
 # optimisation, -pgo=auto): a CPU profile of make bench's burst, from 1 s
